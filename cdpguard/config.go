@@ -1,0 +1,55 @@
+package cdpguard
+
+import (
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Config configures a Guard. Its zero value is safe: an empty allowlist
+// blocks every network request, dialogs are dismissed at once, and the
+// endpoint listens on a random loopback port.
+type Config struct {
+	// Allow holds allowlist entries (DESIGN "Policy language"); each string
+	// may hold several entries separated by ';', ',' or new lines. Empty
+	// blocks everything.
+	Allow []string
+	// Block holds blocklist entries, checked before Allow.
+	Block []string
+	// Listen is the endpoint's address; "" means 127.0.0.1:0.
+	Listen string
+	// ChromePath is the browser binary for Launch; "" finds chromium,
+	// chromium-browser or google-chrome on PATH.
+	ChromePath string
+	// Headed shows the browser window (Launch only).
+	Headed bool
+	// ChromeFlags are extra browser flags, each one whole flag; commas inside
+	// a flag are kept, and --disable-features/--enable-features lists are
+	// merged with the guard's own.
+	ChromeFlags []string
+	// HostMap maps names to addresses for Chrome and the egress proxy, as
+	// PATTERN=IP ("*.test=127.0.0.1").
+	HostMap []string
+	// Instructions is added to the explanation page of a blocked navigation.
+	Instructions string
+	// BlockedNavigation selects how a blocked top-level navigation is
+	// answered: "page" (default, a 403 explanation page) or "error"
+	// (net::ERR_BLOCKED_BY_CLIENT).
+	BlockedNavigation string
+	// DialogGrace is how long a JavaScript dialog may stay open before the
+	// guard answers it. Zero answers at once.
+	DialogGrace time.Duration
+	// PauseTimeout bounds how long a paused request may wait for a verdict
+	// before it is failed. Zero means 10 s.
+	PauseTimeout time.Duration
+	// PublicHosts are extra Host header names the endpoint accepts besides
+	// IP literals and localhost.
+	PublicHosts []string
+	// UserDataDir is the browser profile for Launch; "" is a fresh temporary
+	// directory removed on Close.
+	UserDataDir string
+	// ChromeStderr receives the launched browser's output; nil discards it.
+	ChromeStderr io.Writer
+	// Logger receives the guard's logs; nil discards them.
+	Logger *slog.Logger
+}

@@ -1,0 +1,350 @@
+// Package cdpguard puts a domain allowlist around a Chromium browser driven
+// over the Chrome DevTools Protocol. A Guard owns one browser connection and
+// serves a CDP endpoint that Playwright, Puppeteer and chromedp connect to as
+// they would to Chrome, while every request of every target is judged against
+// the allowlist.
+package cdpguard
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cdpguard/cdpguard/internal/browser"
+	"github.com/cdpguard/cdpguard/internal/dialogs"
+	"github.com/cdpguard/cdpguard/internal/fetchdomain"
+	"github.com/cdpguard/cdpguard/internal/hostmap"
+	"github.com/cdpguard/cdpguard/internal/policy"
+	"github.com/cdpguard/cdpguard/internal/relay"
+)
+
+// ErrSetup is wrapped by errors that stop a guard from starting.
+var ErrSetup = errors.New("cdpguard: setup failed")
+
+// Guard is a running guard: a guarded browser and its CDP endpoint.
+type Guard struct {
+	cfg      Config
+	log      *slog.Logger
+	policy   *policy.Policy
+	hosts    *hostmap.Map
+	proc     *browser.Process // nil when attached
+	mux      *relay.Mux
+	judge    *fetchdomain.Judge
+	dialogs  *dialogs.Handler
+	attached bool
+	id       string // the browser id in /devtools/browser/<id>
+	version  browser.Version
+
+	ln  net.Listener
+	srv *http.Server
+	url string
+
+	ready atomic.Bool
+	ctx   context.Context // ends at Close; owns every goroutine below
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+
+	setupMu sync.Mutex
+	setups  map[string]chan struct{} // targetId → closed when the guard's setup on it ended
+
+	agentsMu sync.Mutex
+	agents   map[*relay.Agent]*agentState
+
+	closeOnce sync.Once
+	closeErr  error
+	done      chan struct{}
+}
+
+type agentState struct {
+	guardEvents atomic.Bool // Guard.enable was called
+}
+
+// Launch starts a managed Chromium over --remote-debugging-pipe, guards it,
+// and serves the endpoint. ctx bounds start-up only; Close ends the guard.
+func Launch(ctx context.Context, cfg Config) (*Guard, error) {
+	g, err := newGuard(cfg)
+	if err != nil {
+		return nil, err
+	}
+	flags := append([]string(nil), cfg.ChromeFlags...)
+	var guardFlags []string
+	if g.hosts != nil && len(g.hosts.Rules()) > 0 {
+		guardFlags = append(guardFlags, "--host-resolver-rules="+g.hosts.ChromeRules(false))
+	}
+	proc, err := browser.Launch(ctx, browser.LaunchOptions{
+		Path:        cfg.ChromePath,
+		Headed:      cfg.Headed,
+		UserDataDir: cfg.UserDataDir,
+		Flags:       flags,
+		GuardFlags:  guardFlags,
+		Stderr:      cfg.ChromeStderr,
+	})
+	if err != nil {
+		g.stop()
+		return nil, fmt.Errorf("launch browser: %w", err)
+	}
+	g.proc = proc
+	if v := proc.Version(); v != nil {
+		g.version = *v
+	}
+	if err := g.start(ctx, proc.Conn()); err != nil {
+		_ = g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// Attach guards a running browser reached at browserURL (http://host:port or
+// a ws:// browser URL) and serves the endpoint. Pages that were open before
+// are covered by page-level interception before Attach returns.
+func Attach(ctx context.Context, browserURL string, cfg Config) (*Guard, error) {
+	g, err := newGuard(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g.attached = true
+	conn, v, err := browser.Dial(ctx, browserURL)
+	if err != nil {
+		g.stop()
+		return nil, fmt.Errorf("attach to %s: %w", browserURL, err)
+	}
+	if v != nil {
+		g.version = *v
+	}
+	if err := g.start(ctx, conn); err != nil {
+		_ = g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+func newGuard(cfg Config) (*Guard, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	pol, err := policy.Parse(cfg.Allow, cfg.Block)
+	if err != nil {
+		return nil, err
+	}
+	hosts, err := hostmap.Parse(cfg.HostMap)
+	if err != nil {
+		return nil, err
+	}
+	switch cfg.BlockedNavigation {
+	case "", "page", "error":
+	default:
+		return nil, fmt.Errorf("%w: blocked navigation mode %q: want page or error", ErrSetup, cfg.BlockedNavigation)
+	}
+	if pol.Empty() {
+		log.Warn("the allowlist is empty: every network request will be blocked")
+	}
+	if pol.AllowAll() {
+		log.Warn("the allowlist is \"*\": EVERY HOST IS ALLOWED; cdpguard only isolates and firewalls")
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	id := make([]byte, 16)
+	_, _ = rand.Read(id)
+	return &Guard{
+		cfg: cfg, log: log, policy: pol, hosts: hosts,
+		id:     hex.EncodeToString(id),
+		ctx:    ctx,
+		stop:   stop,
+		setups: map[string]chan struct{}{},
+		agents: map[*relay.Agent]*agentState{},
+		done:   make(chan struct{}),
+	}, nil
+}
+
+// start sets up the guard's own browser session and then the endpoint. The
+// endpoint reports ready only after interception covers every target.
+func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
+	g.mux = relay.NewMux(conn, g.log, g.onGuardEvent)
+	g.judge = fetchdomain.New(g.mux, fetchdomain.Options{
+		Policy:             g.policy,
+		Instructions:       g.cfg.Instructions,
+		ErrorForNavigation: g.cfg.BlockedNavigation == "error",
+		PauseTimeout:       g.cfg.PauseTimeout,
+		Logger:             g.log,
+		OnBlock:            g.onBlock,
+	})
+	g.dialogs = dialogs.New(g.mux, g.cfg.DialogGrace, g.log)
+	g.wg.Add(3)
+	go func() { // the read loop: ends when the browser connection does
+		defer g.wg.Done()
+		err := g.mux.Run()
+		if g.ctx.Err() == nil {
+			g.log.Error("browser connection lost; every agent connection was closed", "err", err)
+		}
+		_ = g.closeAsync()
+	}()
+	go func() { // the judge: ends with the guard
+		defer g.wg.Done()
+		g.judge.Run(g.ctx)
+	}()
+	go func() { // a launched browser that exits ends the guard
+		defer g.wg.Done()
+		if g.proc == nil {
+			<-g.ctx.Done()
+			return
+		}
+		select {
+		case <-g.proc.Done():
+			_ = g.mux.Close()
+		case <-g.ctx.Done():
+		}
+	}()
+
+	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := g.setupBrowserSession(setupCtx); err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	if err := g.listen(); err != nil {
+		return err
+	}
+	g.ready.Store(true)
+	g.log.Info("browser " + g.version.Browser + " (" + g.version.UserAgent + ")")
+	g.log.Info("cdpguard up, allowed origins=" + strings.Join(g.policy.Origins(), ";"), "blocked", strings.Join(g.policy.Blocked(), ";"), "endpoint", g.url, "mode", g.mode())
+	return nil
+}
+
+func (g *Guard) mode() string {
+	if g.attached {
+		return "attach"
+	}
+	return "launch"
+}
+
+// setupBrowserSession enables browser-level interception and auto-attach on
+// the guard's root session, then waits until every existing page is set up.
+func (g *Guard) setupBrowserSession(ctx context.Context) error {
+	if _, err := g.mux.Call(ctx, "", "Fetch.enable", fetchdomain.EnableParams()); err != nil {
+		return fmt.Errorf("enable browser-level interception: %w", err)
+	}
+	if _, err := g.mux.Call(ctx, "", "Target.setDiscoverTargets", map[string]any{"discover": true}); err != nil {
+		return fmt.Errorf("discover targets: %w", err)
+	}
+	if _, err := g.mux.Call(ctx, "", "Target.setAutoAttach", map[string]any{
+		"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true,
+	}); err != nil {
+		return fmt.Errorf("auto-attach: %w", err)
+	}
+	if g.version.Browser == "" {
+		if res, err := g.mux.Call(ctx, "", "Browser.getVersion", nil); err == nil {
+			g.version = versionFromCDP(res)
+		}
+	}
+	targets, err := g.targets(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range targets {
+		if t.Type != "page" {
+			continue
+		}
+		if err := g.awaitSetup(ctx, t.TargetID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// awaitSetup waits until the guard's setup on a target ended.
+func (g *Guard) awaitSetup(ctx context.Context, targetID string) error {
+	g.setupMu.Lock()
+	ch := g.setups[targetID]
+	if ch == nil {
+		ch = make(chan struct{})
+		g.setups[targetID] = ch
+	}
+	g.setupMu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("page %s was not set up in time: %w", targetID, ctx.Err())
+	}
+}
+
+func (g *Guard) setupDone(targetID string) {
+	g.setupMu.Lock()
+	defer g.setupMu.Unlock()
+	ch := g.setups[targetID]
+	if ch == nil {
+		ch = make(chan struct{})
+		g.setups[targetID] = ch
+	}
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// URL returns the endpoint's base URL, e.g. http://127.0.0.1:9222: what
+// chromium.connectOverCDP, puppeteer.connect({browserURL}) and chromedp's
+// remote allocator take.
+func (g *Guard) URL() string { return g.url }
+
+// WebSocketURL returns the browser endpoint, ws://host:port/devtools/browser/<id>.
+func (g *Guard) WebSocketURL() string {
+	return "ws://" + strings.TrimPrefix(g.url, "http://") + "/devtools/browser/" + g.id
+}
+
+// Done is closed when the guard has stopped, by Close or because the browser
+// connection was lost.
+func (g *Guard) Done() <-chan struct{} { return g.done }
+
+// Close stops the endpoint, closes every agent connection and, for a launched
+// browser, the browser. It waits for every goroutine of the guard.
+func (g *Guard) Close() error {
+	g.closeOnce.Do(func() {
+		g.ready.Store(false)
+		g.stop()
+		g.agentsMu.Lock() // a barrier: agent handlers check g.ctx under it
+		g.agentsMu.Unlock()
+		var errs []error
+		if g.srv != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := g.srv.Shutdown(sctx); err != nil {
+				_ = g.srv.Close()
+			}
+			cancel()
+		}
+		if g.mux != nil {
+			_ = g.mux.Close()
+		}
+		if g.proc != nil {
+			if err := g.proc.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if g.dialogs != nil {
+			g.dialogs.Close()
+		}
+		g.wg.Wait()
+		g.closeErr = errors.Join(errs...)
+		close(g.done)
+	})
+	<-g.done
+	return g.closeErr
+}
+
+// closeAsync starts Close from inside a goroutine Close waits for.
+func (g *Guard) closeAsync() error {
+	go func() { _ = g.Close() }()
+	return nil
+}
+
+var _ io.Closer = (*Guard)(nil)

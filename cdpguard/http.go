@@ -1,0 +1,296 @@
+package cdpguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/coder/websocket"
+
+	"github.com/cdpguard/cdpguard/internal/relay"
+)
+
+// agentReadLimit bounds one agent message. Agents send scripts and file
+// lists, not screenshots; 64 MiB leaves room for large evaluate payloads.
+const agentReadLimit = 64 << 20
+
+func (g *Guard) listen() error {
+	addr := g.cfg.Listen
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%w: listen on %s: %w", ErrSetup, addr, err)
+	}
+	g.ln = ln
+	g.url = "http://" + ln.Addr().String()
+	g.srv = &http.Server{
+		Handler:           g,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return g.ctx },
+	}
+	g.wg.Add(1)
+	go func() { // the endpoint: ends at Close (Shutdown)
+		defer g.wg.Done()
+		if err := g.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			g.log.Error("endpoint stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// ServeHTTP is the endpoint: Chrome's /json/* and /devtools/* surface plus
+// the guard's own paths. A web page must not be able to drive the guard, so
+// requests whose Host is not an IP literal, localhost or a --public-host are
+// refused, and so are WebSocket upgrades that carry an Origin.
+func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !g.hostAllowed(r.Host) {
+		http.Error(w, "cdpguard: Host header "+r.Host+" is not accepted; use an IP address, localhost or a --public-host name", http.StatusForbidden)
+		return
+	}
+	path := r.URL.Path
+	switch {
+	case path == "/healthz":
+		writeText(w, http.StatusOK, "ok")
+	case path == "/readyz":
+		if g.ready.Load() {
+			writeText(w, http.StatusOK, "ok")
+		} else {
+			writeText(w, http.StatusServiceUnavailable, "not ready")
+		}
+	case path == "/policy":
+		g.writeJSON(w, g.policy)
+	case strings.HasSuffix(path, "/json/version") || strings.HasSuffix(path, "/json/version/"):
+		g.serveVersion(w, r)
+	case path == "/json" || path == "/json/" || path == "/json/list" || path == "/json/list/":
+		g.serveList(w, r)
+	case path == "/json/protocol" || path == "/json/protocol/":
+		g.writeJSON(w, map[string]any{"version": map[string]string{"major": "1", "minor": "3"}, "domains": []any{}})
+	case strings.HasPrefix(path, "/json/new"):
+		g.serveNew(w, r)
+	case strings.HasPrefix(path, "/json/close/"):
+		g.serveTargetAction(w, r, "Target.closeTarget", strings.TrimPrefix(path, "/json/close/"), "Target is closing")
+	case strings.HasPrefix(path, "/json/activate/"):
+		g.serveTargetAction(w, r, "Target.activateTarget", strings.TrimPrefix(path, "/json/activate/"), "Target activated")
+	case strings.HasPrefix(path, "/devtools/browser/"):
+		if strings.TrimPrefix(path, "/devtools/browser/") != g.id {
+			http.Error(w, "cdpguard: unknown browser id", http.StatusNotFound)
+			return
+		}
+		g.serveAgent(w, r, "")
+	case strings.HasPrefix(path, "/devtools/page/"):
+		id := strings.TrimPrefix(path, "/devtools/page/")
+		if id == "" || strings.Contains(id, "/") {
+			http.Error(w, "cdpguard: bad target id", http.StatusNotFound)
+			return
+		}
+		g.serveAgent(w, r, id)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (g *Guard) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "localhost" {
+		return true
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	for _, p := range g.cfg.PublicHosts {
+		if strings.EqualFold(strings.TrimSuffix(p, "."), host) {
+			return true
+		}
+	}
+	return false
+}
+
+func writeText(w http.ResponseWriter, code int, s string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(s))
+}
+
+func (g *Guard) writeJSON(w http.ResponseWriter, v any) {
+	b, err := jsonv2.Marshal(v)
+	if err != nil {
+		http.Error(w, "cdpguard: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	_, _ = w.Write(b)
+}
+
+func wsBase(r *http.Request) string { return "ws://" + r.Host }
+
+func (g *Guard) serveVersion(w http.ResponseWriter, r *http.Request) {
+	v := g.version
+	v.WebSocketDebuggerURL = wsBase(r) + "/devtools/browser/" + g.id
+	g.writeJSON(w, v)
+}
+
+type listEntry struct {
+	Description          string `json:"description"`
+	ID                   string `json:"id"`
+	Title                string `json:"title"`
+	Type                 string `json:"type"`
+	URL                  string `json:"url"`
+	WebSocketDebuggerURL string `json:"webSocketDebuggerUrl"`
+}
+
+func (g *Guard) entry(r *http.Request, t targetInfo) listEntry {
+	return listEntry{ID: t.TargetID, Title: t.Title, Type: t.Type, URL: t.URL,
+		WebSocketDebuggerURL: wsBase(r) + "/devtools/page/" + t.TargetID}
+}
+
+func (g *Guard) serveList(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	ts, err := g.targets(ctx)
+	if err != nil {
+		http.Error(w, "cdpguard: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	out := []listEntry{}
+	for _, t := range ts {
+		if t.Type == "browser" || t.Type == "tab" {
+			continue
+		}
+		out = append(out, g.entry(r, t))
+	}
+	g.writeJSON(w, out)
+}
+
+func (g *Guard) serveNew(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPut {
+		http.Error(w, "cdpguard: use PUT for /json/new", http.StatusMethodNotAllowed)
+		return
+	}
+	target := r.URL.RawQuery
+	if target == "" {
+		target = "about:blank"
+	}
+	if msg := g.checkURL(target); msg != "" {
+		http.Error(w, msg, http.StatusForbidden)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	res, err := g.mux.Call(ctx, "", "Target.createTarget", map[string]any{"url": target})
+	if err != nil {
+		http.Error(w, "cdpguard: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	var c struct {
+		TargetID string `json:"targetId"`
+	}
+	_ = jsonv2.Unmarshal(res, &c)
+	g.writeJSON(w, g.entry(r, targetInfo{TargetID: c.TargetID, Type: "page", URL: target}))
+}
+
+func (g *Guard) serveTargetAction(w http.ResponseWriter, r *http.Request, method, id, ok string) {
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := g.mux.Call(ctx, "", method, map[string]any{"targetId": id}); err != nil {
+		http.Error(w, "cdpguard: "+err.Error(), http.StatusNotFound)
+		return
+	}
+	writeText(w, http.StatusOK, ok)
+}
+
+// serveAgent upgrades to a WebSocket and relays it as one agent.
+func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID string) {
+	if r.Header.Get("Origin") != "" {
+		http.Error(w, "cdpguard: WebSocket upgrades with an Origin header are refused (a web page must not drive the browser)", http.StatusForbidden)
+		return
+	}
+	if !g.ready.Load() {
+		http.Error(w, "cdpguard: not ready", http.StatusServiceUnavailable)
+		return
+	}
+	// Close waits for every agent: register under agentsMu, which Close
+	// takes after cancelling g.ctx, so no handler slips past it.
+	g.agentsMu.Lock()
+	if g.ctx.Err() != nil {
+		g.agentsMu.Unlock()
+		http.Error(w, "cdpguard: shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	g.wg.Add(1)
+	g.agentsMu.Unlock()
+	defer g.wg.Done()
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		return // Accept has answered
+	}
+	c.SetReadLimit(agentReadLimit)
+	conn := &wsAgentConn{c: c}
+	ctx := g.ctx
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	st := &agentState{}
+	var a *relay.Agent
+	a, err = g.mux.NewAgent(actx, conn, relay.AgentOptions{
+		Name:     r.RemoteAddr,
+		TargetID: targetID,
+		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
+			return g.intercept(ctx, a, st, cmd)
+		},
+	})
+	cancel()
+	if err != nil {
+		g.log.Warn("agent connection refused", "remote", r.RemoteAddr, "err", err)
+		_ = c.Close(websocket.StatusInternalError, truncateReason("cdpguard: "+err.Error()))
+		return
+	}
+	g.agentsMu.Lock()
+	g.agents[a] = st
+	g.agentsMu.Unlock()
+	g.log.Info("agent connected", "remote", r.RemoteAddr, "target", targetID)
+	err = a.Serve(ctx)
+	g.agentsMu.Lock()
+	delete(g.agents, a)
+	g.agentsMu.Unlock()
+	g.log.Info("agent disconnected", "remote", r.RemoteAddr, "reason", err)
+}
+
+// wsAgentConn adapts a WebSocket to relay.AgentConn.
+type wsAgentConn struct{ c *websocket.Conn }
+
+func (w *wsAgentConn) Read(ctx context.Context) ([]byte, error) {
+	typ, b, err := w.c.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if typ != websocket.MessageText {
+		return nil, errors.New("binary frames are not CDP")
+	}
+	return b, nil
+}
+
+func (w *wsAgentConn) Write(ctx context.Context, msg []byte) error {
+	return w.c.Write(ctx, websocket.MessageText, msg)
+}
+
+func (w *wsAgentConn) Close(code int, reason string) error {
+	return w.c.Close(websocket.StatusCode(code), truncateReason(reason))
+}
+
+// truncateReason keeps a close reason within the 123 bytes a close frame allows.
+func truncateReason(s string) string {
+	if len(s) > 120 {
+		return s[:120]
+	}
+	return s
+}

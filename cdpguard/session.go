@@ -1,0 +1,168 @@
+package cdpguard
+
+import (
+	"context"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/browser"
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/fetchdomain"
+)
+
+// targetInfo is the part of Target.TargetInfo the guard reads.
+type targetInfo struct {
+	TargetID         string `json:"targetId"`
+	Type             string `json:"type"`
+	Title            string `json:"title"`
+	URL              string `json:"url"`
+	Attached         bool   `json:"attached"`
+	OpenerID         string `json:"openerId,omitempty"`
+	BrowserContextID string `json:"browserContextId,omitempty"`
+}
+
+type attachedToTarget struct {
+	SessionID          string     `json:"sessionId"`
+	TargetInfo         targetInfo `json:"targetInfo"`
+	WaitingForDebugger bool       `json:"waitingForDebugger"`
+}
+
+// onGuardEvent handles events on the guard's root session and on the
+// sessions its auto-attach created. It runs on the mux read loop: anything
+// that waits for a reply runs in a goroutine owned by the guard.
+func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
+	switch e.Method {
+	case "Fetch.requestPaused":
+		g.judge.Paused(e.SessionID, e.Params)
+	case "Page.javascriptDialogOpening":
+		g.dialogs.Opening(e.SessionID, e.Params)
+	case "Target.attachedToTarget":
+		if e.SessionID != "" {
+			return // only the root session's auto-attach is the guard's
+		}
+		var a attachedToTarget
+		if err := jsonv2.Unmarshal(e.Params, &a); err != nil {
+			g.log.Error("unreadable attachedToTarget", "err", err)
+			return
+		}
+		if a.TargetInfo.Type == "browser" {
+			return // an agent's own browser session
+		}
+		if a.TargetInfo.Type == "page" {
+			g.judge.AddPage(a.TargetInfo.TargetID)
+		}
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			g.setupTarget(a)
+		}()
+	case "Target.targetCreated", "Target.targetInfoChanged":
+		var p struct {
+			TargetInfo targetInfo `json:"targetInfo"`
+		}
+		if jsonv2.Unmarshal(e.Params, &p) == nil && p.TargetInfo.Type == "page" {
+			g.judge.AddPage(p.TargetInfo.TargetID)
+		}
+	case "Target.targetDestroyed":
+		var p struct {
+			TargetID string `json:"targetId"`
+		}
+		if jsonv2.Unmarshal(e.Params, &p) == nil {
+			g.judge.RemovePage(p.TargetID)
+			g.setupMu.Lock()
+			delete(g.setups, p.TargetID)
+			g.setupMu.Unlock()
+		}
+	}
+}
+
+// setupTarget prepares a target the guard auto-attached and then releases
+// it. Commands are sent before the release and awaited after it, because a
+// waiting worker answers only once released. A page whose setup fails is
+// closed: nothing runs unguarded.
+func (g *Guard) setupTarget(a attachedToTarget) {
+	defer g.setupDone(a.TargetInfo.TargetID)
+	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
+	defer cancel()
+	type call struct {
+		method string
+		err    chan error
+	}
+	var calls []call
+	start := func(method string, params any) {
+		c := call{method: method, err: make(chan error, 1)}
+		calls = append(calls, c)
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			_, err := g.mux.Call(ctx, a.SessionID, method, params)
+			c.err <- err
+		}()
+	}
+	if a.TargetInfo.Type == "page" {
+		if g.attached && !a.WaitingForDebugger {
+			// A document loaded before the guard came is not covered by
+			// browser-level interception; page-level interception is.
+			start("Fetch.enable", fetchdomain.EnableParams())
+		}
+		start("Page.enable", nil)
+	}
+	if a.WaitingForDebugger {
+		if err := g.mux.Send(a.SessionID, "Runtime.runIfWaitingForDebugger", nil); err != nil {
+			g.log.Debug("release failed", "target", a.TargetInfo.TargetID, "err", err)
+		}
+	}
+	for _, c := range calls {
+		if err := <-c.err; err != nil {
+			if g.ctx.Err() != nil {
+				return
+			}
+			g.log.Error("guard setup failed; closing the target", "target", a.TargetInfo.TargetID, "type", a.TargetInfo.Type, "step", c.method, "err", err)
+			_ = g.mux.Send("", "Target.closeTarget", map[string]any{"targetId": a.TargetInfo.TargetID})
+			return
+		}
+	}
+}
+
+// targets lists the browser's targets.
+func (g *Guard) targets(ctx context.Context) ([]targetInfo, error) {
+	res, err := g.mux.Call(ctx, "", "Target.getTargets", nil)
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		TargetInfos []targetInfo `json:"targetInfos"`
+	}
+	if err := jsonv2.Unmarshal(res, &r); err != nil {
+		return nil, err
+	}
+	return r.TargetInfos, nil
+}
+
+// onBlock tells agents that asked (Guard.enable) about a refused request.
+func (g *Guard) onBlock(b fetchdomain.Block) {
+	params, err := jsonv2.Marshal(b)
+	if err != nil {
+		return
+	}
+	g.agentsMu.Lock()
+	defer g.agentsMu.Unlock()
+	for a, st := range g.agents {
+		if st.guardEvents.Load() {
+			a.SendEvent("Guard.requestBlocked", params)
+		}
+	}
+}
+
+func versionFromCDP(res []byte) browser.Version {
+	var v struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Product         string `json:"product"`
+		Revision        string `json:"revision"`
+		UserAgent       string `json:"userAgent"`
+		JSVersion       string `json:"jsVersion"`
+	}
+	_ = jsonv2.Unmarshal(res, &v)
+	return browser.Version{Browser: v.Product, ProtocolVersion: v.ProtocolVersion, UserAgent: v.UserAgent, V8Version: v.JSVersion, WebKitVersion: v.Revision}
+}

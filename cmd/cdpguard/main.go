@@ -1,0 +1,237 @@
+// Command cdpguard puts a domain allowlist around a Chromium browser driven
+// over the Chrome DevTools Protocol. See the README for the quick start.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/internal/policy"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = ""
+
+func main() {
+	if err := newApp().Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "cdpguard:", err)
+		os.Exit(1)
+	}
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:  "cdpguard",
+		Usage: "a domain allowlist around a Chromium browser driven over CDP",
+		// Chrome flags carry commas (--host-resolver-rules, --disable-features):
+		// repeatable flags must never be split on them.
+		DisableSliceFlagSeparator: true,
+		Commands: []*cli.Command{
+			{
+				Name:   "serve",
+				Usage:  "launch a managed Chromium and serve a guarded CDP endpoint",
+				Flags:  append(commonFlags(), launchFlags()...),
+				Action: serve,
+			},
+			{
+				Name:   "attach",
+				Usage:  "guard a running browser started with --remote-debugging-port",
+				Flags:  append(commonFlags(), &cli.StringFlag{Name: "browser-url", Usage: "the browser's http://host:port or ws:// URL", EnvVars: []string{"CDPGUARD_BROWSER_URL"}, Required: true}),
+				Action: attach,
+			},
+			{
+				Name:      "check",
+				Usage:     "print the verdict and reason for each URL",
+				ArgsUsage: "URL...",
+				Flags:     policyFlags(),
+				Action:    check,
+			},
+			{
+				Name:  "version",
+				Usage: "print the version",
+				Action: func(c *cli.Context) error {
+					fmt.Fprintln(c.App.Writer, "cdpguard", buildVersion())
+					return nil
+				},
+			},
+		},
+	}
+}
+
+func policyFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "allow", Usage: "allowed origins (';', ',' or newline separated; repeatable)", EnvVars: []string{"ALLOWED_ORIGINS"}},
+		&cli.StringSliceFlag{Name: "block", Usage: "blocked origins, checked first", EnvVars: []string{"BLOCKED_ORIGINS"}},
+	}
+}
+
+func commonFlags() []cli.Flag {
+	return append(policyFlags(),
+		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9222", Usage: "endpoint address", EnvVars: []string{"CDPGUARD_LISTEN"}},
+		&cli.StringSliceFlag{Name: "host-map", Usage: "PATTERN=IP name mapping for Chrome and the egress proxy (repeatable)", EnvVars: []string{"CDPGUARD_HOST_MAP"}},
+		&cli.StringFlag{Name: "instructions", Usage: "text added to the explanation page of a blocked navigation", EnvVars: []string{"EXTRA_INSTRUCTIONS"}},
+		&cli.StringFlag{Name: "blocked-navigation", Value: "page", Usage: "page (403 explanation page) or error (net::ERR_BLOCKED_BY_CLIENT)", EnvVars: []string{"CDPGUARD_BLOCKED_NAVIGATION"}},
+		&cli.DurationFlag{Name: "dialog-grace", Usage: "how long a JavaScript dialog may stay open", EnvVars: []string{"CDPGUARD_DIALOG_GRACE"}},
+		&cli.StringSliceFlag{Name: "public-host", Usage: "extra Host names the endpoint accepts (repeatable)", EnvVars: []string{"CDPGUARD_PUBLIC_HOST"}},
+		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"CDPGUARD_LOG_FORMAT"}},
+		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"CDPGUARD_LOG_LEVEL"}},
+	)
+}
+
+func launchFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "chrome", Usage: "browser binary (default: chromium, chromium-browser or google-chrome on PATH)", EnvVars: []string{"CHROME_PATH"}},
+		&cli.BoolFlag{Name: "headed", Usage: "show the browser window", EnvVars: []string{"CDPGUARD_HEADED"}},
+		&cli.StringSliceFlag{Name: "chrome-flag", Usage: "extra browser flag, whole (repeatable; never split on commas)", EnvVars: []string{"CDPGUARD_CHROME_FLAGS"}},
+		&cli.StringFlag{Name: "user-data-dir", Usage: "browser profile (default: a fresh temporary one)", EnvVars: []string{"CDPGUARD_USER_DATA_DIR"}},
+	}
+}
+
+func newLogger(c *cli.Context) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.String("log-format") {
+	case "text":
+		return slog.New(slog.NewTextHandler(c.App.ErrWriter, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(c.App.ErrWriter, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", c.String("log-format"))
+}
+
+func config(c *cli.Context, log *slog.Logger) cdpguard.Config {
+	return cdpguard.Config{
+		Allow:             c.StringSlice("allow"),
+		Block:             c.StringSlice("block"),
+		Listen:            c.String("listen"),
+		HostMap:           splitList(c.StringSlice("host-map")),
+		Instructions:      c.String("instructions"),
+		BlockedNavigation: c.String("blocked-navigation"),
+		DialogGrace:       c.Duration("dialog-grace"),
+		PublicHosts:       splitList(c.StringSlice("public-host")),
+		Logger:            log,
+	}
+}
+
+// splitList splits entries that arrive as one environment variable.
+func splitList(in []string) []string {
+	var out []string
+	for _, s := range in {
+		out = append(out, strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == '\n' || r == ' ' })...)
+	}
+	return out
+}
+
+// splitChromeFlags splits a list of Chrome flags given in one string (as
+// CDPGUARD_CHROME_FLAGS is) at whitespace that starts a new "--" flag, so
+// that values with commas and spaces stay whole.
+func splitChromeFlags(in []string) []string {
+	var out []string
+	for _, s := range in {
+		var cur []string
+		for _, f := range strings.Fields(s) {
+			if strings.HasPrefix(f, "--") && len(cur) > 0 {
+				out = append(out, strings.Join(cur, " "))
+				cur = nil
+			}
+			cur = append(cur, f)
+		}
+		if len(cur) > 0 {
+			out = append(out, strings.Join(cur, " "))
+		}
+	}
+	return out
+}
+
+func serve(c *cli.Context) error {
+	log, err := newLogger(c)
+	if err != nil {
+		return err
+	}
+	cfg := config(c, log)
+	cfg.ChromePath = c.String("chrome")
+	cfg.Headed = c.Bool("headed")
+	cfg.ChromeFlags = splitChromeFlags(c.StringSlice("chrome-flag"))
+	cfg.UserDataDir = c.String("user-data-dir")
+	ctx, cancel := context.WithTimeout(c.Context, 60*time.Second)
+	defer cancel()
+	g, err := cdpguard.Launch(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return run(c, log, g)
+}
+
+func attach(c *cli.Context) error {
+	log, err := newLogger(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Context, 60*time.Second)
+	defer cancel()
+	g, err := cdpguard.Attach(ctx, c.String("browser-url"), config(c, log))
+	if err != nil {
+		return err
+	}
+	return run(c, log, g)
+}
+
+// run serves until a signal or until the guard stops by itself (browser
+// lost), which is an error: the agents were disconnected.
+func run(c *cli.Context, log *slog.Logger, g *cdpguard.Guard) error {
+	log.Info("listening on " + g.URL())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	select {
+	case s := <-sig:
+		log.Info("stopping", "signal", s.String())
+		return g.Close()
+	case <-g.Done():
+		_ = g.Close()
+		return errors.New("the browser connection was lost; every agent connection was closed")
+	}
+}
+
+func check(c *cli.Context) error {
+	p, err := policy.Parse(c.StringSlice("allow"), c.StringSlice("block"))
+	if err != nil {
+		return err
+	}
+	if c.NArg() == 0 {
+		return errors.New("check: give one or more URLs")
+	}
+	for _, u := range c.Args().Slice() {
+		d := p.Decide(u)
+		verdict := "block"
+		if d.Allowed {
+			verdict = "allow"
+		}
+		fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\n", verdict, u, d.Reason)
+	}
+	return nil
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Main.Version + " " + bi.GoVersion
+	}
+	return "dev"
+}

@@ -1,0 +1,249 @@
+// Package fetchdomain is the one place where cdpguard judges requests the
+// browser has paused. The guard enables the Fetch domain with pattern "*" on
+// its browser-level session, so every loader of every target pauses here
+// first; each pause gets exactly one answer: continue, fail, or (for a
+// blocked top-level navigation) an explanation page. Every error path fails
+// the request, and a deadline fails a pause that was not answered in time:
+// an unanswered pause stalls the page.
+package fetchdomain
+
+import (
+	"context"
+	"encoding/base64"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/policy"
+)
+
+// Sender sends a CDP command on a session without awaiting its reply.
+type Sender interface {
+	Send(sessionID, method string, params any) error
+}
+
+// Block describes one refused request, for logs and Guard.requestBlocked.
+type Block struct {
+	URL          string `json:"url"`
+	Reason       string `json:"reason"`
+	ResourceType string `json:"resourceType"`
+	FrameID      string `json:"frameId,omitempty"`
+	TopLevel     bool   `json:"topLevel"`
+}
+
+// Options configures a Judge. The zero value with a nil Policy fails every
+// request.
+type Options struct {
+	Policy *policy.Policy
+	// Instructions are shown on the explanation page.
+	Instructions string
+	// ErrorForNavigation answers blocked top-level navigations with
+	// net::ERR_BLOCKED_BY_CLIENT instead of the explanation page.
+	ErrorForNavigation bool
+	// PauseTimeout fails a pause not answered in time; zero means 10 s.
+	PauseTimeout time.Duration
+	Logger       *slog.Logger
+	// OnBlock, if set, is told about every refused request. It must not block.
+	OnBlock func(Block)
+}
+
+// Judge answers Fetch.requestPaused events.
+type Judge struct {
+	send Sender
+	opts Options
+	log  *slog.Logger
+	page []byte // rendered once: the explanation page is the same for every block but the URL
+
+	queue chan pause
+
+	mu       sync.Mutex
+	inflight map[string]*time.Timer // requestId → deadline of an unanswered pause
+	topLevel map[string]bool        // frame ids that are main frames (== page target ids)
+}
+
+type pause struct {
+	session string
+	params  []byte
+}
+
+// requestPaused is the part of Fetch.requestPaused the judge reads.
+type requestPaused struct {
+	RequestID string `json:"requestId"`
+	Request   struct {
+		URL    string `json:"url"`
+		Method string `json:"method"`
+	} `json:"request"`
+	FrameID             string `json:"frameId"`
+	ResourceType        string `json:"resourceType"`
+	NetworkID           string `json:"networkId"`
+	RedirectedRequestID string `json:"redirectedRequestId"`
+	ResponseStatusCode  int    `json:"responseStatusCode"`
+	ResponseErrorReason string `json:"responseErrorReason"`
+}
+
+// New returns a Judge that answers through send.
+func New(send Sender, opts Options) *Judge {
+	if opts.PauseTimeout <= 0 {
+		opts.PauseTimeout = 10 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Judge{
+		send:     send,
+		opts:     opts,
+		log:      log,
+		queue:    make(chan pause, 4096),
+		inflight: make(map[string]*time.Timer),
+		topLevel: make(map[string]bool),
+	}
+}
+
+// EnableParams are the Fetch.enable params that pause every request at the
+// request stage.
+func EnableParams() map[string]any {
+	return map[string]any{"patterns": []map[string]any{{"urlPattern": "*", "requestStage": "Request"}}}
+}
+
+// AddPage records a page target id: its main frame has the same id, so a
+// Document request in that frame is a top-level navigation.
+func (j *Judge) AddPage(targetID string) {
+	j.mu.Lock()
+	j.topLevel[targetID] = true
+	j.mu.Unlock()
+}
+
+// RemovePage forgets a page target.
+func (j *Judge) RemovePage(targetID string) {
+	j.mu.Lock()
+	delete(j.topLevel, targetID)
+	j.mu.Unlock()
+}
+
+// Paused takes a Fetch.requestPaused event from the read loop. It never
+// blocks for long: the deadline starts now, and the worker answers.
+func (j *Judge) Paused(sessionID string, params []byte) {
+	var id struct {
+		RequestID string `json:"requestId"`
+	}
+	if err := jsonv2.Unmarshal(params, &id); err != nil || id.RequestID == "" {
+		j.log.Error("unreadable Fetch.requestPaused; cannot answer it", "err", err)
+		return
+	}
+	j.arm(sessionID, id.RequestID)
+	j.queue <- pause{session: sessionID, params: params}
+}
+
+// arm starts the deadline for one pause.
+func (j *Judge) arm(session, requestID string) {
+	t := time.AfterFunc(j.opts.PauseTimeout, func() {
+		if j.claim(requestID) {
+			j.log.Warn("paused request timed out; failing it", "requestId", requestID)
+			j.fail(session, requestID)
+		}
+	})
+	j.mu.Lock()
+	if old := j.inflight[requestID]; old != nil {
+		old.Stop()
+	}
+	j.inflight[requestID] = t
+	j.mu.Unlock()
+}
+
+// claim reports whether the caller is the one to answer requestID.
+func (j *Judge) claim(requestID string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	t, ok := j.inflight[requestID]
+	if !ok {
+		return false
+	}
+	t.Stop()
+	delete(j.inflight, requestID)
+	return true
+}
+
+// Run answers paused requests until ctx ends.
+func (j *Judge) Run(ctx context.Context) {
+	for {
+		select {
+		case p := <-j.queue:
+			j.answer(p)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (j *Judge) answer(p pause) {
+	var rp requestPaused
+	if err := jsonv2.Unmarshal(p.params, &rp); err != nil {
+		// Paused already checked the id; a later failure still gets an answer.
+		var id struct {
+			RequestID string `json:"requestId"`
+		}
+		_ = jsonv2.Unmarshal(p.params, &id)
+		if j.claim(id.RequestID) {
+			j.fail(p.session, id.RequestID)
+		}
+		return
+	}
+	if !j.claim(rp.RequestID) {
+		return
+	}
+	d := j.decide(rp.Request.URL)
+	if d.Allowed {
+		if err := j.send.Send(p.session, "Fetch.continueRequest", map[string]any{"requestId": rp.RequestID}); err != nil {
+			j.log.Debug("continue failed", "err", err)
+		}
+		return
+	}
+	j.mu.Lock()
+	top := rp.ResourceType == "Document" && j.topLevel[rp.FrameID]
+	j.mu.Unlock()
+	b := Block{URL: rp.Request.URL, Reason: d.Reason, ResourceType: rp.ResourceType, FrameID: rp.FrameID, TopLevel: top}
+	j.log.Info("request blocked", "url", b.URL, "reason", b.Reason, "type", b.ResourceType, "topLevel", top, "redirect", rp.RedirectedRequestID != "")
+	if j.opts.OnBlock != nil {
+		j.opts.OnBlock(b)
+	}
+	if top && !j.opts.ErrorForNavigation {
+		body := base64.StdEncoding.EncodeToString(ExplanationPage(rp.Request.URL, d.Reason, j.origins(), j.opts.Instructions))
+		err := j.send.Send(p.session, "Fetch.fulfillRequest", map[string]any{
+			"requestId":    rp.RequestID,
+			"responseCode": 403,
+			"responseHeaders": []map[string]string{
+				{"name": "Content-Type", "value": "text/html; charset=utf-8"},
+				{"name": "Content-Security-Policy", "value": "default-src 'none'"},
+				{"name": "Cache-Control", "value": "no-store"},
+			},
+			"body": body,
+		})
+		if err == nil {
+			return
+		}
+	}
+	j.fail(p.session, rp.RequestID)
+}
+
+func (j *Judge) decide(url string) policy.Decision {
+	if j.opts.Policy == nil {
+		return policy.Decision{Reason: "no policy configured"}
+	}
+	return j.opts.Policy.Decide(url)
+}
+
+func (j *Judge) origins() []string {
+	if j.opts.Policy == nil {
+		return nil
+	}
+	return j.opts.Policy.Origins()
+}
+
+func (j *Judge) fail(session, requestID string) {
+	if err := j.send.Send(session, "Fetch.failRequest", map[string]any{"requestId": requestID, "errorReason": "BlockedByClient"}); err != nil {
+		j.log.Debug("fail failed", "err", err)
+	}
+}

@@ -1,0 +1,420 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+)
+
+// WebSocket close codes used when the guard ends an agent connection.
+const (
+	StatusNormal      = 1000
+	StatusPolicy      = 1008 // the agent broke a rule badly enough to lose its connection
+	StatusTooBig      = 1009
+	StatusBrowserLost = 1011
+)
+
+// AgentConn is one agent's message connection (a WebSocket in production, an
+// in-memory pipe in tests).
+type AgentConn interface {
+	Read(ctx context.Context) ([]byte, error)
+	Write(ctx context.Context, msg []byte) error
+	Close(code int, reason string) error
+}
+
+// Verdict is what an Interceptor decides about one agent command. The zero
+// Verdict forwards the command unchanged.
+type Verdict struct {
+	// Refuse, when set, answers the command with a CDP error carrying this
+	// message; nothing reaches the browser.
+	Refuse string
+	// Local, when set, answers the command with this result; nothing reaches
+	// the browser.
+	Local []byte
+	// Params, when set, replaces the command's params.
+	Params []byte
+	// OnReply, when set, may rewrite the browser's reply.
+	OnReply func(result, errRaw []byte) ([]byte, []byte)
+}
+
+// Command is an agent command as the Interceptor sees it.
+type Command struct {
+	Method string
+	Params []byte
+	// SessionID is the browser session the command goes to; Browser is true
+	// when that is one of the agent's browser-level sessions.
+	SessionID string
+	Browser   bool
+}
+
+// Interceptor judges every agent command before it is forwarded. It runs on
+// the agent's read goroutine and may block that agent only.
+type Interceptor func(ctx context.Context, a *Agent, c Command) Verdict
+
+// AgentOptions configures an agent connection.
+type AgentOptions struct {
+	// Name identifies the agent in logs.
+	Name string
+	// TargetID, when set, makes this a page connection (/devtools/page/<id>):
+	// commands without a sessionId go to that target.
+	TargetID string
+	// Intercept judges each command; nil forwards everything.
+	Intercept Interceptor
+	// QueueSize bounds messages waiting to be written to the agent; an agent
+	// that falls this far behind is disconnected. Zero means 65536.
+	QueueSize int
+}
+
+// Agent is one agent connection relayed onto its own browser session.
+type Agent struct {
+	m        *Mux
+	conn     AgentConn
+	opts     AgentOptions
+	browser  string // the agent's browser-level session
+	def      string // session used for commands without sessionId
+	out      chan []byte
+	quit     chan struct{}
+	closeMu   sync.Once
+	closeErr  error
+	closeCode int
+
+	mu       sync.Mutex
+	owned    map[string]bool // sessions of this agent
+	browsers map[string]bool // browser-level sessions of this agent
+	created  map[string]bool // targets this agent created
+	closed   bool
+}
+
+// NewAgent attaches a new browser session for conn. The caller then runs
+// Serve.
+func (m *Mux) NewAgent(ctx context.Context, conn AgentConn, opts AgentOptions) (*Agent, error) {
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 1 << 16
+	}
+	res, err := m.Call(ctx, "", "Target.attachToBrowserTarget", nil)
+	if err != nil {
+		return nil, fmt.Errorf("attach agent browser session: %w", err)
+	}
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := jsonv2.Unmarshal(res, &r); err != nil || r.SessionID == "" {
+		return nil, fmt.Errorf("attach agent browser session: bad reply %s", res)
+	}
+	a := &Agent{
+		m: m, conn: conn, opts: opts,
+		browser: r.SessionID, def: r.SessionID,
+		out:      make(chan []byte, opts.QueueSize),
+		quit:     make(chan struct{}),
+		owned:    map[string]bool{r.SessionID: true},
+		browsers: map[string]bool{r.SessionID: true},
+		created:  map[string]bool{},
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrBrowserLost
+	}
+	m.sessions[r.SessionID] = a
+	m.agents[a] = struct{}{}
+	m.mu.Unlock()
+	if opts.TargetID != "" {
+		res, err := m.Call(ctx, a.browser, "Target.attachToTarget", map[string]any{"targetId": opts.TargetID, "flatten": true})
+		if err != nil {
+			a.cleanup()
+			return nil, fmt.Errorf("attach to target %s: %w", opts.TargetID, err)
+		}
+		var t struct {
+			SessionID string `json:"sessionId"`
+		}
+		if err := jsonv2.Unmarshal(res, &t); err != nil || t.SessionID == "" {
+			a.cleanup()
+			return nil, fmt.Errorf("attach to target %s: bad reply %s", opts.TargetID, res)
+		}
+		a.own(t.SessionID, false)
+		a.def = t.SessionID
+	}
+	return a, nil
+}
+
+// BrowserSession returns the agent's browser-level session id.
+func (a *Agent) BrowserSession() string { return a.browser }
+
+// Name returns the agent's name.
+func (a *Agent) Name() string { return a.opts.Name }
+
+// Serve relays until the agent or the browser goes away, then detaches the
+// agent's session. It owns the agent's writer goroutine.
+func (a *Agent) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the writer: the only goroutine that writes to conn
+		defer wg.Done()
+		a.writeLoop(ctx)
+	}()
+	err := a.readLoop(ctx)
+	a.closeWith(StatusNormal, "")
+	cancel()
+	wg.Wait()
+	a.cleanup()
+	return err
+}
+
+// writeLoop drains the agent's queue. It also performs the close, so that
+// closeWith never blocks its caller (often the mux read loop) on a close
+// handshake.
+func (a *Agent) writeLoop(ctx context.Context) {
+	defer func() {
+		a.closeWith(StatusNormal, "")
+		reason := ""
+		if a.closeErr != nil {
+			reason = a.closeErr.Error()
+		}
+		_ = a.conn.Close(a.closeCode, reason)
+	}()
+	for {
+		select {
+		case msg := <-a.out:
+			if err := a.conn.Write(ctx, msg); err != nil {
+				return
+			}
+		case <-a.quit:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (a *Agent) readLoop(ctx context.Context) error {
+	var e cdpmsg.Envelope
+	for {
+		msg, err := a.conn.Read(ctx)
+		if err != nil {
+			select {
+			case <-a.quit:
+				return a.closeErr
+			default:
+			}
+			return err
+		}
+		a.handle(ctx, msg, &e)
+	}
+}
+
+func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
+	if err := cdpmsg.DecodeInto(msg, e); err != nil {
+		a.enqueue(cdpmsg.AppendError(nil, -1, "", cdpmsg.CodeParseError, "cdpguard: "+err.Error()))
+		return
+	}
+	if !e.HasID || e.Method == "" {
+		id := e.ID
+		if !e.HasID {
+			id = -1
+		}
+		a.enqueue(cdpmsg.AppendError(nil, id, e.SessionID, cdpmsg.CodeInvalidRequest, "cdpguard: a command needs an integer id and a method"))
+		return
+	}
+	session := e.SessionID
+	if session == "" {
+		session = a.def
+	}
+	a.mu.Lock()
+	owned, browser := a.owned[session], a.browsers[session]
+	a.mu.Unlock()
+	if !owned {
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, fmt.Sprintf("cdpguard: session %q is not one of this connection's sessions", e.SessionID)))
+		return
+	}
+	var v Verdict
+	if a.opts.Intercept != nil {
+		v = a.opts.Intercept(ctx, a, Command{Method: e.Method, Params: e.Params, SessionID: session, Browser: browser})
+	}
+	switch {
+	case v.Refuse != "":
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, v.Refuse))
+		return
+	case v.Local != nil:
+		a.enqueue(cdpmsg.AppendResponse(nil, e.ID, e.SessionID, v.Local, nil))
+		return
+	}
+	params := e.Params
+	if v.Params != nil {
+		params = v.Params
+	}
+	id, err := a.m.register(&pending{agent: a, origID: e.ID, method: e.Method, hook: v.OnReply})
+	if err != nil {
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, "cdpguard: browser connection lost"))
+		return
+	}
+	if err := a.m.conn.WriteMessage(cdpmsg.AppendCommand(nil, id, session, e.Method, params)); err != nil {
+		a.m.unregister(id)
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, "cdpguard: browser connection lost"))
+	}
+}
+
+// deliverReply is called from the mux read loop.
+func (a *Agent) deliverReply(p *pending, e *cdpmsg.Envelope) {
+	result, errRaw := []byte(e.Result), []byte(e.Error)
+	if p.hook != nil {
+		result, errRaw = p.hook(result, errRaw)
+	}
+	if len(errRaw) == 0 {
+		switch p.method {
+		case "Target.attachToTarget", "Target.attachToBrowserTarget":
+			var r struct {
+				SessionID string `json:"sessionId"`
+			}
+			if jsonv2.Unmarshal(result, &r) == nil && r.SessionID != "" {
+				a.own(r.SessionID, p.method == "Target.attachToBrowserTarget")
+			}
+		case "Target.createTarget":
+			var r struct {
+				TargetID string `json:"targetId"`
+			}
+			if jsonv2.Unmarshal(result, &r) == nil && r.TargetID != "" {
+				a.mu.Lock()
+				a.created[r.TargetID] = true
+				a.mu.Unlock()
+			}
+		}
+	}
+	a.enqueue(cdpmsg.AppendResponse(nil, p.origID, a.visible(e.SessionID), result, errRaw))
+}
+
+// deliverEvent is called from the mux read loop.
+func (a *Agent) deliverEvent(e *cdpmsg.Envelope) {
+	switch e.Method {
+	case "Target.attachedToTarget":
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		if jsonv2.Unmarshal(e.Params, &p) == nil && p.SessionID != "" {
+			a.own(p.SessionID, false)
+		}
+	case "Target.detachedFromTarget":
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		if jsonv2.Unmarshal(e.Params, &p) == nil && p.SessionID != "" && p.SessionID != a.browser {
+			a.disown(p.SessionID)
+		}
+	}
+	a.enqueue(cdpmsg.AppendEvent(nil, a.visible(e.SessionID), e.Method, e.Params))
+}
+
+// SendEvent sends an event of the guard's own (e.g. Guard.requestBlocked)
+// to the agent on its default session.
+func (a *Agent) SendEvent(method string, params []byte) {
+	a.enqueue(cdpmsg.AppendEvent(nil, "", method, params))
+}
+
+// Created reports the targets this agent created with Target.createTarget.
+func (a *Agent) Created() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ids := make([]string, 0, len(a.created))
+	for id := range a.created {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// visible hides the agent's default session id: the agent never named it.
+func (a *Agent) visible(session string) string {
+	if session == a.def {
+		return ""
+	}
+	return session
+}
+
+func (a *Agent) own(session string, browser bool) {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return
+	}
+	a.owned[session] = true
+	if browser {
+		a.browsers[session] = true
+	}
+	a.mu.Unlock()
+	a.m.mu.Lock()
+	a.m.sessions[session] = a
+	a.m.mu.Unlock()
+}
+
+func (a *Agent) disown(session string) {
+	a.mu.Lock()
+	delete(a.owned, session)
+	delete(a.browsers, session)
+	a.mu.Unlock()
+	a.m.mu.Lock()
+	if a.m.sessions[session] == a {
+		delete(a.m.sessions, session)
+	}
+	a.m.mu.Unlock()
+}
+
+func (a *Agent) enqueue(msg []byte) {
+	select {
+	case <-a.quit:
+		return
+	default:
+	}
+	select {
+	case a.out <- msg:
+	default:
+		a.closeWith(StatusPolicy, "cdpguard: agent too slow reading messages")
+	}
+}
+
+// Close ends the agent connection with a reason.
+func (a *Agent) Close(code int, reason string) { a.closeWith(code, reason) }
+
+func (a *Agent) closeWith(code int, reason string) {
+	a.closeMu.Do(func() {
+		if reason != "" {
+			a.closeErr = errors.New(reason)
+		}
+		a.closeCode = code
+		close(a.quit)
+	})
+}
+
+// cleanup forgets the agent's sessions and detaches its browser sessions.
+func (a *Agent) cleanup() {
+	a.mu.Lock()
+	a.closed = true
+	owned := a.owned
+	browsers := a.browsers
+	a.owned, a.browsers = map[string]bool{}, map[string]bool{}
+	a.mu.Unlock()
+	a.m.mu.Lock()
+	for s := range owned {
+		if a.m.sessions[s] == a {
+			delete(a.m.sessions, s)
+		}
+	}
+	for id, p := range a.m.pending {
+		if p.agent == a {
+			delete(a.m.pending, id)
+		}
+	}
+	delete(a.m.agents, a)
+	closed := a.m.closed
+	a.m.mu.Unlock()
+	if closed {
+		return
+	}
+	for s := range browsers {
+		_ = a.m.Send("", "Target.detachFromTarget", map[string]any{"sessionId": s})
+	}
+}
