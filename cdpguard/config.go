@@ -48,6 +48,21 @@ type Config struct {
 	// UserDataDir is the browser profile for Launch; "" is a fresh temporary
 	// directory removed on Close.
 	UserDataDir string
+	// SessionHeader names the request header that keys a user; "" means
+	// X-LibreChat-User. Each user gets one browser context.
+	SessionHeader string
+	// RequireSessionHeader refuses connections without the header instead of
+	// giving them the shared fallback context.
+	RequireSessionHeader bool
+	// SessionIdle disposes a user's contexts after this long with no
+	// connection and no activity; zero means 15 minutes, negative never.
+	SessionIdle time.Duration
+	// AllowPrivate lists CIDR ranges the egress proxy may dial even though
+	// they are loopback, private or link-local.
+	AllowPrivate []string
+	// ServiceWorkers is "block" (default: registration is refused) or
+	// "guard" (they run, and all their traffic is judged).
+	ServiceWorkers string
 	// ChromeStderr receives the launched browser's output; nil discards it.
 	ChromeStderr io.Writer
 	// Logger receives the guard's logs; nil discards them.

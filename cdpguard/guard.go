@@ -22,10 +22,12 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/browser"
 	"github.com/cdpguard/cdpguard/internal/dialogs"
+	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/hostmap"
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/users"
 )
 
 // ErrSetup is wrapped by errors that stop a guard from starting.
@@ -33,17 +35,22 @@ var ErrSetup = errors.New("cdpguard: setup failed")
 
 // Guard is a running guard: a guarded browser and its CDP endpoint.
 type Guard struct {
-	cfg      Config
-	log      *slog.Logger
-	policy   *policy.Policy
-	hosts    *hostmap.Map
-	proc     *browser.Process // nil when attached
-	mux      *relay.Mux
-	judge    *fetchdomain.Judge
-	dialogs  *dialogs.Handler
-	attached bool
-	id       string // the browser id in /devtools/browser/<id>
-	version  browser.Version
+	cfg       Config
+	log       *slog.Logger
+	policy    *policy.Policy
+	hosts     *hostmap.Map
+	proc      *browser.Process // nil when attached
+	mux       *relay.Mux
+	judge     *fetchdomain.Judge
+	dialogs   *dialogs.Handler
+	attached  bool
+	users     *users.Registry
+	proxy     *egress.Proxy
+	proxyAddr string
+	proxyURL  string
+	metrics   *metrics
+	id        string // the browser id in /devtools/browser/<id>
+	version   browser.Version
 
 	ln  net.Listener
 	srv *http.Server
@@ -66,7 +73,19 @@ type Guard struct {
 }
 
 type agentState struct {
-	guardEvents atomic.Bool // Guard.enable was called
+	user        *users.User
+	guardEvents atomic.Bool  // Guard.enable was called
+	lastTouch   atomic.Int64 // unix seconds of the last activity recorded
+}
+
+// touch records the agent's activity for idle disposal, at most once a
+// second so that busy agents do not contend on the registry.
+func (st *agentState) touch(g *Guard) {
+	now := time.Now().Unix()
+	if st.lastTouch.Load() != now {
+		st.lastTouch.Store(now)
+		g.users.Touch(st.user)
+	}
 }
 
 // Launch starts a managed Chromium over --remote-debugging-pipe, guards it,
@@ -76,11 +95,12 @@ func Launch(ctx context.Context, cfg Config) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	flags := append([]string(nil), cfg.ChromeFlags...)
-	var guardFlags []string
-	if g.hosts != nil && len(g.hosts.Rules()) > 0 {
-		guardFlags = append(guardFlags, "--host-resolver-rules="+g.hosts.ChromeRules(false))
+	if err := g.startProxy(); err != nil {
+		_ = g.Close()
+		return nil, err
 	}
+	flags := append([]string(nil), cfg.ChromeFlags...)
+	guardFlags := g.proxyFlags()
 	proc, err := browser.Launch(ctx, browser.LaunchOptions{
 		Path:        cfg.ChromePath,
 		Headed:      cfg.Headed,
@@ -90,7 +110,7 @@ func Launch(ctx context.Context, cfg Config) (*Guard, error) {
 		Stderr:      cfg.ChromeStderr,
 	})
 	if err != nil {
-		g.stop()
+		_ = g.Close()
 		return nil, fmt.Errorf("launch browser: %w", err)
 	}
 	g.proc = proc
@@ -113,9 +133,13 @@ func Attach(ctx context.Context, browserURL string, cfg Config) (*Guard, error) 
 		return nil, err
 	}
 	g.attached = true
+	if err := g.startProxy(); err != nil {
+		_ = g.Close()
+		return nil, err
+	}
 	conn, v, err := browser.Dial(ctx, browserURL)
 	if err != nil {
-		g.stop()
+		_ = g.Close()
 		return nil, fmt.Errorf("attach to %s: %w", browserURL, err)
 	}
 	if v != nil {
@@ -141,6 +165,11 @@ func newGuard(cfg Config) (*Guard, error) {
 	if err != nil {
 		return nil, err
 	}
+	switch cfg.ServiceWorkers {
+	case "", "block", "guard":
+	default:
+		return nil, fmt.Errorf("%w: service workers mode %q: want block or guard", ErrSetup, cfg.ServiceWorkers)
+	}
 	switch cfg.BlockedNavigation {
 	case "", "page", "error":
 	default:
@@ -152,10 +181,16 @@ func newGuard(cfg Config) (*Guard, error) {
 	if pol.AllowAll() {
 		log.Warn("the allowlist is \"*\": EVERY HOST IS ALLOWED; cdpguard only isolates and firewalls")
 	}
+	if cfg.SessionHeader == "" {
+		cfg.SessionHeader = "X-LibreChat-User"
+	}
+	if cfg.SessionIdle == 0 {
+		cfg.SessionIdle = 15 * time.Minute
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	id := make([]byte, 16)
 	_, _ = rand.Read(id)
-	return &Guard{
+	g := &Guard{
 		cfg: cfg, log: log, policy: pol, hosts: hosts,
 		id:     hex.EncodeToString(id),
 		ctx:    ctx,
@@ -163,7 +198,10 @@ func newGuard(cfg Config) (*Guard, error) {
 		setups: map[string]chan struct{}{},
 		agents: map[*relay.Agent]*agentState{},
 		done:   make(chan struct{}),
-	}, nil
+	}
+	g.metrics = newMetrics(g)
+	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
+	return g, nil
 }
 
 // start sets up the guard's own browser session and then the endpoint. The
@@ -171,15 +209,20 @@ func newGuard(cfg Config) (*Guard, error) {
 func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	g.mux = relay.NewMux(conn, g.log, g.onGuardEvent)
 	g.judge = fetchdomain.New(g.mux, fetchdomain.Options{
-		Policy:             g.policy,
-		Instructions:       g.cfg.Instructions,
-		ErrorForNavigation: g.cfg.BlockedNavigation == "error",
-		PauseTimeout:       g.cfg.PauseTimeout,
-		Logger:             g.log,
-		OnBlock:            g.onBlock,
+		Policy:              g.policy,
+		Instructions:        g.cfg.Instructions,
+		ErrorForNavigation:  g.cfg.BlockedNavigation == "error",
+		PauseTimeout:        g.cfg.PauseTimeout,
+		Logger:              g.log,
+		OnBlock:             g.onBlock,
+		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
 	})
 	g.dialogs = dialogs.New(g.mux, g.cfg.DialogGrace, g.log)
-	g.wg.Add(3)
+	g.wg.Add(4)
+	go func() { // the idle-user sweeper: ends with the guard
+		defer g.wg.Done()
+		g.users.Run(g.ctx)
+	}()
 	go func() { // the read loop: ends when the browser connection does
 		defer g.wg.Done()
 		err := g.mux.Run()
@@ -215,7 +258,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	}
 	g.ready.Store(true)
 	g.log.Info("browser " + g.version.Browser + " (" + g.version.UserAgent + ")")
-	g.log.Info("cdpguard up, allowed origins=" + strings.Join(g.policy.Origins(), ";"), "blocked", strings.Join(g.policy.Blocked(), ";"), "endpoint", g.url, "mode", g.mode())
+	g.log.Info("cdpguard up, allowed origins="+strings.Join(g.policy.Origins(), ";"), "blocked", strings.Join(g.policy.Blocked(), ";"), "endpoint", g.url, "mode", g.mode())
 	return nil
 }
 
@@ -324,6 +367,9 @@ func (g *Guard) Close() error {
 		}
 		if g.mux != nil {
 			_ = g.mux.Close()
+		}
+		if g.proxy != nil {
+			_ = g.proxy.Close()
 		}
 		if g.proc != nil {
 			if err := g.proc.Close(); err != nil {

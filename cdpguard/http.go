@@ -67,6 +67,8 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case path == "/policy":
 		g.writeJSON(w, g.policy)
+	case path == "/metrics":
+		g.metrics.handler.ServeHTTP(w, r)
 	case strings.HasSuffix(path, "/json/version") || strings.HasSuffix(path, "/json/version/"):
 		g.serveVersion(w, r)
 	case path == "/json" || path == "/json/" || path == "/json/list" || path == "/json/list/":
@@ -155,7 +157,22 @@ func (g *Guard) entry(r *http.Request, t targetInfo) listEntry {
 		WebSocketDebuggerURL: wsBase(r) + "/devtools/page/" + t.TargetID}
 }
 
+// userKey returns the request's user; ok is false (and the request is
+// answered) when the header is required and missing.
+func (g *Guard) userKey(w http.ResponseWriter, r *http.Request) (string, bool) {
+	key := r.Header.Get(g.cfg.SessionHeader)
+	if key == "" && g.cfg.RequireSessionHeader {
+		http.Error(w, "cdpguard: the "+g.cfg.SessionHeader+" header is required (--require-session-header)", http.StatusUnauthorized)
+		return "", false
+	}
+	return key, true
+}
+
 func (g *Guard) serveList(w http.ResponseWriter, r *http.Request) {
+	key, ok := g.userKey(w, r)
+	if !ok {
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	ts, err := g.targets(ctx)
@@ -164,8 +181,9 @@ func (g *Guard) serveList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []listEntry{}
+	u := g.users.Lookup(key)
 	for _, t := range ts {
-		if t.Type == "browser" || t.Type == "tab" {
+		if u == nil || !g.users.OwnsContext(u, t.BrowserContextID) {
 			continue
 		}
 		out = append(out, g.entry(r, t))
@@ -186,9 +204,19 @@ func (g *Guard) serveNew(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, msg, http.StatusForbidden)
 		return
 	}
+	key, ok := g.userKey(w, r)
+	if !ok {
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	res, err := g.mux.Call(ctx, "", "Target.createTarget", map[string]any{"url": target})
+	u, err := g.users.Acquire(ctx, key)
+	if err != nil {
+		http.Error(w, "cdpguard: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	defer g.users.Release(u)
+	res, err := g.mux.Call(ctx, "", "Target.createTarget", map[string]any{"url": target, "browserContextId": u.Primary})
 	if err != nil {
 		http.Error(w, "cdpguard: "+err.Error(), http.StatusBadGateway)
 		return
@@ -201,6 +229,14 @@ func (g *Guard) serveNew(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Guard) serveTargetAction(w http.ResponseWriter, r *http.Request, method, id, ok string) {
+	key, allowed := g.userKey(w, r)
+	if !allowed {
+		return
+	}
+	if u := g.users.Lookup(key); u == nil || !g.users.OwnsTarget(u, id) {
+		http.Error(w, "cdpguard: no such target for this user", http.StatusNotFound)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	if _, err := g.mux.Call(ctx, "", method, map[string]any{"targetId": id}); err != nil {
@@ -219,6 +255,13 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 	if !g.ready.Load() {
 		http.Error(w, "cdpguard: not ready", http.StatusServiceUnavailable)
 		return
+	}
+	key, ok := g.userKey(w, r)
+	if !ok {
+		return
+	}
+	if key == "" {
+		g.log.Warn("agent without the "+g.cfg.SessionHeader+" header: it shares the fallback context", "remote", r.RemoteAddr)
 	}
 	// Close waits for every agent: register under agentsMu, which Close
 	// takes after cancelling g.ctx, so no handler slips past it.
@@ -239,11 +282,25 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 	conn := &wsAgentConn{c: c}
 	ctx := g.ctx
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	st := &agentState{}
+	defer cancel()
+	u, err := g.users.Acquire(actx, key)
+	if err != nil {
+		g.log.Warn("agent connection refused", "remote", r.RemoteAddr, "err", err)
+		_ = c.Close(websocket.StatusInternalError, truncateReason("cdpguard: "+err.Error()))
+		return
+	}
+	defer g.users.Release(u)
+	if targetID != "" && !g.users.OwnsTarget(u, targetID) {
+		_ = c.Close(websocket.StatusPolicyViolation, "cdpguard: no such target for this user")
+		return
+	}
+	st := &agentState{user: u}
 	var a *relay.Agent
 	a, err = g.mux.NewAgent(actx, conn, relay.AgentOptions{
-		Name:     r.RemoteAddr,
-		TargetID: targetID,
+		Name:        r.RemoteAddr,
+		TargetID:    targetID,
+		FilterEvent: g.filterEvent(u),
+		OnActivity:  func() { st.touch(g) },
 		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
 			return g.intercept(ctx, a, st, cmd)
 		},
@@ -257,12 +314,15 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 	g.agentsMu.Lock()
 	g.agents[a] = st
 	g.agentsMu.Unlock()
-	g.log.Info("agent connected", "remote", r.RemoteAddr, "target", targetID)
+	g.log.Info("agent connected", "remote", r.RemoteAddr, "user", key, "target", targetID)
 	err = a.Serve(ctx)
 	g.agentsMu.Lock()
 	delete(g.agents, a)
 	g.agentsMu.Unlock()
-	g.log.Info("agent disconnected", "remote", r.RemoteAddr, "reason", err)
+	if s := websocket.CloseStatus(err); s == websocket.StatusNormalClosure || s == websocket.StatusNoStatusRcvd || s == websocket.StatusGoingAway {
+		err = nil
+	}
+	g.log.Info("agent disconnected", "remote", r.RemoteAddr, "user", key, "err", err)
 }
 
 // wsAgentConn adapts a WebSocket to relay.AgentConn.

@@ -16,20 +16,49 @@ import (
 // command. Refusals name the rule; the connection stays usable.
 func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
 	rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
+	if rule.Action == firewall.Refuse {
+		return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is refused: %s", name, rule.Why)}
+	}
+	iso, done := g.isolate(st.user, a, cmd)
+	if done {
+		return iso
+	}
+	if iso.Params != nil {
+		cmd.Params = iso.Params
+	}
+	v := g.applyRule(ctx, a, st, cmd, rule)
+	if v.Refuse == "" && v.Local == nil && v.Params == nil {
+		v.Params = iso.Params
+	}
+	return v
+}
+
+func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command, rule firewall.Rule) relay.Verdict {
 	switch rule.Action {
 	case firewall.Pass:
 		return relay.Verdict{}
-	case firewall.Refuse:
-		return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is refused: %s", name, rule.Why)}
 	case firewall.CheckURL:
 		var p struct {
 			URL string `json:"url"`
 		}
-		if err := jsonv2.Unmarshal(cmd.Params, &p); err != nil {
+		if err := unmarshalParams(cmd.Params, &p); err != nil {
 			return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s: unreadable params: %v", cmd.Method, err)}
 		}
 		if msg := g.checkURL(p.URL); msg != "" {
 			return relay.Verdict{Refuse: msg}
+		}
+		return relay.Verdict{}
+	case firewall.CheckPolicy:
+		var p struct {
+			URL string `json:"url"`
+		}
+		if err := unmarshalParams(cmd.Params, &p); err != nil {
+			return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s: unreadable params: %v", cmd.Method, err)}
+		}
+		if p.URL != "" {
+			if d := g.policy.Decide(p.URL); !d.Allowed {
+				return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is refused: %s", cmd.Method, d.Reason)}
+			}
 		}
 		return relay.Verdict{}
 	case firewall.Guard:
@@ -37,7 +66,7 @@ func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, c
 	case firewall.Rewrite:
 		switch cmd.Method {
 		case "Browser.close":
-			g.closeOwnTargets(ctx, a)
+			g.closeOwnTargets(ctx, st)
 			return relay.Verdict{Local: []byte("{}")}
 		case "Page.handleJavaScriptDialog":
 			return relay.Verdict{OnReply: dialogs.LateAnswer}
@@ -75,14 +104,22 @@ func (g *Guard) guardMethod(st *agentState, cmd relay.Command) relay.Verdict {
 	return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is not a Guard method (Guard.getPolicy, Guard.enable, Guard.disable)", cmd.Method)}
 }
 
-// closeOwnTargets closes the targets this agent created: Browser.close from
-// one agent must not take the browser down for others.
-func (g *Guard) closeOwnTargets(ctx context.Context, a *relay.Agent) {
+// closeOwnTargets closes the user's targets: Browser.close from one agent
+// must not take the browser down for other users.
+func (g *Guard) closeOwnTargets(ctx context.Context, st *agentState) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	for _, id := range a.Created() {
+	for _, id := range g.users.Targets(st.user) {
 		if _, err := g.mux.Call(ctx, "", "Target.closeTarget", map[string]any{"targetId": id}); err != nil {
 			g.log.Debug("Browser.close: closing target failed", "target", id, "err", err)
 		}
 	}
+}
+
+// unmarshalParams decodes command params; absent params are an empty object.
+func unmarshalParams(params []byte, v any) error {
+	if len(params) == 0 {
+		return nil
+	}
+	return jsonv2.Unmarshal(params, v)
 }

@@ -52,6 +52,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		if a.TargetInfo.Type == "page" {
 			g.judge.AddPage(a.TargetInfo.TargetID)
 		}
+		g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
@@ -61,8 +62,11 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		var p struct {
 			TargetInfo targetInfo `json:"targetInfo"`
 		}
-		if jsonv2.Unmarshal(e.Params, &p) == nil && p.TargetInfo.Type == "page" {
-			g.judge.AddPage(p.TargetInfo.TargetID)
+		if jsonv2.Unmarshal(e.Params, &p) == nil {
+			g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
+			if p.TargetInfo.Type == "page" {
+				g.judge.AddPage(p.TargetInfo.TargetID)
+			}
 		}
 	case "Target.targetDestroyed":
 		var p struct {
@@ -70,6 +74,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		}
 		if jsonv2.Unmarshal(e.Params, &p) == nil {
 			g.judge.RemovePage(p.TargetID)
+			g.users.ForgetTarget(p.TargetID)
 			g.setupMu.Lock()
 			delete(g.setups, p.TargetID)
 			g.setupMu.Unlock()
@@ -140,9 +145,16 @@ func (g *Guard) targets(ctx context.Context) ([]targetInfo, error) {
 	return r.TargetInfos, nil
 }
 
-// onBlock tells agents that asked (Guard.enable) about a refused request.
+// onBlock counts a refused request and tells agents that asked.
 func (g *Guard) onBlock(b fetchdomain.Block) {
-	params, err := jsonv2.Marshal(b)
+	g.metrics.fetchBlocked.WithLabelValues(b.ResourceType).Inc()
+	g.notifyBlock(b)
+}
+
+// notifyBlock sends Guard.requestBlocked to every agent that sent
+// Guard.enable.
+func (g *Guard) notifyBlock(v any) {
+	params, err := jsonv2.Marshal(v)
 	if err != nil {
 		return
 	}

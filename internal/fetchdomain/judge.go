@@ -45,6 +45,9 @@ type Options struct {
 	// PauseTimeout fails a pause not answered in time; zero means 10 s.
 	PauseTimeout time.Duration
 	Logger       *slog.Logger
+	// BlockServiceWorkers refuses service worker scripts (requests with the
+	// Service-Worker: script header), so no service worker registers.
+	BlockServiceWorkers bool
 	// OnBlock, if set, is told about every refused request. It must not block.
 	OnBlock func(Block)
 }
@@ -72,8 +75,9 @@ type pause struct {
 type requestPaused struct {
 	RequestID string `json:"requestId"`
 	Request   struct {
-		URL    string `json:"url"`
-		Method string `json:"method"`
+		URL     string            `json:"url"`
+		Method  string            `json:"method"`
+		Headers map[string]string `json:"headers"`
 	} `json:"request"`
 	FrameID             string `json:"frameId"`
 	ResourceType        string `json:"resourceType"`
@@ -195,6 +199,10 @@ func (j *Judge) answer(p pause) {
 		return
 	}
 	d := j.decide(rp.Request.URL)
+	if d.Allowed && j.opts.BlockServiceWorkers && isServiceWorkerScript(rp.Request.Headers) {
+		d.Allowed = false
+		d.Reason = "service workers are blocked (--service-workers=block)"
+	}
 	if d.Allowed {
 		if err := j.send.Send(p.session, "Fetch.continueRequest", map[string]any{"requestId": rp.RequestID}); err != nil {
 			j.log.Debug("continue failed", "err", err)
@@ -246,4 +254,34 @@ func (j *Judge) fail(session, requestID string) {
 	if err := j.send.Send(session, "Fetch.failRequest", map[string]any{"requestId": requestID, "errorReason": "BlockedByClient"}); err != nil {
 		j.log.Debug("fail failed", "err", err)
 	}
+}
+
+// isServiceWorkerScript reports whether a request fetches a service worker
+// script: browsers send "Service-Worker: script" on exactly those.
+func isServiceWorkerScript(h map[string]string) bool {
+	for k, v := range h {
+		if len(k) == len("service-worker") && equalFold(k, "service-worker") {
+			return equalFold(v, "script")
+		}
+	}
+	return false
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }

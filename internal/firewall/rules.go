@@ -16,6 +16,10 @@ const (
 	Refuse
 	// CheckURL refuses the command if its url param has a scheme that must never be opened by an agent.
 	CheckURL
+	// CheckPolicy refuses the command if its url param is set and the
+	// allowlist does not allow it (an agent's own interception must not
+	// redirect a request the guard already judged).
+	CheckPolicy
 	// Guard marks the guard's own domain, answered by cdpguard.
 	Guard
 	// Rewrite marks methods the guard answers or changes itself.
@@ -45,6 +49,7 @@ var rules = map[string]Rule{
 	"Page.navigate":                 {Action: CheckURL, Why: "only network, about:blank and data: URLs may be opened"},
 	"Target.createTarget":           {Action: CheckURL, Why: "only network, about:blank and data: URLs may be opened"},
 	"Network.loadNetworkResource":   {Action: CheckURL, Why: "only network URLs may be loaded"},
+	"Fetch.continueRequest":         {Action: CheckPolicy, Why: "a request may only be redirected to an allowed URL"},
 	"Browser.close":                 {Action: Rewrite, Why: "closes only this connection's own targets"},
 	"Page.handleJavaScriptDialog":   {Action: Rewrite, Why: "a dialog the guard already answered is reported as handled"},
 	"Guard.*":                       {Action: Guard, Why: "the guard's own domain"},
@@ -52,7 +57,15 @@ var rules = map[string]Rule{
 
 // Lookup returns the rule for method on a session; browser tells whether the
 // session is browser-level. It does not allocate.
+//
+// A domain-wide refusal wins over a row for one of its methods, so that
+// "Fetch.*" on browser sessions also covers Fetch.continueRequest.
 func Lookup(method string, browser bool) (Rule, string) {
+	if i := strings.IndexByte(method, '.'); i > 0 {
+		if r, ok := domains[method[:i]]; ok && r.Action == Refuse && (!r.BrowserOnly || browser) {
+			return r, method[:i] + ".*"
+		}
+	}
 	if r, ok := rules[method]; ok && (!r.BrowserOnly || browser) {
 		return r, method
 	}

@@ -12,6 +12,7 @@ func TestTable(t *testing.T) {
 		{"Fetch.enable", true, Refuse},
 		{"Fetch.enable", false, Pass},
 		{"Fetch.continueRequest", true, Refuse},
+		{"Fetch.continueRequest", false, CheckPolicy},
 		{"Browser.crash", true, Refuse},
 		{"Browser.crashGpuProcess", true, Refuse},
 		{"Browser.executeBrowserCommand", true, Refuse},
@@ -25,6 +26,7 @@ func TestTable(t *testing.T) {
 		{"Page.handleJavaScriptDialog", false, Rewrite},
 		{"Guard.getPolicy", true, Guard},
 		{"Runtime.evaluate", false, Pass},
+		{"Fetch.continueRequest", false, CheckPolicy},
 		{"Brand.newMethod", false, Pass},
 		{"Fetch", true, Pass},
 	}

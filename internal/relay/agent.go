@@ -65,6 +65,12 @@ type AgentOptions struct {
 	TargetID string
 	// Intercept judges each command; nil forwards everything.
 	Intercept Interceptor
+	// FilterEvent, when set, decides whether an event on one of the agent's
+	// sessions reaches the agent. It runs on the mux read loop, before the
+	// relay learns of sessions the event announces, and must not block.
+	FilterEvent func(a *Agent, e *cdpmsg.Envelope) bool
+	// OnActivity, when set, is called for every message the agent sends.
+	OnActivity func()
 	// QueueSize bounds messages waiting to be written to the agent; an agent
 	// that falls this far behind is disconnected. Zero means 65536.
 	QueueSize int
@@ -72,13 +78,13 @@ type AgentOptions struct {
 
 // Agent is one agent connection relayed onto its own browser session.
 type Agent struct {
-	m        *Mux
-	conn     AgentConn
-	opts     AgentOptions
-	browser  string // the agent's browser-level session
-	def      string // session used for commands without sessionId
-	out      chan []byte
-	quit     chan struct{}
+	m         *Mux
+	conn      AgentConn
+	opts      AgentOptions
+	browser   string // the agent's browser-level session
+	def       string // session used for commands without sessionId
+	out       chan []byte
+	quit      chan struct{}
 	closeMu   sync.Once
 	closeErr  error
 	closeCode int
@@ -137,7 +143,9 @@ func (m *Mux) NewAgent(ctx context.Context, conn AgentConn, opts AgentOptions) (
 			return nil, fmt.Errorf("attach to target %s: bad reply %s", opts.TargetID, res)
 		}
 		a.own(t.SessionID, false)
+		a.mu.Lock()
 		a.def = t.SessionID
+		a.mu.Unlock()
 	}
 	return a, nil
 }
@@ -154,7 +162,15 @@ func (a *Agent) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
+	go func() { // ends blocked reads and writes once the agent is closed
+		defer wg.Done()
+		select {
+		case <-a.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	go func() { // the writer: the only goroutine that writes to conn
 		defer wg.Done()
 		a.writeLoop(ctx)
@@ -197,12 +213,12 @@ func (a *Agent) readLoop(ctx context.Context) error {
 	var e cdpmsg.Envelope
 	for {
 		msg, err := a.conn.Read(ctx)
+		select {
+		case <-a.quit:
+			return a.closeErr
+		default:
+		}
 		if err != nil {
-			select {
-			case <-a.quit:
-				return a.closeErr
-			default:
-			}
 			return err
 		}
 		a.handle(ctx, msg, &e)
@@ -210,6 +226,9 @@ func (a *Agent) readLoop(ctx context.Context) error {
 }
 
 func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
+	if a.opts.OnActivity != nil {
+		a.opts.OnActivity()
+	}
 	if err := cdpmsg.DecodeInto(msg, e); err != nil {
 		a.enqueue(cdpmsg.AppendError(nil, -1, "", cdpmsg.CodeParseError, "cdpguard: "+err.Error()))
 		return
@@ -222,11 +241,11 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 		a.enqueue(cdpmsg.AppendError(nil, id, e.SessionID, cdpmsg.CodeInvalidRequest, "cdpguard: a command needs an integer id and a method"))
 		return
 	}
+	a.mu.Lock()
 	session := e.SessionID
 	if session == "" {
 		session = a.def
 	}
-	a.mu.Lock()
 	owned, browser := a.owned[session], a.browsers[session]
 	a.mu.Unlock()
 	if !owned {
@@ -291,6 +310,9 @@ func (a *Agent) deliverReply(p *pending, e *cdpmsg.Envelope) {
 
 // deliverEvent is called from the mux read loop.
 func (a *Agent) deliverEvent(e *cdpmsg.Envelope) {
+	if a.opts.FilterEvent != nil && !a.opts.FilterEvent(a, e) {
+		return
+	}
 	switch e.Method {
 	case "Target.attachedToTarget":
 		var p struct {
@@ -316,6 +338,24 @@ func (a *Agent) SendEvent(method string, params []byte) {
 	a.enqueue(cdpmsg.AppendEvent(nil, "", method, params))
 }
 
+// Owns reports whether session is one of the agent's sessions.
+func (a *Agent) Owns(session string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.owned[session]
+}
+
+// IsBrowserSession reports whether session is one of the agent's
+// browser-level sessions.
+func (a *Agent) IsBrowserSession(session string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.browsers[session]
+}
+
+// Mux returns the mux the agent is relayed on.
+func (a *Agent) Mux() *Mux { return a.m }
+
 // Created reports the targets this agent created with Target.createTarget.
 func (a *Agent) Created() []string {
 	a.mu.Lock()
@@ -329,7 +369,10 @@ func (a *Agent) Created() []string {
 
 // visible hides the agent's default session id: the agent never named it.
 func (a *Agent) visible(session string) string {
-	if session == a.def {
+	a.mu.Lock()
+	def := a.def
+	a.mu.Unlock()
+	if session == def {
 		return ""
 	}
 	return session

@@ -59,11 +59,11 @@ type reply struct {
 
 // pending is what a browser-side id stands for.
 type pending struct {
-	agent  *Agent      // nil for guard calls
-	origID int64       // the agent's own id
-	method string      // for rewrites on reply
-	ch     chan reply  // guard calls; nil for fire-and-forget
-	hook   replyHook   // optional agent-side rewrite of the reply
+	agent  *Agent     // nil for guard calls
+	origID int64      // the agent's own id
+	method string     // for rewrites on reply
+	ch     chan reply // guard calls; nil for fire-and-forget
+	hook   replyHook  // optional agent-side rewrite of the reply
 }
 
 // replyHook may rewrite a reply before it reaches the agent; it returns the

@@ -1,0 +1,82 @@
+package cdpguard
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/cdpguard/cdpguard/internal/egress"
+)
+
+// startProxy starts the egress proxy on a loopback port. Chrome sends every
+// HTTP(S) and WebSocket connection through it, so channels the Fetch domain
+// never sees (WebSocket handshakes, preconnects) are judged by host too.
+func (g *Guard) startProxy() error {
+	var private []netip.Prefix
+	for _, c := range g.cfg.AllowPrivate {
+		for _, s := range strings.FieldsFunc(c, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\n' }) {
+			pfx, err := netip.ParsePrefix(s)
+			if err != nil {
+				addr, aerr := netip.ParseAddr(s)
+				if aerr != nil {
+					return fmt.Errorf("%w: --allow-private %q is not a CIDR range or address", ErrSetup, s)
+				}
+				pfx = netip.PrefixFrom(addr, addr.BitLen())
+			}
+			private = append(private, pfx)
+		}
+	}
+	ips := g.policy.IPEntries()
+	p, err := egress.New(egress.Options{
+		Decide: func(host string, port int) (bool, string) {
+			d := g.policy.DecideHost(host, port)
+			return d.Allowed, d.Reason
+		},
+		HostMap:      g.hosts,
+		AllowPrivate: private,
+		AllowAddrs:   func(a netip.Addr) bool { return slices.Contains(ips, a.Unmap()) },
+		Logger:       g.log,
+		OnRefuse:     g.onRefuse,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: egress proxy: %w", ErrSetup, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("%w: egress proxy listen: %w", ErrSetup, err)
+	}
+	g.proxy = p
+	g.proxyAddr = ln.Addr().String()
+	g.proxyURL = "http://" + g.proxyAddr
+	g.wg.Add(1)
+	go func() { // the proxy: ends at Close
+		defer g.wg.Done()
+		if err := p.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, egress.ErrClosed) {
+			g.log.Error("egress proxy stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// proxyFlags are the launch flags that send all of the managed browser's
+// traffic through the proxy and keep it from resolving names itself.
+func (g *Guard) proxyFlags() []string {
+	host, _, _ := net.SplitHostPort(g.proxyAddr)
+	return []string{
+		"--proxy-server=" + g.proxyURL,
+		"--proxy-bypass-list=<-loopback>",
+		"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE " + host,
+	}
+}
+
+// onRefuse reports a proxy refusal like a Fetch block.
+func (g *Guard) onRefuse(r egress.Refusal) {
+	g.metrics.proxyRefused.Inc()
+	g.notifyBlock(map[string]any{
+		"url": fmt.Sprintf("%s:%d", r.Host, r.Port), "reason": r.Reason,
+		"resourceType": "Connection", "layer": "egress-proxy",
+	})
+}

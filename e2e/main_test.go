@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// strict reports whether CDPGUARD_E2E=1: then a missing prerequisite fails
+// instead of skipping.
+func strict() bool { return os.Getenv("CDPGUARD_E2E") == "1" }
+
+// directMode reports whether the endpoint is a plain Chromium (harness
+// self-check) instead of the guard.
+func directMode() bool { return os.Getenv("CDPGUARD_E2E_TARGET") == "direct" }
+
+// chromePath finds the browser once per test binary.
+var chromePath = sync.OnceValues(func() (string, error) {
+	if p := os.Getenv("CHROME_PATH"); p != "" {
+		return exec.LookPath(p)
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("no chromium, chromium-browser or google-chrome on PATH (set CHROME_PATH)")
+})
+
+// nodeSetup finds node and the installed npm packages once.
+var nodeSetup = sync.OnceValues(func() (string, error) {
+	p, err := exec.LookPath("node")
+	if err != nil {
+		return "", fmt.Errorf("node not on PATH: %w", err)
+	}
+	for _, pkg := range []string{"playwright-core", "puppeteer-core"} {
+		if _, err := os.Stat(filepath.Join("node_modules", pkg, "package.json")); err != nil {
+			return "", fmt.Errorf("e2e/node_modules/%s missing: run `npm ci --ignore-scripts` in e2e/: %w", pkg, err)
+		}
+	}
+	return p, nil
+})
+
+func TestMain(m *testing.M) {
+	if _, err := chromePath(); err != nil {
+		if strict() {
+			fmt.Fprintf(os.Stderr, "e2e: CDPGUARD_E2E=1 but %v\n", err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "e2e: browser tests will skip: %v (set CDPGUARD_E2E=1 to make this a failure)\n", err)
+	}
+	os.Exit(m.Run())
+}
+
+// needBrowser skips t when there is no browser (fails under CDPGUARD_E2E=1)
+// and returns the browser's path.
+func needBrowser(t *testing.T) string {
+	t.Helper()
+	p, err := chromePath()
+	if err != nil {
+		if strict() {
+			t.Fatalf("CDPGUARD_E2E=1: %v", err)
+		}
+		t.Skipf("skipping: %v (set CDPGUARD_E2E=1 to fail instead)", err)
+	}
+	return p
+}
+
+// needNode is needBrowser for node and e2e/node_modules.
+func needNode(t *testing.T) string {
+	t.Helper()
+	p, err := nodeSetup()
+	if err != nil {
+		if strict() {
+			t.Fatalf("CDPGUARD_E2E=1: %v", err)
+		}
+		t.Skipf("skipping: %v (set CDPGUARD_E2E=1 to fail instead)", err)
+	}
+	return p
+}

@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var listenRE = regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
+
+// TestSIGKILLTakesBrowserDown runs `cdpguard serve`, finds the Chromium it
+// launched, SIGKILLs cdpguard and checks that every browser process is gone
+// within 2 s: a browser that outlived its guard would run unguarded
+// (DESIGN I3: interception stops when the intercepting connection closes).
+//
+// In direct mode the "server" is a shell that starts Chromium in the
+// background, which does not die with it: the test must then fail.
+func TestSIGKILLTakesBrowserDown(t *testing.T) {
+	chrome := needBrowser(t)
+	dir := t.TempDir()
+
+	var cmd *exec.Cmd
+	marker := "--remote-debugging-pipe"
+	if directMode() {
+		marker = "--remote-debugging-port"
+		args := append([]string{"-c", `"$0" "$@" & echo "listening on http://127.0.0.1:0" >&2; wait`, chrome},
+			browserFlags()...)
+		args = append(args, "--headless", "--remote-debugging-port=0", "--user-data-dir="+filepath.Join(dir, "profile"), "about:blank")
+		cmd = exec.Command("sh", args...)
+	} else {
+		bin := buildCdpguard(t, dir)
+		args := []string{"serve", "--listen", "127.0.0.1:0", "--allow", "allowed.test", "--host-map", "*.test=127.0.0.1", "--chrome", chrome}
+		for _, f := range browserFlags() {
+			args = append(args, "--chrome-flag="+f)
+		}
+		cmd = exec.Command(bin, args...)
+	}
+
+	// Our own pipe, so no copy goroutine waits on a surviving child.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	w.Close()
+	waited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(waited) }()
+	var found []proc
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-waited
+		for _, p := range found { // survivors of a failed run; ours by pid
+			if alive(p) {
+				_ = syscall.Kill(p.pid, syscall.SIGKILL)
+			}
+		}
+		r.Close()
+	})
+
+	out := &tailBuffer{max: 16 << 10}
+	urlCh := make(chan string, 1)
+	upCh := make(chan struct{}, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			out.Write([]byte(line + "\n"))
+			if strings.Contains(line, "cdpguard up") {
+				select {
+				case upCh <- struct{}{}:
+				default:
+				}
+			}
+			if m := listenRE.FindString(line); m != "" && !sent && strings.Contains(line, "listening on") {
+				urlCh <- m
+				sent = true
+			}
+		}
+	}()
+
+	var base string
+	select {
+	case base = <-urlCh:
+	case <-waited:
+		t.Fatalf("process exited before logging its listen address:\n%s", out)
+	case <-time.After(45 * time.Second):
+		t.Fatalf("no `listening on http://127.0.0.1:PORT` line within 45s:\n%s", out)
+	}
+	if directMode() {
+		// The browser is up (and past /usr/bin/chromium's wrapper script)
+		// once it has written its port file.
+		waitFile(t, filepath.Join(dir, "profile", "DevToolsActivePort"), 20*time.Second)
+	} else {
+		select {
+		case <-upCh:
+		case <-time.After(30 * time.Second):
+			t.Errorf("no `cdpguard up` line within 30s:\n%s", out)
+		}
+		waitHTTP(t, base+"/readyz", "ok", 30*time.Second)
+	}
+
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var browsers []proc
+		for _, p := range descendants(cmd.Process.Pid) {
+			if strings.Contains(p.cmd, marker) {
+				browsers = append(browsers, p)
+			}
+		}
+		if len(browsers) > 0 {
+			// The browser and everything below it (zygotes, renderers,
+			// utility processes).
+			seen := map[int]bool{}
+			for _, b := range browsers {
+				for _, p := range append([]proc{b}, descendants(b.pid)...) {
+					if !seen[p.pid] {
+						seen[p.pid] = true
+						found = append(found, p)
+					}
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no child process with %s under pid %d within 15s:\n%s", marker, cmd.Process.Pid, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("browser processes before SIGKILL: %d (browser pid %d)", len(found), found[0].pid)
+
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("SIGKILL: %v", err)
+	}
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("killed process not reaped within 5s")
+	}
+	var left []proc
+	for end := time.Now().Add(2 * time.Second); ; {
+		left = left[:0]
+		for _, p := range found {
+			if alive(p) {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 || time.Now().After(end) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, p := range left {
+		t.Errorf("browser process %d outlived its guard by 2s: %.200s", p.pid, p.cmd)
+	}
+}
+
+// waitFile waits until path exists.
+func waitFile(t *testing.T, path string, d time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s not written within %v", path, d)
+}
+
+// buildCdpguard builds ./cmd/cdpguard into dir.
+func buildCdpguard(t *testing.T, dir string) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go toolchain not on PATH: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := filepath.Join(dir, "cdpguard")
+	build := exec.CommandContext(ctx, goBin, "build", "-o", bin, "github.com/cdpguard/cdpguard/cmd/cdpguard")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/cdpguard: %v\n%s", err, b)
+	}
+	return bin
+}

@@ -1,0 +1,197 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+)
+
+// connKind tells tracked connections apart for Stats.
+type connKind int
+
+const (
+	kindClient connKind = iota // accepted from the browser
+	kindTunnel                 // dialled for a CONNECT tunnel
+	kindHTTP                   // dialled by the transport for plain HTTP
+)
+
+// tracker owns every connection the proxy accepts or dials, so that Close
+// can end them all: a stopped guard must leave nothing flowing, and hijacked
+// connections are invisible to http.Server.Close.
+type tracker struct {
+	mu     sync.Mutex
+	closed bool
+	conns  map[*trackedConn]connKind
+}
+
+// add registers c, or closes it and returns false when the tracker is
+// already closed.
+func (t *tracker) add(c *trackedConn, kind connKind) bool {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		_ = c.Conn.Close()
+		return false
+	}
+	if t.conns == nil {
+		t.conns = make(map[*trackedConn]connKind)
+	}
+	t.conns[c] = kind
+	t.mu.Unlock()
+	return true
+}
+
+func (t *tracker) remove(c *trackedConn) {
+	t.mu.Lock()
+	delete(t.conns, c)
+	t.mu.Unlock()
+}
+
+func (t *tracker) isClosed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+// count returns how many open connections of kind there are.
+func (t *tracker) count(kind connKind) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, k := range t.conns {
+		if k == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// closeAll marks the tracker closed and closes every live connection.
+func (t *tracker) closeAll() {
+	t.mu.Lock()
+	t.closed = true
+	conns := make([]*trackedConn, 0, len(t.conns))
+	for c := range t.conns {
+		conns = append(conns, c)
+	}
+	t.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}
+
+// trackedConn removes itself from its tracker when closed. It forwards
+// half-close so goproxy keeps using its half-closing tunnel copy (the other
+// copy path writes error pages into established tunnels).
+type trackedConn struct {
+	net.Conn
+	t    *tracker
+	once sync.Once
+	err  error
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.err = c.Conn.Close()
+		c.t.remove(c)
+	})
+	return c.err
+}
+
+// errNoHalfClose is returned by CloseWrite/CloseRead on connections that
+// cannot half-close.
+var errNoHalfClose = errors.New("connection cannot half-close")
+
+func (c *trackedConn) CloseWrite() error {
+	if hc, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return hc.CloseWrite()
+	}
+	return errNoHalfClose
+}
+
+func (c *trackedConn) CloseRead() error {
+	if hc, ok := c.Conn.(interface{ CloseRead() error }); ok {
+		return hc.CloseRead()
+	}
+	return errNoHalfClose
+}
+
+// trackingListener registers every accepted connection.
+type trackingListener struct {
+	net.Listener
+	t *tracker
+}
+
+func (l trackingListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		tc := &trackedConn{Conn: c, t: l.t}
+		if l.t.add(tc, kindClient) {
+			return tc, nil
+		}
+		// Closed: the connection was closed by add; the server is shutting
+		// down and its next Accept fails too.
+	}
+}
+
+// checkedKey carries a request's checked addresses to the dialer.
+type checkedKey struct{}
+
+// checked is what the judge hands to the dialer: the name it judged and the
+// only addresses the dialer may use for it.
+type checked struct {
+	name  string // host:port as judged (dial address must equal it)
+	addrs []netip.AddrPort
+	kind  connKind
+}
+
+// ErrUncheckedDial is returned when a dial is attempted without, or
+// differently from, an address the judge checked. It indicates a bug, never
+// a policy decision, and the dial is refused.
+var ErrUncheckedDial = errors.New("egress: dial without a checked address")
+
+// ErrClosed is returned by dials after Close.
+var ErrClosed = errors.New("egress: proxy closed")
+
+// dialChecked dials the first reachable address of ck, never resolving a
+// name: the addresses were resolved and checked once by the judge.
+func (p *Proxy) dialChecked(ctx context.Context, ck *checked, addr string) (net.Conn, error) {
+	if ck == nil || addr != ck.name || len(ck.addrs) == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrUncheckedDial, addr)
+	}
+	if p.conns.isClosed() {
+		return nil, ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.dialTimeout)
+	defer cancel()
+	var errs []error
+	for _, ap := range ck.addrs {
+		c, err := p.dial(ctx, "tcp", ap.String())
+		if err != nil {
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		tc := &trackedConn{Conn: c, t: &p.conns}
+		if !p.conns.add(tc, ck.kind) {
+			return nil, ErrClosed
+		}
+		return tc, nil
+	}
+	return nil, fmt.Errorf("egress: dial %s: %w", addr, errors.Join(errs...))
+}
+
+// transportDial is the http.Transport dialer for plain HTTP: the request
+// context carries the checked addresses.
+func (p *Proxy) transportDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	ck, _ := ctx.Value(checkedKey{}).(*checked)
+	return p.dialChecked(ctx, ck, addr)
+}

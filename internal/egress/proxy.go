@@ -1,0 +1,257 @@
+// Package egress is cdpguard's egress proxy: the HTTP proxy the guarded
+// Chromium is pointed at, so that traffic CDP's Fetch domain never sees
+// (WebSocket handshakes, preconnects, Network.loadNetworkResource) is still
+// judged by host and port. It resolves each name once, refuses loopback,
+// private, link-local and similar addresses unless the operator named them,
+// and dials exactly the addresses it checked, so DNS rebinding cannot move a
+// connection after the check. It is built on github.com/elazarl/goproxy; see
+// docs/decisions/2026-11-30-egress-proxy-library.md.
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/elazarl/goproxy"
+)
+
+// DecideFunc judges a normalised host (lower case, no trailing dot, IP
+// literals canonical and without brackets) and port against the policy.
+// A func type rather than an interface so that *policy.Policy's method can
+// be adapted without this package importing internal/policy.
+type DecideFunc func(host string, port int) (allowed bool, reason string)
+
+// HostMapper maps operator-named hosts to fixed addresses; *hostmap.Map
+// satisfies it. A mapped name's address counts as named by the operator, so
+// private addresses are permitted for it.
+type HostMapper interface {
+	Lookup(host string) (netip.Addr, bool)
+}
+
+// Resolver resolves names; *net.Resolver satisfies it.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Options configures a Proxy. The zero value is safe: it refuses everything.
+type Options struct {
+	// Decide judges host and port; nil denies everything.
+	Decide DecideFunc
+	// HostMap is consulted before Resolver; nil maps nothing.
+	HostMap HostMapper
+	// AllowPrivate lists ranges in which loopback, private, link-local,
+	// metadata and other non-public addresses are nevertheless permitted.
+	AllowPrivate []netip.Prefix
+	// AllowAddrs permits extra addresses (the allowlist's IP entries) even
+	// when they are not public; nil permits none.
+	AllowAddrs func(netip.Addr) bool
+	// Resolver resolves names not in HostMap; nil means net.DefaultResolver.
+	Resolver Resolver
+	// DialTimeout bounds name resolution and each dial; 0 means 10s.
+	DialTimeout time.Duration
+	// Logger gets one line per refusal; nil discards.
+	Logger *slog.Logger
+	// OnRefuse, when set, is called synchronously for every refusal (for
+	// Guard.requestBlocked events and metrics); keep it quick.
+	OnRefuse func(Refusal)
+}
+
+// Refusal describes one refused proxy request.
+type Refusal struct {
+	Host   string     // normalised host, or the raw target when it could not be parsed
+	Port   int        // 0 when unknown
+	Addr   netip.Addr // the refused address, when the refusal was about one
+	Reason string
+	Method string // CONNECT, GET, ...
+}
+
+// Stats are the proxy's counters.
+type Stats struct {
+	Allowed       uint64 // requests and tunnels let through
+	Refused       uint64 // requests and tunnels refused
+	ActiveTunnels int    // CONNECT tunnels currently open
+}
+
+// Proxy is the egress proxy. Create it with New, run it with Serve and stop
+// it with Close.
+type Proxy struct {
+	opts         Options
+	allowPrivate []netip.Prefix
+	resolver     Resolver
+	dialTimeout  time.Duration
+	log          *slog.Logger
+	dial         func(ctx context.Context, network, addr string) (net.Conn, error) // tests replace it to observe dials
+	gp           *goproxy.ProxyHttpServer
+	tr           *http.Transport
+	srv          *http.Server
+	conns        tracker
+
+	allowed atomic.Uint64
+	refused atomic.Uint64
+
+	mu        sync.Mutex
+	listeners []netip.AddrPort // our own addresses, never a destination
+	closeOnce sync.Once
+}
+
+// ErrInvalidOptions is wrapped by New's errors.
+var ErrInvalidOptions = errors.New("egress: invalid options")
+
+const defaultDialTimeout = 10 * time.Second
+
+// New builds a Proxy from opts.
+func New(opts Options) (*Proxy, error) {
+	if opts.DialTimeout < 0 {
+		return nil, fmt.Errorf("%w: negative dial timeout", ErrInvalidOptions)
+	}
+	p := &Proxy{opts: opts, resolver: opts.Resolver, dialTimeout: opts.DialTimeout, log: opts.Logger}
+	for _, pfx := range opts.AllowPrivate {
+		if !pfx.IsValid() {
+			return nil, fmt.Errorf("%w: invalid allow-private prefix %v", ErrInvalidOptions, pfx)
+		}
+		p.allowPrivate = append(p.allowPrivate, netip.PrefixFrom(pfx.Addr().Unmap(), unmappedBits(pfx)).Masked())
+	}
+	if p.resolver == nil {
+		p.resolver = net.DefaultResolver
+	}
+	if p.dialTimeout == 0 {
+		p.dialTimeout = defaultDialTimeout
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	d := &net.Dialer{Timeout: p.dialTimeout}
+	p.dial = d.DialContext
+	p.tr = &http.Transport{
+		Proxy:               nil, // never chain to an environment proxy
+		DialContext:         p.transportDial,
+		DisableCompression:  true, // pass bytes through untouched
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	p.gp = p.newGoproxy()
+	p.srv = &http.Server{
+		Handler:           p.gp,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, clientConnKey{}, c)
+		},
+	}
+	return p, nil
+}
+
+// unmappedBits converts an IPv4-mapped prefix length to its IPv4 length.
+func unmappedBits(pfx netip.Prefix) int {
+	if pfx.Addr().Is4In6() {
+		return max(pfx.Bits()-96, 0)
+	}
+	return pfx.Bits()
+}
+
+// newGoproxy configures goproxy: no environment proxies, no MITM, our own
+// judge for CONNECT and plain requests, our own error pages.
+func (p *Proxy) newGoproxy() *goproxy.ProxyHttpServer {
+	gp := goproxy.NewProxyHttpServer()
+	gp.Logger = goproxyLogger{p.log}
+	gp.Verbose = false
+	gp.Tr = p.tr
+	gp.ConnectDial = nil // dial through ctx.Dialer (the checked addresses)
+	gp.ConnectDialWithReq = nil
+	gp.KeepAcceptEncoding = true
+	gp.NonproxyHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writePlain(w, http.StatusBadRequest, "cdpguard egress proxy: not a proxy request\n")
+	})
+	gp.ConnectionErrHandler = p.connectError
+	gp.OnRequest().HandleConnectFunc(p.handleConnect)
+	gp.OnRequest().DoFunc(p.handleRequest)
+	gp.OnResponse().DoFunc(p.handleResponse)
+	return gp
+}
+
+// Serve accepts proxy connections on l until Close. It returns nil after
+// Close.
+func (p *Proxy) Serve(l net.Listener) error {
+	if ap, err := netip.ParseAddrPort(l.Addr().String()); err == nil {
+		p.mu.Lock()
+		p.listeners = append(p.listeners, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+		p.mu.Unlock()
+	}
+	err := p.srv.Serve(trackingListener{Listener: l, t: &p.conns})
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("egress: serve: %w", err)
+	}
+	return nil
+}
+
+// Close stops the listeners and ends every live connection, tunnels
+// included: when the guard stops, nothing keeps flowing.
+func (p *Proxy) Close() error {
+	var err error
+	p.closeOnce.Do(func() {
+		err = p.srv.Close()
+		p.conns.closeAll()
+		p.tr.CloseIdleConnections()
+	})
+	if err != nil {
+		return fmt.Errorf("egress: close: %w", err)
+	}
+	return nil
+}
+
+// Stats returns the current counters.
+func (p *Proxy) Stats() Stats {
+	return Stats{
+		Allowed:       p.allowed.Load(),
+		Refused:       p.refused.Load(),
+		ActiveTunnels: p.conns.count(kindTunnel),
+	}
+}
+
+// isSelf reports whether ap is one of the proxy's own listening addresses
+// (a request looping back into the proxy).
+func (p *Proxy) isSelf(ap netip.AddrPort) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.listeners {
+		if l.Port() != ap.Port() {
+			continue
+		}
+		if l.Addr() == ap.Addr() || (l.Addr().IsUnspecified() && ap.Addr().IsLoopback()) {
+			return true
+		}
+	}
+	return false
+}
+
+// goproxyLogger sends goproxy's own messages to slog at debug level.
+type goproxyLogger struct{ log *slog.Logger }
+
+func (g goproxyLogger) Printf(format string, v ...any) {
+	if g.log.Enabled(context.Background(), slog.LevelDebug) {
+		g.log.Debug(fmt.Sprintf(format, v...), "component", "goproxy")
+	}
+}
+
+// writePlain writes a short plain-text response.
+func writePlain(w http.ResponseWriter, code int, body string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = io.WriteString(w, body)
+}

@@ -1,0 +1,297 @@
+// Package users keeps one browser context per user and knows which targets
+// and contexts belong to whom. A user is keyed by a request header; the
+// guard creates the user's primary context on first use, the user may create
+// more, and a user idle for longer than the idle period loses them all.
+package users
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// ErrClosed is returned by Acquire after Close.
+var ErrClosed = errors.New("user registry closed")
+
+// Contexts creates and disposes browser contexts.
+type Contexts interface {
+	Create(ctx context.Context) (string, error)
+	Dispose(ctx context.Context, id string) error
+}
+
+// User is one user's share of the browser.
+type User struct {
+	// Key is the header value ("" for the shared fallback user).
+	Key string
+	// Primary is the context the guard created; to clients it is the
+	// default context.
+	Primary string
+
+	ready chan struct{} // closed when Primary is set or creation failed
+	err   error
+	// guarded by Registry.mu
+	contexts map[string]bool
+	conns    int
+	last     time.Time
+}
+
+// Registry holds every user. Its zero value is not usable; use New.
+type Registry struct {
+	ctxs Contexts
+	idle time.Duration
+	log  *slog.Logger
+	now  func() time.Time
+
+	mu      sync.Mutex
+	closed  bool
+	users   map[string]*User
+	owner   map[string]*User     // context id → user
+	targets map[string]string    // target id → context id
+	gone    map[string]time.Time // destroyed targets, kept a while for late events
+	stats   Stats
+}
+
+// Stats counts what the registry did.
+type Stats struct {
+	Users, Connections, Disposed int
+}
+
+// New returns a Registry. idle <= 0 never disposes.
+func New(ctxs Contexts, idle time.Duration, log *slog.Logger) *Registry {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Registry{
+		ctxs: ctxs, idle: idle, log: log, now: time.Now,
+		users:   map[string]*User{},
+		owner:   map[string]*User{},
+		targets: map[string]string{},
+		gone:    map[string]time.Time{},
+	}
+}
+
+// Acquire returns the user for key, creating the user's primary context on
+// first use, and counts one more connection. Every Acquire needs a Release.
+func (r *Registry) Acquire(ctx context.Context, key string) (*User, error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, ErrClosed
+	}
+	u := r.users[key]
+	creator := u == nil
+	if creator {
+		u = &User{Key: key, ready: make(chan struct{}), contexts: map[string]bool{}}
+		r.users[key] = u
+	}
+	u.conns++
+	u.last = r.now()
+	r.mu.Unlock()
+
+	if creator {
+		id, err := r.ctxs.Create(ctx)
+		r.mu.Lock()
+		if err != nil {
+			u.err = fmt.Errorf("create browser context for user %q: %w", key, err)
+			delete(r.users, key)
+		} else {
+			u.Primary = id
+			u.contexts[id] = true
+			r.owner[id] = u
+			r.log.Info("user context created", "user", key, "context", id)
+		}
+		close(u.ready)
+		r.mu.Unlock()
+	}
+	select {
+	case <-u.ready:
+	case <-ctx.Done():
+		r.Release(u)
+		return nil, ctx.Err()
+	}
+	if u.err != nil {
+		r.Release(u)
+		return nil, u.err
+	}
+	return u, nil
+}
+
+// Lookup returns the user for key without creating it.
+func (r *Registry) Lookup(key string) *User {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u := r.users[key]
+	if u == nil || u.Primary == "" {
+		return nil
+	}
+	return u
+}
+
+// Release ends one connection of u.
+func (r *Registry) Release(u *User) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if u.conns > 0 {
+		u.conns--
+	}
+	u.last = r.now()
+}
+
+// Touch records activity of u.
+func (r *Registry) Touch(u *User) {
+	r.mu.Lock()
+	u.last = r.now()
+	r.mu.Unlock()
+}
+
+// AddContext records a context u created.
+func (r *Registry) AddContext(u *User, id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u.contexts[id] = true
+	r.owner[id] = u
+}
+
+// RemoveContext forgets a disposed context.
+func (r *Registry) RemoveContext(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if u := r.owner[id]; u != nil {
+		delete(u.contexts, id)
+	}
+	delete(r.owner, id)
+}
+
+// OwnsContext reports whether context id is u's.
+func (r *Registry) OwnsContext(u *User, id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.owner[id] == u
+}
+
+// Contexts returns u's contexts, primary first.
+func (r *Registry) Contexts(u *User) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := []string{u.Primary}
+	for id := range u.contexts {
+		if id != u.Primary {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// TrackTarget records which context a target is in.
+func (r *Registry) TrackTarget(targetID, contextID string) {
+	if targetID == "" || contextID == "" {
+		return
+	}
+	r.mu.Lock()
+	r.targets[targetID] = contextID
+	r.mu.Unlock()
+}
+
+// ForgetTarget marks a target destroyed; it is dropped later, so that late
+// events about it are still attributed.
+func (r *Registry) ForgetTarget(targetID string) {
+	r.mu.Lock()
+	r.gone[targetID] = r.now()
+	r.mu.Unlock()
+}
+
+// OwnsTarget reports whether target id is in one of u's contexts.
+func (r *Registry) OwnsTarget(u *User, targetID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.targets[targetID]
+	return ok && r.owner[c] == u
+}
+
+// Targets returns the live targets in u's contexts.
+func (r *Registry) Targets(u *User) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for t, c := range r.targets {
+		if _, dead := r.gone[t]; !dead && r.owner[c] == u {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Stats returns counters.
+func (r *Registry) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.stats
+	s.Users = len(r.users)
+	s.Connections = 0
+	for _, u := range r.users {
+		s.Connections += u.conns
+	}
+	return s
+}
+
+// Run disposes idle users' contexts until ctx ends.
+func (r *Registry) Run(ctx context.Context) {
+	every := r.idle / 4
+	if every <= 0 || every > 30*time.Second {
+		every = 30 * time.Second
+	}
+	if every < 50*time.Millisecond {
+		every = 50 * time.Millisecond
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			r.mu.Lock()
+			r.closed = true
+			r.mu.Unlock()
+			return
+		case <-t.C:
+			r.sweep(ctx)
+		}
+	}
+}
+
+func (r *Registry) sweep(ctx context.Context) {
+	now := r.now()
+	var idle []*User
+	r.mu.Lock()
+	for t, at := range r.gone {
+		if now.Sub(at) > time.Minute {
+			delete(r.gone, t)
+			delete(r.targets, t)
+		}
+	}
+	if r.idle > 0 {
+		for k, u := range r.users {
+			if u.conns == 0 && u.Primary != "" && now.Sub(u.last) > r.idle {
+				idle = append(idle, u)
+				delete(r.users, k)
+				for id := range u.contexts {
+					delete(r.owner, id)
+				}
+				r.stats.Disposed++
+			}
+		}
+	}
+	r.mu.Unlock()
+	for _, u := range idle {
+		for id := range u.contexts {
+			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			if err := r.ctxs.Dispose(dctx, id); err != nil {
+				r.log.Warn("disposing an idle user's context failed", "user", u.Key, "context", id, "err", err)
+			}
+			cancel()
+		}
+		r.log.Info("idle user's context disposed", "user", u.Key, "idle", r.idle.String())
+	}
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# scripts/test.sh runs every cdpguard test on a fresh Debian machine with Go,
+# as root: it installs what the tests need (Debian's chromium, the e2e npm
+# packages, the Go modules) and then runs `go test -race ./...` inside a
+# private network namespace with only loopback up, so nothing a test browser
+# does can leave the machine. Extra arguments go to `go test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+command -v unshare >/dev/null 2>&1 || need_apt+=(util-linux)
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+(cd e2e && npm ci --no-audit --no-fund --loglevel=error)
+go mod download
+go build ./...
+
+export CDPGUARD_E2E="${CDPGUARD_E2E:-1}"
+# Inside the namespace nothing can be downloaded: fail fast instead of hanging.
+export GOPROXY=off GOFLAGS=-mod=readonly
+exec unshare --net -- bash -c 'ip link set lo up && go test -race -count=1 -timeout 30m "$@" ./...' _ "$@"
