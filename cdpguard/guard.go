@@ -76,6 +76,33 @@ type agentState struct {
 	user        *users.User
 	guardEvents atomic.Bool  // Guard.enable was called
 	lastTouch   atomic.Int64 // unix seconds of the last activity recorded
+
+	mu       sync.Mutex
+	attached map[string]int // target id → this agent's sessions to it
+}
+
+func (st *agentState) setAttached(targetID string, on bool) {
+	if targetID == "" {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.attached == nil {
+		st.attached = map[string]int{}
+	}
+	if on {
+		st.attached[targetID]++
+	} else if st.attached[targetID] > 1 {
+		st.attached[targetID]--
+	} else {
+		delete(st.attached, targetID)
+	}
+}
+
+func (st *agentState) isAttached(targetID string) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.attached[targetID] > 0
 }
 
 // touch records the agent's activity for idle disposal, at most once a

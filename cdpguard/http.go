@@ -299,7 +299,7 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 	a, err = g.mux.NewAgent(actx, conn, relay.AgentOptions{
 		Name:        r.RemoteAddr,
 		TargetID:    targetID,
-		FilterEvent: g.filterEvent(u),
+		FilterEvent: g.filterEvent(u, st),
 		OnActivity:  func() { st.touch(g) },
 		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
 			return g.intercept(ctx, a, st, cmd)

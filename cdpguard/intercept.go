@@ -19,7 +19,7 @@ func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, c
 	if rule.Action == firewall.Refuse {
 		return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is refused: %s", name, rule.Why)}
 	}
-	iso, done := g.isolate(st.user, a, cmd)
+	iso, done := g.isolate(st, a, cmd)
 	if done {
 		return iso
 	}
@@ -27,8 +27,13 @@ func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, c
 		cmd.Params = iso.Params
 	}
 	v := g.applyRule(ctx, a, st, cmd, rule)
-	if v.Refuse == "" && v.Local == nil && v.Params == nil {
-		v.Params = iso.Params
+	if v.Refuse == "" && v.Local == nil {
+		if v.Params == nil {
+			v.Params = iso.Params
+		}
+		if v.OnReply == nil {
+			v.OnReply = iso.OnReply
+		}
 	}
 	return v
 }

@@ -78,7 +78,8 @@ var targetScoped = map[string]bool{
 
 // isolate applies per-user isolation to one command. ok is false when v is a
 // refusal or a rewrite that must be used as is.
-func (g *Guard) isolate(u *users.User, a *relay.Agent, cmd relay.Command) (v relay.Verdict, done bool) {
+func (g *Guard) isolate(st *agentState, a *relay.Agent, cmd relay.Command) (v relay.Verdict, done bool) {
+	u := st.user
 	if targetScoped[cmd.Method] {
 		var p struct {
 			TargetID  string `json:"targetId"`
@@ -93,13 +94,22 @@ func (g *Guard) isolate(u *users.User, a *relay.Agent, cmd relay.Command) (v rel
 		if p.SessionID != "" && !a.Owns(p.SessionID) {
 			return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is refused: session %s is not this connection's", cmd.Method, p.SessionID)}, true
 		}
+		if cmd.Method == "Target.attachToTarget" {
+			id := p.TargetID
+			return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
+				if len(errRaw) == 0 {
+					st.setAttached(id, true)
+				}
+				return result, errRaw
+			}}, false
+		}
 	}
 	if !cmd.Browser {
 		return relay.Verdict{}, false
 	}
 	switch cmd.Method {
 	case "Target.getTargets":
-		return relay.Verdict{OnReply: g.filterTargets(u)}, true
+		return relay.Verdict{OnReply: g.filterTargets(u, st)}, true
 	case "Target.getBrowserContexts":
 		return relay.Verdict{OnReply: g.filterContexts(u)}, true
 	case "Target.createBrowserContext":
@@ -181,8 +191,33 @@ func stringParam(params []byte, name string) string {
 	return s
 }
 
+// hideAttached sets targetInfo.attached to false: the guard's own
+// attachment to every target must not show through, or clients that only
+// attach to unattached targets (chromedp's popup handling) never do.
+func hideAttached(params []byte) []byte {
+	var p map[string]jsonv2.Value
+	if jsonv2.Unmarshal(params, &p) != nil {
+		return params
+	}
+	var ti map[string]jsonv2.Value
+	if jsonv2.Unmarshal(p["targetInfo"], &ti) != nil {
+		return params
+	}
+	ti["attached"] = jsonv2.Value("false")
+	b, err := jsonv2.Marshal(ti)
+	if err != nil {
+		return params
+	}
+	p["targetInfo"] = b
+	out, err := jsonv2.Marshal(p)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
 // filterTargets keeps only the user's targets in a Target.getTargets reply.
-func (g *Guard) filterTargets(u *users.User) func(result, errRaw []byte) ([]byte, []byte) {
+func (g *Guard) filterTargets(u *users.User, st *agentState) func(result, errRaw []byte) ([]byte, []byte) {
 	return func(result, errRaw []byte) ([]byte, []byte) {
 		if len(errRaw) > 0 {
 			return result, errRaw
@@ -198,6 +233,11 @@ func (g *Guard) filterTargets(u *users.User) func(result, errRaw []byte) ([]byte
 			var ctxID string
 			_ = jsonv2.Unmarshal(t["browserContextId"], &ctxID)
 			if ctxID != "" && g.users.OwnsContext(u, ctxID) {
+				var id string
+				_ = jsonv2.Unmarshal(t["targetId"], &id)
+				if !st.isAttached(id) {
+					t["attached"] = jsonv2.Value("false")
+				}
 				kept = append(kept, t)
 			}
 		}
@@ -237,7 +277,7 @@ func (g *Guard) filterContexts(u *users.User) func(result, errRaw []byte) ([]byt
 // An auto-attach to a foreign target is undone at once: the target is
 // released (the agent's auto-attach would otherwise hold it forever) and the
 // agent's session to it is detached.
-func (g *Guard) filterEvent(u *users.User) func(a *relay.Agent, e *cdpmsg.Envelope) bool {
+func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, e *cdpmsg.Envelope) bool {
 	return func(a *relay.Agent, e *cdpmsg.Envelope) bool {
 		switch e.Method {
 		case "Target.targetCreated", "Target.targetInfoChanged":
@@ -248,7 +288,13 @@ func (g *Guard) filterEvent(u *users.User) func(a *relay.Agent, e *cdpmsg.Envelo
 				return false
 			}
 			g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
-			return g.users.OwnsContext(u, p.TargetInfo.BrowserContextID)
+			if !g.users.OwnsContext(u, p.TargetInfo.BrowserContextID) {
+				return false
+			}
+			if p.TargetInfo.Attached && !st.isAttached(p.TargetInfo.TargetID) {
+				e.Params = hideAttached(e.Params)
+			}
+			return true
 		case "Target.targetDestroyed", "Target.targetCrashed":
 			var p struct {
 				TargetID string `json:"targetId"`
@@ -264,6 +310,7 @@ func (g *Guard) filterEvent(u *users.User) func(a *relay.Agent, e *cdpmsg.Envelo
 			}
 			g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
 			if g.users.OwnsContext(u, p.TargetInfo.BrowserContextID) {
+				st.setAttached(p.TargetInfo.TargetID, true)
 				return true
 			}
 			if p.WaitingForDebugger {
@@ -274,8 +321,15 @@ func (g *Guard) filterEvent(u *users.User) func(a *relay.Agent, e *cdpmsg.Envelo
 		case "Target.detachedFromTarget", "Target.receivedMessageFromTarget":
 			var p struct {
 				SessionID string `json:"sessionId"`
+				TargetID  string `json:"targetId"`
 			}
-			return jsonv2.Unmarshal(e.Params, &p) == nil && a.Owns(p.SessionID)
+			if jsonv2.Unmarshal(e.Params, &p) != nil || !a.Owns(p.SessionID) {
+				return false
+			}
+			if e.Method == "Target.detachedFromTarget" {
+				st.setAttached(p.TargetID, false)
+			}
+			return true
 		}
 		return true
 	}
