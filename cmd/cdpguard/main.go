@@ -84,6 +84,11 @@ func commonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "blocked-navigation", Value: "page", Usage: "page (403 explanation page) or error (net::ERR_BLOCKED_BY_CLIENT)", EnvVars: []string{"CDPGUARD_BLOCKED_NAVIGATION"}},
 		&cli.DurationFlag{Name: "dialog-grace", Usage: "how long a JavaScript dialog may stay open", EnvVars: []string{"CDPGUARD_DIALOG_GRACE"}},
 		&cli.StringSliceFlag{Name: "public-host", Usage: "extra Host names the endpoint accepts (repeatable)", EnvVars: []string{"CDPGUARD_PUBLIC_HOST"}},
+		&cli.StringFlag{Name: "session-header", Value: "X-LibreChat-User", Usage: "request header that keys a user (one browser context per user)", EnvVars: []string{"SESSION_HEADER"}},
+		&cli.BoolFlag{Name: "require-session-header", Usage: "refuse connections without the session header", EnvVars: []string{"CDPGUARD_REQUIRE_SESSION_HEADER"}},
+		&cli.IntFlag{Name: "session-idle", Value: 900, Usage: "seconds without connection or activity after which a user's contexts are disposed (0: never)", EnvVars: []string{"SESSION_IDLE_SECONDS"}},
+		&cli.StringSliceFlag{Name: "allow-private", Usage: "CIDR the egress proxy may dial although it is loopback/private/link-local (repeatable)", EnvVars: []string{"CDPGUARD_ALLOW_PRIVATE"}},
+		&cli.StringFlag{Name: "service-workers", Value: "block", Usage: "block (registration refused) or guard (run, all traffic judged)", EnvVars: []string{"CDPGUARD_SERVICE_WORKERS"}},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"CDPGUARD_LOG_FORMAT"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"CDPGUARD_LOG_LEVEL"}},
 	)
@@ -115,16 +120,30 @@ func newLogger(c *cli.Context) (*slog.Logger, error) {
 
 func config(c *cli.Context, log *slog.Logger) cdpguard.Config {
 	return cdpguard.Config{
-		Allow:             c.StringSlice("allow"),
-		Block:             c.StringSlice("block"),
-		Listen:            c.String("listen"),
-		HostMap:           splitList(c.StringSlice("host-map")),
-		Instructions:      c.String("instructions"),
-		BlockedNavigation: c.String("blocked-navigation"),
-		DialogGrace:       c.Duration("dialog-grace"),
-		PublicHosts:       splitList(c.StringSlice("public-host")),
-		Logger:            log,
+		Allow:                c.StringSlice("allow"),
+		Block:                c.StringSlice("block"),
+		Listen:               c.String("listen"),
+		HostMap:              splitList(c.StringSlice("host-map")),
+		Instructions:         c.String("instructions"),
+		BlockedNavigation:    c.String("blocked-navigation"),
+		DialogGrace:          c.Duration("dialog-grace"),
+		PublicHosts:          splitList(c.StringSlice("public-host")),
+		SessionHeader:        c.String("session-header"),
+		RequireSessionHeader: c.Bool("require-session-header"),
+		SessionIdle:          sessionIdle(c.Int("session-idle")),
+		AllowPrivate:         splitList(c.StringSlice("allow-private")),
+		ServiceWorkers:       c.String("service-workers"),
+		Logger:               log,
 	}
+}
+
+// sessionIdle turns --session-idle seconds into Config.SessionIdle, where 0
+// would mean the default: on the command line 0 means never.
+func sessionIdle(secs int) time.Duration {
+	if secs <= 0 {
+		return -1
+	}
+	return time.Duration(secs) * time.Second
 }
 
 // splitList splits entries that arrive as one environment variable.

@@ -1,0 +1,193 @@
+package fetchdomain
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"go.uber.org/goleak"
+
+	"github.com/cdpguard/cdpguard/internal/policy"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type sent struct {
+	session, method string
+	params          map[string]any
+}
+
+// fakeSender records answers; block, when set, makes Send wait on it.
+type fakeSender struct {
+	mu    sync.Mutex
+	got   []sent
+	block chan struct{}
+}
+
+func (f *fakeSender) Send(session, method string, params any) error {
+	if f.block != nil {
+		<-f.block
+	}
+	b, _ := jsonv2.Marshal(params)
+	var m map[string]any
+	_ = jsonv2.Unmarshal(b, &m)
+	f.mu.Lock()
+	f.got = append(f.got, sent{session, method, m})
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeSender) answers() []sent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]sent(nil), f.got...)
+}
+
+func (f *fakeSender) waitN(t *testing.T, n int) []sent {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if a := f.answers(); len(a) >= n {
+			return a
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("want %d answers, got %v", n, f.answers())
+	return nil
+}
+
+func paused(id, url, typ, frame string, headers map[string]string) []byte {
+	b, _ := jsonv2.Marshal(map[string]any{
+		"requestId": id, "frameId": frame, "resourceType": typ,
+		"request": map[string]any{"url": url, "method": "GET", "headers": headers},
+	})
+	return b
+}
+
+func newJudge(t *testing.T, s Sender, opts Options) (*Judge, func()) {
+	t.Helper()
+	p, err := policy.Parse([]string{"allowed.test"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Policy == nil {
+		opts.Policy = p
+	}
+	j := New(s, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { j.Run(ctx); close(done) }()
+	return j, func() { cancel(); <-done }
+}
+
+func TestAnswers(t *testing.T) {
+	cases := []struct {
+		name, url, typ, frame string
+		top                   bool
+		headers               map[string]string
+		opts                  Options
+		want                  string
+	}{
+		{name: "allowed", url: "http://allowed.test/x", typ: "Image", want: "Fetch.continueRequest"},
+		{name: "blocked subresource", url: "http://evil.test/x", typ: "Image", want: "Fetch.failRequest"},
+		{name: "blocked iframe", url: "http://evil.test/", typ: "Document", frame: "F1", want: "Fetch.failRequest"},
+		{name: "blocked top-level", url: "http://evil.test/", typ: "Document", frame: "T1", top: true, want: "Fetch.fulfillRequest"},
+		{name: "blocked top-level error mode", url: "http://evil.test/", typ: "Document", frame: "T1", top: true, opts: Options{ErrorForNavigation: true}, want: "Fetch.failRequest"},
+		{name: "service worker blocked", url: "http://allowed.test/sw.js", typ: "Other", headers: map[string]string{"Service-Worker": "script"}, opts: Options{BlockServiceWorkers: true}, want: "Fetch.failRequest"},
+		{name: "service worker guarded", url: "http://allowed.test/sw.js", typ: "Other", headers: map[string]string{"service-worker": "script"}, want: "Fetch.continueRequest"},
+		{name: "file scheme", url: "file:///etc/passwd", typ: "Document", want: "Fetch.failRequest"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := &fakeSender{}
+			j, stop := newJudge(t, s, c.opts)
+			defer stop()
+			if c.top {
+				j.AddPage(c.frame)
+			}
+			j.Paused("S", paused("R1", c.url, c.typ, c.frame, c.headers))
+			got := s.waitN(t, 1)
+			time.Sleep(20 * time.Millisecond)
+			if got := s.answers(); len(got) != 1 {
+				t.Fatalf("answers = %v, want exactly one", got)
+			}
+			if got[0].method != c.want || got[0].session != "S" || got[0].params["requestId"] != "R1" {
+				t.Fatalf("answer = %+v, want %s on S for R1", got[0], c.want)
+			}
+			if c.want == "Fetch.failRequest" && got[0].params["errorReason"] != "BlockedByClient" {
+				t.Errorf("errorReason = %v", got[0].params["errorReason"])
+			}
+			if c.want == "Fetch.fulfillRequest" {
+				body, _ := base64.StdEncoding.DecodeString(got[0].params["body"].(string))
+				if got[0].params["responseCode"] != float64(403) || !strings.Contains(string(body), "allowed.test") {
+					t.Errorf("fulfill = %v, body %s", got[0].params, body)
+				}
+			}
+		})
+	}
+}
+
+// TestDeadline: a pause the worker cannot get to in time is failed by its
+// deadline, and the late worker does not answer it a second time.
+func TestDeadline(t *testing.T) {
+	s := &fakeSender{block: make(chan struct{})}
+	j, stop := newJudge(t, s, Options{PauseTimeout: 50 * time.Millisecond})
+	defer stop()
+	j.Paused("S", paused("R1", "http://allowed.test/a", "Image", "", nil)) // the worker blocks in Send
+	j.Paused("S", paused("R2", "http://allowed.test/b", "Image", "", nil)) // queued behind it
+	time.Sleep(150 * time.Millisecond)
+	close(s.block)
+	got := s.waitN(t, 2)
+	time.Sleep(50 * time.Millisecond)
+	got = s.answers()
+	count := map[string][]string{}
+	for _, a := range got {
+		id := fmt.Sprint(a.params["requestId"])
+		count[id] = append(count[id], a.method)
+	}
+	if len(count["R1"]) != 1 || len(count["R2"]) != 1 {
+		t.Fatalf("answers per request = %v, want exactly one each", count)
+	}
+	if count["R2"][0] != "Fetch.failRequest" {
+		t.Errorf("R2 answered %v, want failRequest by the deadline", count["R2"])
+	}
+}
+
+func TestUnreadablePause(t *testing.T) {
+	s := &fakeSender{}
+	j, stop := newJudge(t, s, Options{})
+	defer stop()
+	j.Paused("S", []byte(`{"requestId":"R9","request":"not an object"}`))
+	got := s.waitN(t, 1)
+	if got[0].method != "Fetch.failRequest" || got[0].params["requestId"] != "R9" {
+		t.Fatalf("answer = %+v", got[0])
+	}
+}
+
+func TestNilPolicyFails(t *testing.T) {
+	s := &fakeSender{}
+	j := New(s, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { j.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	j.Paused("", paused("R1", "http://allowed.test/", "Image", "", nil))
+	if got := s.waitN(t, 1); got[0].method != "Fetch.failRequest" {
+		t.Fatalf("answer = %+v", got[0])
+	}
+}
+
+func TestExplanationPageEscapes(t *testing.T) {
+	page := string(ExplanationPage(`http://evil.test/"><script>alert(1)</script>`, "blocked", []string{"a.test"}, "<b>ask</b>"))
+	if strings.Contains(page, "<script>alert") || strings.Contains(page, "<b>ask</b>") {
+		t.Fatalf("page not escaped: %s", page)
+	}
+	if !strings.Contains(page, "a.test") {
+		t.Fatalf("origins missing: %s", page)
+	}
+}
