@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,20 +18,7 @@ import (
 	"github.com/cdpguard/cdpguard/cdpguard"
 )
 
-// needBrowser skips without Chromium, unless CDPGUARD_E2E=1 makes that a
-// failure (CI must never skip silently).
-func needBrowser(t *testing.T) {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if _, err := exec.LookPath(name); err == nil {
-			return
-		}
-	}
-	if os.Getenv("CDPGUARD_E2E") == "1" {
-		t.Fatal("no chromium on PATH and CDPGUARD_E2E=1")
-	}
-	t.Skip("no chromium on PATH; browser tests skipped (set CDPGUARD_E2E=1 to make this a failure)")
-}
+func needBrowser(t *testing.T) { cdpguard.NeedBrowser(t) }
 
 func testLogger(t *testing.T) *slog.Logger {
 	if testing.Verbose() {

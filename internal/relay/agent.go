@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
@@ -71,6 +72,10 @@ type AgentOptions struct {
 	FilterEvent func(a *Agent, e *cdpmsg.Envelope) bool
 	// OnActivity, when set, is called for every message the agent sends.
 	OnActivity func()
+	// Rate bounds the commands per second the agent may send on average,
+	// with bursts of twice that; commands over it get a CDP error and never
+	// reach the browser. Zero means 2000; negative means unlimited.
+	Rate int
 	// QueueSize bounds messages waiting to be written to the agent; an agent
 	// that falls this far behind is disconnected. Zero means 65536.
 	QueueSize int
@@ -94,6 +99,10 @@ type Agent struct {
 	browsers map[string]bool // browser-level sessions of this agent
 	created  map[string]bool // targets this agent created
 	closed   bool
+
+	// the token bucket of Rate; only the read goroutine touches it
+	tokens float64
+	refill time.Time
 }
 
 // NewAgent attaches a new browser session for conn. The caller then runs
@@ -101,6 +110,9 @@ type Agent struct {
 func (m *Mux) NewAgent(ctx context.Context, conn AgentConn, opts AgentOptions) (*Agent, error) {
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = 1 << 16
+	}
+	if opts.Rate == 0 {
+		opts.Rate = 2000
 	}
 	res, err := m.Call(ctx, "", "Target.attachToBrowserTarget", nil)
 	if err != nil {
@@ -252,6 +264,10 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, fmt.Sprintf("cdpguard: session %q is not one of this connection's sessions", e.SessionID)))
 		return
 	}
+	if !a.allow() {
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, fmt.Sprintf("cdpguard: rate limit: more than %d commands a second from this connection", a.opts.Rate)))
+		return
+	}
 	var v Verdict
 	if a.opts.Intercept != nil {
 		v = a.opts.Intercept(ctx, a, Command{Method: e.Method, Params: e.Params, SessionID: session, Browser: browser})
@@ -277,6 +293,29 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 		a.m.unregister(id)
 		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, "cdpguard: browser connection lost"))
 	}
+}
+
+// allow takes one token from the agent's bucket.
+func (a *Agent) allow() bool {
+	if a.opts.Rate < 0 {
+		return true
+	}
+	now := time.Now()
+	limit := float64(2 * a.opts.Rate)
+	if a.refill.IsZero() {
+		a.tokens = limit
+	} else {
+		a.tokens += now.Sub(a.refill).Seconds() * float64(a.opts.Rate)
+		if a.tokens > limit {
+			a.tokens = limit
+		}
+	}
+	a.refill = now
+	if a.tokens < 1 {
+		return false
+	}
+	a.tokens--
+	return true
 }
 
 // deliverReply is called from the mux read loop.

@@ -15,7 +15,7 @@ import (
 // fuzz worker, so an input that breaks the connection fails every later one.
 func FuzzAgentMessage(f *testing.F) {
 	h := newHarness(f)
-	x := h.startAgent(f, AgentOptions{Name: "fuzz"})
+	x := h.startAgent(f, AgentOptions{Name: "fuzz", Rate: -1})
 	h.startAgent(f, AgentOptions{Name: "other"}) // owns BS2: a foreign session to guess
 	nonce := time.Now().UnixNano()
 	var n int64
@@ -61,7 +61,7 @@ func FuzzAgentMessage(f *testing.F) {
 // browser, channel hand-offs in the pipe).
 func BenchmarkRelayRoundTrip(b *testing.B) {
 	h := newHarness(b)
-	x := h.startAgent(b, AgentOptions{Name: "bench"})
+	x := h.startAgent(b, AgentOptions{Name: "bench", Rate: -1})
 	msg := []byte(`{"id":7,"method":"Runtime.evaluate","params":{"expression":"document.title","returnByValue":true}}`)
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()

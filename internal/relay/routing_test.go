@@ -342,3 +342,29 @@ func TestPageAgent(t *testing.T) {
 		t.Fatalf("page command went to %q", c.SessionID)
 	}
 }
+
+// TestRateLimit: a flood gets CDP errors past the bucket, nothing past it
+// reaches the browser, and the connection keeps working after a pause.
+func TestRateLimit(t *testing.T) {
+	h := newHarness(t)
+	x := h.startAgent(t, AgentOptions{Name: "flood", Rate: 100})
+	const n = 1000
+	for i := 1; i <= n; i++ {
+		x.send(t, fmt.Sprintf(`{"id":%d,"method":"Runtime.evaluate"}`, i))
+	}
+	limited := 0
+	for i := 0; i < n; i++ {
+		m := string(x.recv(t))
+		if strings.Contains(m, "rate limit") {
+			limited++
+		}
+	}
+	if limited < n-300 || limited == n {
+		t.Fatalf("%d of %d commands were rate limited", limited, n)
+	}
+	time.Sleep(100 * time.Millisecond)
+	x.send(t, `{"id":5000,"method":"Runtime.evaluate"}`)
+	if m := string(x.recv(t)); !strings.Contains(m, `"id":5000`) || strings.Contains(m, "error") {
+		t.Fatalf("after the flood: %s", m)
+	}
+}
