@@ -76,6 +76,15 @@ var targetScoped = map[string]bool{
 	"Browser.getWindowForTarget": true,
 }
 
+// crossUser are methods whose output spans every user's tabs and cannot be
+// scoped to one context, with why they are refused. Chrome's tracing is
+// browser-wide even when started from a page session: an e2e test saw one
+// user's trace, from the browser session and from a page session alike,
+// record another user's page URL.
+var crossUser = map[string]string{
+	"Tracing.start": "Chrome traces the whole browser, so a trace would record other users' tabs",
+}
+
 // isolate applies per-user isolation to one command. ok is false when v is a
 // refusal or a rewrite that must be used as is.
 func (g *Guard) isolate(st *agentState, a *relay.Agent, cmd relay.Command) (v relay.Verdict, done bool) {
@@ -103,6 +112,9 @@ func (g *Guard) isolate(st *agentState, a *relay.Agent, cmd relay.Command) (v re
 				return result, errRaw
 			}}, false
 		}
+	}
+	if why, ok := crossUser[cmd.Method]; ok {
+		return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is refused: %s", cmd.Method, why)}, true
 	}
 	if !cmd.Browser {
 		return relay.Verdict{}, false
@@ -309,7 +321,10 @@ func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, 
 				return true // the agent's own Target.attachToBrowserTarget
 			}
 			g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
-			if g.users.OwnsContext(u, p.TargetInfo.BrowserContextID) {
+			// An attachment announced on one of the agent's target sessions
+			// (its own auto-attach to a page's OOPIFs and workers) is a child
+			// of a target the agent already owns.
+			if g.users.OwnsContext(u, p.TargetInfo.BrowserContextID) || !a.IsBrowserSession(e.SessionID) {
 				st.setAttached(p.TargetInfo.TargetID, true)
 				return true
 			}

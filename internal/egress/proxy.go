@@ -135,7 +135,7 @@ func New(opts Options) (*Proxy, error) {
 		Proxy:               nil, // never chain to an environment proxy
 		DialContext:         p.transportDial,
 		DisableCompression:  true, // pass bytes through untouched
-		MaxIdleConnsPerHost: 8,
+		MaxIdleConnsPerHost: 64,   // many users on one host (the 10-user bench) must not churn connections
 		IdleConnTimeout:     90 * time.Second,
 	}
 	p.gp = p.newGoproxy()

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// ErrClosed is returned by Acquire after Close.
+// ErrClosed is returned by Acquire once Run has ended (the guard is closing).
 var ErrClosed = errors.New("user registry closed")
 
 // Contexts creates and disposes browser contexts.

@@ -1,0 +1,246 @@
+// Command bench compares cdpguard with direct Chromium, interleaved, on the
+// workloads of issues 2, 3 and 5: page load with 200 subresources,
+// Runtime.evaluate round trips, full-page screenshots, WebSocket echo,
+// 10 users loading at once, and cdpguard's resident memory with idle users.
+//
+// It must run inside a private network namespace, as the tests do:
+//
+//	unshare --net bash -c 'ip link set lo up && go run ./e2e/bench'
+//
+// or scripts/bench.sh, which does exactly that. The timed workloads run
+// cdpguard in this process (cdpguard.Launch); the memory workload builds and
+// runs the cdpguard binary, whose RSS is then its own.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Every wait in the bench is bounded by one of these.
+const (
+	opTimeout    = 30 * time.Second // one setup call
+	loadTimeout  = 60 * time.Second // one measured iteration
+	startTimeout = 60 * time.Second // a browser or guard starting
+	closeWait    = 10 * time.Second // a process or server stopping
+)
+
+// siteHost is the allowed test host; *.test maps to 127.0.0.1.
+const siteHost = "allowed.test"
+
+const noiseWarning = "Figures from a shared 2-core machine are noisy; compare ratios, not absolute times, and rerun before concluding."
+
+type options struct {
+	chrome, guardBin, only, cpuprofile string
+	jsonOut, verbose                   bool
+	subresources, evals, wsMessages    int
+	users                              int
+	loadPairs, evalPairs, shotPairs    int
+	wsPairs, usersPairs, profileLoads  int
+	memUsers                           []int
+	memSettle, timeout                 time.Duration
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&o.chrome, "chrome", "", "browser binary (default: $CHROME_PATH, or chromium, chromium-browser, google-chrome on PATH)")
+	fs.StringVar(&o.only, "workloads", "load,eval,shot,ws,users,mem", "comma-separated workloads to run: load, eval, shot, ws, users, mem")
+	fs.BoolVar(&o.jsonOut, "json", false, "write the report as JSON to stdout instead of the table")
+	fs.BoolVar(&o.verbose, "v", false, "log cdpguard at info level to stderr (default: warnings)")
+	fs.IntVar(&o.subresources, "subresources", 200, "subresources of the page-load page")
+	fs.IntVar(&o.evals, "evals", 1000, "Runtime.evaluate round trips per iteration")
+	fs.IntVar(&o.wsMessages, "ws-messages", 1000, "WebSocket echo round trips per iteration")
+	fs.IntVar(&o.users, "users", 10, "users loading at once in the users workload")
+	fs.IntVar(&o.loadPairs, "load-pairs", 15, "page-load pairs")
+	fs.IntVar(&o.evalPairs, "eval-pairs", 5, "round-trip pairs")
+	fs.IntVar(&o.shotPairs, "shot-pairs", 10, "screenshot pairs")
+	fs.IntVar(&o.wsPairs, "ws-pairs", 5, "WebSocket echo pairs")
+	fs.IntVar(&o.usersPairs, "users-pairs", 5, "multi-user pairs")
+	mem := fs.String("mem-users", "10,50", "idle user counts at which cdpguard's RSS is read")
+	fs.DurationVar(&o.memSettle, "mem-settle", 3*time.Second, "wait before each RSS reading")
+	fs.StringVar(&o.guardBin, "guard-bin", "", "cdpguard binary for the memory workload (default: go build ./cmd/cdpguard)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "after the pairs, profile this process (in-process cdpguard) during extra cdpguard page loads and write the CPU profile here")
+	fs.IntVar(&o.profileLoads, "profile-loads", 20, "cdpguard page loads profiled with -cpuprofile")
+	fs.DurationVar(&o.timeout, "timeout", 15*time.Minute, "bound on the whole run")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	for _, f := range strings.Split(*mem, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return o, fmt.Errorf("-mem-users %q: want comma-separated counts", *mem)
+		}
+		o.memUsers = append(o.memUsers, n)
+	}
+	for _, n := range []int{o.subresources, o.evals, o.wsMessages, o.users, o.loadPairs, o.evalPairs, o.shotPairs, o.wsPairs, o.usersPairs} {
+		if n < 1 {
+			return o, errors.New("counts and pairs must be at least 1")
+		}
+	}
+	return o, nil
+}
+
+// findChrome resolves the browser as the e2e tests do.
+func findChrome(flagValue string) (string, error) {
+	if flagValue == "" {
+		flagValue = os.Getenv("CHROME_PATH")
+	}
+	if flagValue != "" {
+		return exec.LookPath(flagValue)
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("no chromium, chromium-browser or google-chrome on PATH (use -chrome or CHROME_PATH)")
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	start := time.Now()
+	chrome, err := findChrome(o.chrome)
+	if err != nil {
+		return err
+	}
+	o.chrome = chrome
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	selected := map[string]bool{}
+	for _, k := range strings.Split(o.only, ",") {
+		selected[strings.TrimSpace(k)] = true
+	}
+	rep := report{Chrome: chromeVersion(ctx, chrome), InProcess: true, NoiseWarning: noiseWarning}
+	if err := runTimed(ctx, o, selected, &rep); err != nil {
+		return err
+	}
+	if selected["mem"] {
+		fmt.Fprintln(os.Stderr, "memory: cdpguard binary with idle users")
+		rep.Memory, err = measureMemory(ctx, o, o.memUsers)
+		if err != nil {
+			rep.MemoryError = err.Error()
+			fmt.Fprintln(os.Stderr, "memory:", err)
+		}
+	}
+	rep.RuntimeSec = time.Since(start).Seconds()
+	if o.jsonOut {
+		return writeJSON(os.Stdout, rep)
+	}
+	printTable(os.Stdout, rep)
+	return nil
+}
+
+// runTimed starts the site, direct Chromium and the in-process guard, and
+// runs the selected timed workloads pair by pair.
+func runTimed(ctx context.Context, o options, selected map[string]bool, rep *report) error {
+	e := &env{opts: o, runID: randomID()}
+	var ws []workload
+	for _, w := range e.workloads() {
+		if selected[w.key] {
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) == 0 && o.cpuprofile == "" {
+		return nil
+	}
+	site, err := startSite(siteHost)
+	if err != nil {
+		return err
+	}
+	defer site.close()
+	e.site = site
+	level := slog.LevelWarn
+	if o.verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	direct, err := launchDirect(ctx, o.chrome)
+	if err != nil {
+		return err
+	}
+	defer direct.shutdown()
+	guard, err := launchGuard(ctx, o.chrome, log)
+	if err != nil {
+		return err
+	}
+	defer guard.shutdown()
+	for _, w := range ws {
+		fmt.Fprintf(os.Stderr, "%s: %d pairs after %d warm-up\n", w.name, w.pairs, w.warm)
+		r, err := runWorkload(ctx, w, direct, guard)
+		if err != nil {
+			r.Error = err.Error()
+			fmt.Fprintf(os.Stderr, "%s: %v\n", w.key, err)
+			if ctx.Err() != nil {
+				rep.Results = append(rep.Results, r)
+				return fmt.Errorf("stopped: %w", ctx.Err())
+			}
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	if o.cpuprofile != "" {
+		if err := profileLoads(ctx, e, guard); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runWorkload(ctx context.Context, w workload, direct, guard *endpoint) (result, error) {
+	md, cd, err := w.setup(ctx, direct)
+	if err != nil {
+		return result{Key: w.key, Name: w.name, Target: w.target}, fmt.Errorf("direct setup: %w", err)
+	}
+	defer cd()
+	mg, cg, err := w.setup(ctx, guard)
+	if err != nil {
+		return result{Key: w.key, Name: w.name, Target: w.target}, fmt.Errorf("cdpguard setup: %w", err)
+	}
+	defer cg()
+	return interleave(ctx, w, md, mg)
+}
+
+func randomID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// chromeVersion asks the binary for its version, bounded.
+func chromeVersion(ctx context.Context, chrome string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, chrome, "--version").Output()
+	if err != nil {
+		return chrome
+	}
+	return strings.TrimSpace(string(out))
+}
