@@ -63,6 +63,16 @@ type Config struct {
 	// ServiceWorkers is "block" (default: registration is refused) or
 	// "guard" (they run, and all their traffic is judged).
 	ServiceWorkers string
+	// DownloadDir, when set, receives downloads: each user gets a directory
+	// under it, capped at DownloadMaxBytes. Empty denies every download.
+	DownloadDir string
+	// DownloadMaxBytes caps each user's download directory; zero means
+	// 100 MiB, negative no cap.
+	DownloadMaxBytes int64
+	// UploadDir, when set, is the only directory files may be uploaded
+	// from (DOM.setFileInputFiles, dropped files), after links are
+	// resolved. Empty refuses every upload of a local file.
+	UploadDir string
 	// ChromeStderr receives the launched browser's output; nil discards it.
 	ChromeStderr io.Writer
 	// Logger receives the guard's logs; nil discards them.

@@ -49,6 +49,7 @@ type Guard struct {
 	proxyAddr string
 	proxyURL  string
 	metrics   *metrics
+	fg        *fileGuard
 	id        string // the browser id in /devtools/browser/<id>
 	version   browser.Version
 
@@ -226,7 +227,12 @@ func newGuard(cfg Config) (*Guard, error) {
 		agents: map[*relay.Agent]*agentState{},
 		done:   make(chan struct{}),
 	}
+	if err := checkFileDirs(cfg); err != nil {
+		stop()
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
 	g.metrics = newMetrics(g)
+	g.fg = newFileGuard(g)
 	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
 	return g, nil
 }

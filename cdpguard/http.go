@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
@@ -326,7 +327,13 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 }
 
 // wsAgentConn adapts a WebSocket to relay.AgentConn.
-type wsAgentConn struct{ c *websocket.Conn }
+type wsAgentConn struct {
+	c      *websocket.Conn
+	binary atomic.Bool // the agent sent a binary frame: the close says so
+}
+
+// binaryReason is the close reason for an agent that sent a binary frame.
+const binaryReason = "cdpguard: binary frames are not CDP; send JSON in text frames"
 
 func (w *wsAgentConn) Read(ctx context.Context) ([]byte, error) {
 	typ, b, err := w.c.Read(ctx)
@@ -334,6 +341,7 @@ func (w *wsAgentConn) Read(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	if typ != websocket.MessageText {
+		w.binary.Store(true)
 		return nil, errors.New("binary frames are not CDP")
 	}
 	return b, nil
@@ -344,6 +352,9 @@ func (w *wsAgentConn) Write(ctx context.Context, msg []byte) error {
 }
 
 func (w *wsAgentConn) Close(code int, reason string) error {
+	if reason == "" && w.binary.Load() {
+		code, reason = int(websocket.StatusUnsupportedData), binaryReason
+	}
 	return w.c.Close(websocket.StatusCode(code), truncateReason(reason))
 }
 

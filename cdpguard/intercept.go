@@ -13,11 +13,18 @@ import (
 )
 
 // intercept applies the method firewall (internal/firewall) to one agent
-// command. Refusals name the rule; the connection stays usable.
+// command. Refusals name the rule; the connection stays usable. Outright
+// refusals come before per-user isolation; checks and rewrites after it, on
+// the params isolation produced (e.g. with the user's browserContextId).
 func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
 	rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
-	if rule.Action == firewall.Refuse {
-		return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is refused: %s", name, rule.Why)}
+	switch rule.Action {
+	case firewall.Refuse:
+		return refusal(name, rule.Why)
+	case firewall.RefuseParams:
+		if v := refuseParams(cmd, name, rule); v.Refuse != "" {
+			return v
+		}
 	}
 	iso, done := g.isolate(st, a, cmd)
 	if done {
@@ -26,7 +33,7 @@ func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, c
 	if iso.Params != nil {
 		cmd.Params = iso.Params
 	}
-	v := g.applyRule(ctx, a, st, cmd, rule)
+	v := g.applyRule(ctx, st, cmd, name, rule)
 	if v.Refuse == "" && v.Local == nil {
 		if v.Params == nil {
 			v.Params = iso.Params
@@ -38,34 +45,48 @@ func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, c
 	return v
 }
 
-func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command, rule firewall.Rule) relay.Verdict {
+// refuseParams refuses cmd if it carries one of rule.Params.
+func refuseParams(cmd relay.Command, name string, rule firewall.Rule) relay.Verdict {
+	var in map[string]jsonv2.Value
+	if err := unmarshalParams(cmd.Params, &in); err != nil {
+		return refusal(name, "unreadable params: "+err.Error())
+	}
+	for _, k := range rule.Params {
+		if _, ok := in[k]; ok {
+			return refusal(name, k+": "+rule.Why)
+		}
+	}
+	return relay.Verdict{}
+}
+
+func (g *Guard) applyRule(ctx context.Context, st *agentState, cmd relay.Command, name string, rule firewall.Rule) relay.Verdict {
 	switch rule.Action {
-	case firewall.Pass:
-		return relay.Verdict{}
 	case firewall.CheckURL:
-		var p struct {
-			URL string `json:"url"`
+		u, err := urlParam(cmd.Params)
+		if err != nil {
+			return refusal(name, "unreadable params: "+err.Error())
 		}
-		if err := unmarshalParams(cmd.Params, &p); err != nil {
-			return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s: unreadable params: %v", cmd.Method, err)}
-		}
-		if msg := g.checkURL(p.URL); msg != "" {
+		if msg := urlRefusal(name, u); msg != "" {
 			return relay.Verdict{Refuse: msg}
 		}
-		return relay.Verdict{}
 	case firewall.CheckPolicy:
-		var p struct {
-			URL string `json:"url"`
+		u, err := urlParam(cmd.Params)
+		if err != nil {
+			return refusal(name, "unreadable params: "+err.Error())
 		}
-		if err := unmarshalParams(cmd.Params, &p); err != nil {
-			return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s: unreadable params: %v", cmd.Method, err)}
-		}
-		if p.URL != "" {
-			if d := g.policy.Decide(p.URL); !d.Allowed {
-				return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is refused: %s", cmd.Method, d.Reason)}
+		if u != "" {
+			if d := g.policy.Decide(u); !d.Allowed {
+				return refusal(name, fmt.Sprintf("%s (%s): %s", d.Reason, truncateReason(u), rule.Why))
 			}
 		}
-		return relay.Verdict{}
+	case firewall.CheckPermissions:
+		if why := localNetworkGrant(cmd); why != "" {
+			return refusal(name, why+": "+rule.Why)
+		}
+	case firewall.RewriteDownloads:
+		return g.rewriteDownloads(ctx, st, cmd)
+	case firewall.CheckFiles:
+		return g.checkFiles(cmd)
 	case firewall.Guard:
 		return g.guardMethod(st, cmd)
 	case firewall.Rewrite:
@@ -80,13 +101,52 @@ func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, c
 	return relay.Verdict{}
 }
 
-// checkURL returns a refusal message for URLs an agent may never open.
-// Network URLs to hosts outside the allowlist are not refused here: the
-// Fetch judge answers them with the explanation page, which tells the agent
-// what it can reach.
-func (g *Guard) checkURL(u string) string {
-	if s := firewall.ForbiddenScheme(u); s != "" {
-		return fmt.Sprintf("cdpguard: %q is refused: scheme %q is never allowed for agents", truncateReason(u), s)
+// urlParam reads the url param of a command.
+func urlParam(params []byte) (string, error) {
+	var p struct {
+		URL string `json:"url"`
+	}
+	err := unmarshalParams(params, &p)
+	return p.URL, err
+}
+
+// checkURL returns a refusal message for a /json/new URL an agent may never
+// open.
+func (g *Guard) checkURL(u string) string { return urlRefusal("/json/new", u) }
+
+// urlRefusal returns a refusal message for URLs an agent may never open,
+// whatever the allowlist says. Network URLs to hosts outside the allowlist
+// are not refused here: the Fetch judge answers them with the explanation
+// page, which tells the agent what it can reach.
+func urlRefusal(method, u string) string {
+	if s := firewall.RefusedScheme(u); s != "" {
+		return fmt.Sprintf("cdpguard: %s is refused: scheme %q is never allowed for agents (%s); only http(s), about:, data: and blob: URLs may be opened", method, s, truncateReason(u))
+	}
+	return ""
+}
+
+// localNetworkGrant returns why a Browser.grantPermissions or
+// Browser.setPermission command grants a local-network permission, or "".
+// Setting such a permission to "denied" only tightens the browser and
+// passes.
+func localNetworkGrant(cmd relay.Command) string {
+	var p struct {
+		Permissions []string `json:"permissions"`
+		Permission  struct {
+			Name string `json:"name"`
+		} `json:"permission"`
+		Setting string `json:"setting"`
+	}
+	if err := unmarshalParams(cmd.Params, &p); err != nil {
+		return "unreadable params: " + err.Error()
+	}
+	for _, n := range p.Permissions {
+		if firewall.IsLocalNetworkPermission(n) {
+			return fmt.Sprintf("permission %q", n)
+		}
+	}
+	if n := p.Permission.Name; n != "" && firewall.IsLocalNetworkPermission(n) && p.Setting != "denied" {
+		return fmt.Sprintf("permission %q set to %q", n, p.Setting)
 	}
 	return ""
 }

@@ -16,7 +16,7 @@ import (
 // Every one of them gets the egress proxy, when there is one.
 type browserContexts struct{ g *Guard }
 
-func (b browserContexts) Create(ctx context.Context) (string, error) {
+func (b browserContexts) Create(ctx context.Context, key string) (string, error) {
 	res, err := b.g.mux.Call(ctx, "", "Target.createBrowserContext", b.g.contextParams(nil))
 	if err != nil {
 		return "", err
@@ -26,6 +26,16 @@ func (b browserContexts) Create(ctx context.Context) (string, error) {
 	}
 	if err := jsonv2.Unmarshal(res, &r); err != nil || r.BrowserContextID == "" {
 		return "", fmt.Errorf("createBrowserContext: bad reply %s", res)
+	}
+	// No download may land in Chrome's default place before an agent sets a
+	// behavior of its own: deny, or the user's own directory.
+	p, err := b.g.downloadDefaults(key, r.BrowserContextID)
+	if err == nil {
+		_, err = b.g.mux.Call(ctx, "", "Browser.setDownloadBehavior", p)
+	}
+	if err != nil {
+		_ = b.Dispose(ctx, r.BrowserContextID)
+		return "", fmt.Errorf("set the download behavior of a new context: %w", err)
 	}
 	return r.BrowserContextID, nil
 }
@@ -76,15 +86,6 @@ var targetScoped = map[string]bool{
 	"Browser.getWindowForTarget": true,
 }
 
-// crossUser are methods whose output spans every user's tabs and cannot be
-// scoped to one context, with why they are refused. Chrome's tracing is
-// browser-wide even when started from a page session: an e2e test saw one
-// user's trace, from the browser session and from a page session alike,
-// record another user's page URL.
-var crossUser = map[string]string{
-	"Tracing.start": "Chrome traces the whole browser, so a trace would record other users' tabs",
-}
-
 // isolate applies per-user isolation to one command. ok is false when v is a
 // refusal or a rewrite that must be used as is.
 func (g *Guard) isolate(st *agentState, a *relay.Agent, cmd relay.Command) (v relay.Verdict, done bool) {
@@ -112,9 +113,6 @@ func (g *Guard) isolate(st *agentState, a *relay.Agent, cmd relay.Command) (v re
 				return result, errRaw
 			}}, false
 		}
-	}
-	if why, ok := crossUser[cmd.Method]; ok {
-		return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is refused: %s", cmd.Method, why)}, true
 	}
 	if !cmd.Browser {
 		return relay.Verdict{}, false

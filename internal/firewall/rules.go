@@ -14,31 +14,80 @@ const (
 	Pass Action = iota
 	// Refuse answers with a CDP error naming the rule; nothing is forwarded.
 	Refuse
-	// CheckURL refuses the command if its url param has a scheme that must never be opened by an agent.
+	// RefuseParams refuses the command when it carries any of Rule.Params.
+	RefuseParams
+	// CheckURL refuses the command if its url param has a scheme an agent
+	// may not open (see RefusedScheme). Hosts are left to the Fetch judge,
+	// whose explanation page tells the agent what it can reach.
 	CheckURL
 	// CheckPolicy refuses the command if its url param is set and the
-	// allowlist does not allow it (an agent's own interception must not
-	// redirect a request the guard already judged).
+	// allowlist does not allow it: for requests the Fetch judge never sees,
+	// and for an agent's own interception redirecting a request the guard
+	// already judged.
 	CheckPolicy
+	// CheckPermissions refuses grants of local-network permissions, which
+	// would let pages reach loopback and private addresses.
+	CheckPermissions
+	// RewriteDownloads points downloads at the user's own directory, or
+	// denies them when the guard has no download directory.
+	RewriteDownloads
+	// CheckFiles refuses the command unless every file path in it resolves
+	// inside the guard's upload directory.
+	CheckFiles
 	// Guard marks the guard's own domain, answered by cdpguard.
 	Guard
 	// Rewrite marks methods the guard answers or changes itself.
 	Rewrite
 )
 
+// String names the action, for test and log output.
+func (a Action) String() string {
+	switch a {
+	case Pass:
+		return "Pass"
+	case Refuse:
+		return "Refuse"
+	case RefuseParams:
+		return "RefuseParams"
+	case CheckURL:
+		return "CheckURL"
+	case CheckPolicy:
+		return "CheckPolicy"
+	case CheckPermissions:
+		return "CheckPermissions"
+	case RewriteDownloads:
+		return "RewriteDownloads"
+	case CheckFiles:
+		return "CheckFiles"
+	case Guard:
+		return "Guard"
+	case Rewrite:
+		return "Rewrite"
+	}
+	return "Action(?)"
+}
+
 // Rule is one row of the table.
 type Rule struct {
 	Action Action
 	// BrowserOnly applies the rule only on browser-level sessions.
 	BrowserOnly bool
+	// Params are the params RefuseParams refuses.
+	Params []string
 	// Why is the reason given to the agent.
 	Why string
 }
 
+// whyURL is the reason of the URL rows.
+const whyURL = "only http(s), about:, data: and blob: URLs may be opened"
+
 // rules is the firewall table. Keys are exact methods, or "Domain.*" for a
 // whole domain.
 var rules = map[string]Rule{
+	// Refused outright: each would escape the guard or hurt other users.
 	"Target.exposeDevToolsProtocol": {Action: Refuse, Why: "it would give page scripts a browser-level channel"},
+	"Target.setRemoteLocations":     {Action: Refuse, Why: "it would make the browser connect to debugging endpoints outside the egress proxy"},
+	"Target.openDevTools":           {Action: Refuse, Why: "a DevTools window is a privileged page outside the guard"},
 	"Fetch.*":                       {Action: Refuse, BrowserOnly: true, Why: "browser-level request interception belongs to the guard"},
 	"Browser.crash":                 {Action: Refuse, Why: "it would kill the browser for every user"},
 	"Browser.crashGpuProcess":       {Action: Refuse, Why: "it would kill the browser's GPU process for every user"},
@@ -46,13 +95,37 @@ var rules = map[string]Rule{
 	"Extensions.*":                  {Action: Refuse, Why: "extensions run outside the guard's page rules"},
 	"Tethering.*":                   {Action: Refuse, Why: "port forwarding would bypass the egress rules"},
 	"PWA.*":                         {Action: Refuse, Why: "installed web apps run outside the guarded contexts"},
-	"Page.navigate":                 {Action: CheckURL, Why: "only network, about:blank and data: URLs may be opened"},
-	"Target.createTarget":           {Action: CheckURL, Why: "only network, about:blank and data: URLs may be opened"},
-	"Network.loadNetworkResource":   {Action: CheckURL, Why: "only network URLs may be loaded"},
-	"Fetch.continueRequest":         {Action: CheckPolicy, Why: "a request may only be redirected to an allowed URL"},
-	"Browser.close":                 {Action: Rewrite, Why: "closes only this connection's own targets"},
-	"Page.handleJavaScriptDialog":   {Action: Rewrite, Why: "a dialog the guard already answered is reported as handled"},
-	"Guard.*":                       {Action: Guard, Why: "the guard's own domain"},
+	// Chrome's tracing is browser-wide even when started from a page
+	// session: an e2e test saw one user's trace record another user's URL.
+	"Tracing.start": {Action: Refuse, Why: "Chrome traces the whole browser, so a trace would record other users' tabs"},
+
+	// Refused with some params: the guard sets these itself.
+	"Target.createBrowserContext": {Action: RefuseParams, BrowserOnly: true,
+		Params: []string{"proxyServer", "proxyBypassList", "originsWithUniversalNetworkAccess"},
+		Why:    "the guard sets it (every context uses the guard's egress proxy)"},
+
+	// Permissions that open the local network to pages.
+	"Browser.grantPermissions": {Action: CheckPermissions, Why: "local-network permissions would let pages reach loopback and private addresses"},
+	"Browser.setPermission":    {Action: CheckPermissions, Why: "local-network permissions would let pages reach loopback and private addresses"},
+
+	// Files: downloads only into the user's directory, uploads only from
+	// the upload directory.
+	"Browser.setDownloadBehavior": {Action: RewriteDownloads, Why: "downloads go to the user's own directory, or are denied"},
+	"Page.setDownloadBehavior":    {Action: RewriteDownloads, Why: "downloads go to the user's own directory, or are denied"},
+	"DOM.setFileInputFiles":       {Action: CheckFiles, Why: "only files inside the upload directory may be uploaded"},
+	"Input.dispatchDragEvent":     {Action: CheckFiles, Why: "only files inside the upload directory may be dropped"},
+
+	// URLs.
+	"Page.navigate":                      {Action: CheckURL, Why: whyURL},
+	"Target.createTarget":                {Action: CheckURL, Why: whyURL},
+	"Network.loadNetworkResource":        {Action: CheckPolicy, Why: "it bypasses request interception, so only allowed URLs may be loaded"},
+	"Fetch.continueRequest":              {Action: CheckPolicy, Why: "a request may only be redirected to an allowed URL"},
+	"Network.continueInterceptedRequest": {Action: CheckPolicy, Why: "a request may only be redirected to an allowed URL"},
+
+	// Answered or changed by the guard.
+	"Browser.close":               {Action: Rewrite, Why: "closes only this connection's own targets"},
+	"Page.handleJavaScriptDialog": {Action: Rewrite, Why: "a dialog the guard already answered is reported as handled"},
+	"Guard.*":                     {Action: Guard, Why: "the guard's own domain"},
 }
 
 // Lookup returns the rule for method on a session; browser tells whether the
@@ -61,18 +134,21 @@ var rules = map[string]Rule{
 // A domain-wide refusal wins over a row for one of its methods, so that
 // "Fetch.*" on browser sessions also covers Fetch.continueRequest.
 func Lookup(method string, browser bool) (Rule, string) {
-	if i := strings.IndexByte(method, '.'); i > 0 {
-		if r, ok := domains[method[:i]]; ok && r.Action == Refuse && (!r.BrowserOnly || browser) {
-			return r, method[:i] + ".*"
+	i := strings.IndexByte(method, '.')
+	var dom Rule
+	var hasDom bool
+	if i > 0 {
+		dom, hasDom = domains[method[:i]]
+		hasDom = hasDom && (!dom.BrowserOnly || browser)
+		if hasDom && dom.Action == Refuse {
+			return dom, method[:i] + ".*"
 		}
 	}
 	if r, ok := rules[method]; ok && (!r.BrowserOnly || browser) {
 		return r, method
 	}
-	if i := strings.IndexByte(method, '.'); i > 0 {
-		if r, ok := domains[method[:i]]; ok && (!r.BrowserOnly || browser) {
-			return r, method[:i] + ".*"
-		}
+	if hasDom {
+		return dom, method[:i] + ".*"
 	}
 	return Rule{}, ""
 }
@@ -89,16 +165,11 @@ var domains = func() map[string]Rule {
 	return m
 }()
 
-// neverSchemes are URL schemes an agent may never open.
-var neverSchemes = []string{"file:", "chrome:", "chrome-extension:", "chrome-untrusted:", "devtools:", "view-source:", "javascript:", "filesystem:", "chrome-search:"}
-
-// ForbiddenScheme returns the scheme of u if an agent may never open it.
-func ForbiddenScheme(u string) string {
-	s := strings.ToLower(strings.TrimSpace(u))
-	for _, p := range neverSchemes {
-		if strings.HasPrefix(s, p) {
-			return strings.TrimSuffix(p, ":")
-		}
+// Rows returns the table's keys, for tests that want a case per row.
+func Rows() []string {
+	out := make([]string, 0, len(rules))
+	for k := range rules {
+		out = append(out, k)
 	}
-	return ""
+	return out
 }

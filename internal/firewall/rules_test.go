@@ -1,53 +1,224 @@
 package firewall
 
-import "testing"
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
 
-func TestTable(t *testing.T) {
-	cases := []struct {
-		method  string
-		browser bool
-		want    Action
-	}{
-		{"Target.exposeDevToolsProtocol", false, Refuse},
-		{"Fetch.enable", true, Refuse},
-		{"Fetch.enable", false, Pass},
-		{"Fetch.continueRequest", true, Refuse},
-		{"Fetch.continueRequest", false, CheckPolicy},
-		{"Browser.crash", true, Refuse},
-		{"Browser.crashGpuProcess", true, Refuse},
-		{"Browser.executeBrowserCommand", true, Refuse},
-		{"Extensions.loadUnpacked", true, Refuse},
-		{"Tethering.bind", true, Refuse},
-		{"PWA.install", true, Refuse},
-		{"Page.navigate", false, CheckURL},
-		{"Target.createTarget", true, CheckURL},
-		{"Network.loadNetworkResource", false, CheckURL},
-		{"Browser.close", true, Rewrite},
-		{"Page.handleJavaScriptDialog", false, Rewrite},
-		{"Guard.getPolicy", true, Guard},
-		{"Runtime.evaluate", false, Pass},
-		{"Fetch.continueRequest", false, CheckPolicy},
-		{"Brand.newMethod", false, Pass},
-		{"Fetch", true, Pass},
-	}
-	for _, c := range cases {
-		r, _ := Lookup(c.method, c.browser)
+// rowCases has at least one case per row of the table; TestFirewallRows
+// fails when a row has none, so a new row cannot go untested.
+var rowCases = []struct {
+	row     string // the table key the case covers
+	method  string
+	browser bool
+	want    Action
+}{
+	{"Target.exposeDevToolsProtocol", "Target.exposeDevToolsProtocol", false, Refuse},
+	{"Target.setRemoteLocations", "Target.setRemoteLocations", true, Refuse},
+	{"Target.openDevTools", "Target.openDevTools", true, Refuse},
+	{"Fetch.*", "Fetch.enable", true, Refuse},
+	{"Fetch.*", "Fetch.continueRequest", true, Refuse}, // the domain row wins on browser sessions
+	{"Browser.crash", "Browser.crash", true, Refuse},
+	{"Browser.crashGpuProcess", "Browser.crashGpuProcess", true, Refuse},
+	{"Browser.executeBrowserCommand", "Browser.executeBrowserCommand", true, Refuse},
+	{"Extensions.*", "Extensions.loadUnpacked", true, Refuse},
+	{"Extensions.*", "Extensions.getStorageItems", false, Refuse},
+	{"Tethering.*", "Tethering.bind", true, Refuse},
+	{"PWA.*", "PWA.install", true, Refuse},
+	{"Tracing.start", "Tracing.start", false, Refuse},
+	{"PWA.*", "PWA.launchFilesInApp", true, Refuse},
+	{"Target.createBrowserContext", "Target.createBrowserContext", true, RefuseParams},
+	{"Browser.grantPermissions", "Browser.grantPermissions", true, CheckPermissions},
+	{"Browser.setPermission", "Browser.setPermission", true, CheckPermissions},
+	{"Browser.setDownloadBehavior", "Browser.setDownloadBehavior", true, RewriteDownloads},
+	{"Page.setDownloadBehavior", "Page.setDownloadBehavior", false, RewriteDownloads},
+	{"DOM.setFileInputFiles", "DOM.setFileInputFiles", false, CheckFiles},
+	{"Input.dispatchDragEvent", "Input.dispatchDragEvent", false, CheckFiles},
+	{"Page.navigate", "Page.navigate", false, CheckURL},
+	{"Target.createTarget", "Target.createTarget", true, CheckURL},
+	{"Target.createTarget", "Target.createTarget", false, CheckURL},
+	{"Network.loadNetworkResource", "Network.loadNetworkResource", false, CheckPolicy},
+	{"Fetch.continueRequest", "Fetch.continueRequest", false, CheckPolicy},
+	{"Network.continueInterceptedRequest", "Network.continueInterceptedRequest", false, CheckPolicy},
+	{"Browser.close", "Browser.close", true, Rewrite},
+	{"Page.handleJavaScriptDialog", "Page.handleJavaScriptDialog", false, Rewrite},
+	{"Guard.*", "Guard.getPolicy", true, Guard},
+	{"Guard.*", "Guard.enable", false, Guard},
+}
+
+// passCases are methods the table must let through.
+var passCases = []struct {
+	method  string
+	browser bool
+}{
+	{"Runtime.evaluate", false},
+	{"Fetch.enable", false}, // page-level interception is the agent's own
+	{"Fetch.failRequest", false},
+	{"Target.createBrowserContext", false}, // BrowserOnly: a page session has no such command
+	{"Brand.newMethod", false},             // unknown methods pass
+	{"Fetch", true},                        // no dot: no domain
+	{".enable", true},
+	{"", false},
+	{"Browser.getVersion", true},
+	{"Page.captureScreenshot", false},
+}
+
+func TestFirewallRows(t *testing.T) {
+	covered := map[string]bool{}
+	for _, c := range rowCases {
+		r, name := Lookup(c.method, c.browser)
 		if r.Action != c.want {
 			t.Errorf("Lookup(%q, browser=%v) = %v, want %v", c.method, c.browser, r.Action, c.want)
 		}
-		if r.Action != Pass && r.Why == "" {
-			t.Errorf("%s: rule without a reason", c.method)
+		if name != c.row {
+			t.Errorf("Lookup(%q, browser=%v) names row %q, want %q", c.method, c.browser, name, c.row)
+		}
+		if r.Why == "" {
+			t.Errorf("%s: rule without a reason", c.row)
+		}
+		covered[c.row] = true
+	}
+	for _, row := range Rows() {
+		if !covered[row] {
+			t.Errorf("table row %q has no test case in rowCases", row)
 		}
 	}
-	for _, u := range []string{"file:///etc/passwd", "FILE:///x", "chrome://version", " view-source:http://a", "devtools://devtools/x", "javascript:alert(1)"} {
-		if ForbiddenScheme(u) == "" {
-			t.Errorf("ForbiddenScheme(%q) = \"\"", u)
+	for _, c := range passCases {
+		if r, name := Lookup(c.method, c.browser); r.Action != Pass || name != "" {
+			t.Errorf("Lookup(%q, browser=%v) = %v %q, want Pass", c.method, c.browser, r.Action, name)
 		}
 	}
-	for _, u := range []string{"http://a.test/", "about:blank", "data:text/html,x", "https://x"} {
-		if s := ForbiddenScheme(u); s != "" {
-			t.Errorf("ForbiddenScheme(%q) = %q", u, s)
+	r, _ := Lookup("Target.createBrowserContext", true)
+	want := map[string]bool{"proxyServer": true, "proxyBypassList": true, "originsWithUniversalNetworkAccess": true}
+	for _, p := range r.Params {
+		delete(want, p)
+	}
+	if len(want) > 0 {
+		t.Errorf("Target.createBrowserContext row misses params %v", want)
+	}
+}
+
+func TestFirewallRefusedScheme(t *testing.T) {
+	refused := map[string]string{
+		"file:///etc/passwd":          "file",
+		"FILE:///x":                   "file",
+		"fi\tle:///etc/passwd":        "file", // the WHATWG parser drops tabs
+		"\x00 file:///etc/passwd":     "file", // and leading C0 controls
+		"chrome://version":            "chrome",
+		" view-source:http://a":       "view-source",
+		"devtools://devtools/x":       "devtools",
+		"javascript:alert(1)":         "javascript",
+		"chrome-extension://abc/x":    "chrome-extension",
+		"chrome-untrusted://x":        "chrome-untrusted",
+		"filesystem:http://a/x":       "filesystem",
+		"mailto:a@b.test":             "mailto",
+		"ws://allowed.test/":          "ws",
+		"evil.test/path":              "(none)",
+		"//evil.test/":                "(none)",
+		":foo":                        "(none)",
+		"1http://a":                   "(none)",
+		"\x7fhttp://a":                "(none)",
+		"http\x00s://a":               "(none)",
+		"intent://x#Intent;scheme=ab": "intent",
+	}
+	for u, want := range refused {
+		if got := RefusedScheme(u); got != want {
+			t.Errorf("RefusedScheme(%q) = %q, want %q", u, got, want)
 		}
+	}
+	for _, u := range []string{"http://a.test/", "HTTPS://x", "about:blank", "data:text/html,x", "blob:http://a/uuid", "", "  ", "\thttp://a"} {
+		if s := RefusedScheme(u); s != "" {
+			t.Errorf("RefusedScheme(%q) = %q, want allowed", u, s)
+		}
+	}
+}
+
+func TestFirewallLocalNetworkPermission(t *testing.T) {
+	for _, n := range []string{"localNetworkAccess", "localNetwork", "loopbackNetwork", "local-network-access", "local-network", "loopback-network", "LOCAL_NETWORK_ACCESS", "privateNetworkAccess", "private-network-access"} {
+		if !IsLocalNetworkPermission(n) {
+			t.Errorf("IsLocalNetworkPermission(%q) = false", n)
+		}
+	}
+	for _, n := range []string{"geolocation", "notifications", "localFonts", "clipboardReadWrite", "local-fonts", ""} {
+		if IsLocalNetworkPermission(n) {
+			t.Errorf("IsLocalNetworkPermission(%q) = true", n)
+		}
+	}
+}
+
+func TestFirewallResolveInside(t *testing.T) {
+	root := t.TempDir()
+	up := filepath.Join(root, "up")
+	out := filepath.Join(root, "out")
+	for _, d := range []string{up, out, filepath.Join(up, "sub")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p string) {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(up, "ok.txt"))
+	write(filepath.Join(up, "sub", "deep.txt"))
+	write(filepath.Join(out, "secret.txt"))
+	write(filepath.Join(root, "upx.txt")) // a sibling whose name starts with "up"
+	link := func(target, name string) {
+		if err := os.Symlink(target, filepath.Join(up, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link(filepath.Join(out, "secret.txt"), "escape.txt")
+	link(out, "outdir")
+	link("ok.txt", "rel-ok.txt")
+	link("/etc/passwd", "passwd")
+	// The upload directory itself reached through a link resolves too.
+	upLink := filepath.Join(root, "uplink")
+	if err := os.Symlink(up, upLink); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, p := range []string{filepath.Join(up, "ok.txt"), filepath.Join(up, "sub", "deep.txt"), filepath.Join(up, "rel-ok.txt"), filepath.Join(up, "sub", "..", "ok.txt")} {
+		got, err := ResolveInside(up, p)
+		if err != nil {
+			t.Errorf("ResolveInside(%q) refused: %v", p, err)
+			continue
+		}
+		if filepath.Dir(got) != up && filepath.Dir(got) != filepath.Join(up, "sub") {
+			t.Errorf("ResolveInside(%q) = %q, not the resolved path", p, got)
+		}
+	}
+	if _, err := ResolveInside(upLink, filepath.Join(upLink, "ok.txt")); err != nil {
+		t.Errorf("upload dir given through a link: %v", err)
+	}
+	refused := []string{
+		filepath.Join(out, "secret.txt"),
+		filepath.Join(up, "escape.txt"),
+		filepath.Join(up, "outdir", "secret.txt"),
+		filepath.Join(up, "passwd"),
+		filepath.Join(up, "..", "out", "secret.txt"),
+		filepath.Join(root, "upx.txt"),
+		filepath.Join(up, "missing.txt"),
+		up, // the directory itself is not a file inside it
+		"ok.txt",
+		"/etc/passwd",
+		"",
+	}
+	for _, p := range refused {
+		if got, err := ResolveInside(up, p); err == nil {
+			t.Errorf("ResolveInside(%q) = %q, want refused", p, got)
+		} else if !errors.Is(err, ErrOutsideDir) {
+			var pe *PathError
+			if !errors.As(err, &pe) {
+				t.Errorf("ResolveInside(%q): error %v is not a *PathError", p, err)
+			}
+		}
+	}
+	if _, err := ResolveInside("", filepath.Join(up, "ok.txt")); !errors.Is(err, ErrOutsideDir) {
+		t.Errorf("no upload dir: err = %v, want ErrOutsideDir", err)
 	}
 }
 
@@ -55,5 +226,13 @@ func BenchmarkLookup(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Lookup("Runtime.evaluate", false)
+	}
+}
+
+// BenchmarkLookupRow measures a method that hits a row (Page.navigate).
+func BenchmarkLookupRow(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		Lookup("Page.navigate", false)
 	}
 }

@@ -98,6 +98,7 @@ type Agent struct {
 	owned    map[string]bool // sessions of this agent
 	browsers map[string]bool // browser-level sessions of this agent
 	created  map[string]bool // targets this agent created
+	inflight map[int64]bool  // agent ids of commands forwarded and not yet answered
 	closed   bool
 
 	// the token bucket of Rate; only the read goroutine touches it
@@ -132,6 +133,7 @@ func (m *Mux) NewAgent(ctx context.Context, conn AgentConn, opts AgentOptions) (
 		owned:    map[string]bool{r.SessionID: true},
 		browsers: map[string]bool{r.SessionID: true},
 		created:  map[string]bool{},
+		inflight: map[int64]bool{},
 	}
 	m.mu.Lock()
 	if m.closed {
@@ -259,7 +261,12 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 		session = a.def
 	}
 	owned, browser := a.owned[session], a.browsers[session]
+	reused := a.inflight[e.ID]
 	a.mu.Unlock()
+	if reused {
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeInvalidRequest, fmt.Sprintf("cdpguard: id %d is already used by a command in flight on this connection", e.ID)))
+		return
+	}
 	if !owned {
 		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, fmt.Sprintf("cdpguard: session %q is not one of this connection's sessions", e.SessionID)))
 		return
@@ -284,15 +291,27 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 	if v.Params != nil {
 		params = v.Params
 	}
+	a.mu.Lock()
+	a.inflight[e.ID] = true
+	a.mu.Unlock()
 	id, err := a.m.register(&pending{agent: a, origID: e.ID, method: e.Method, hook: v.OnReply})
 	if err != nil {
+		a.doneID(e.ID)
 		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, "cdpguard: browser connection lost"))
 		return
 	}
 	if err := a.m.conn.WriteMessage(cdpmsg.AppendCommand(nil, id, session, e.Method, params)); err != nil {
 		a.m.unregister(id)
+		a.doneID(e.ID)
 		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, "cdpguard: browser connection lost"))
 	}
+}
+
+// doneID frees an agent id once its command is answered.
+func (a *Agent) doneID(id int64) {
+	a.mu.Lock()
+	delete(a.inflight, id)
+	a.mu.Unlock()
 }
 
 // allow takes one token from the agent's bucket.
@@ -344,6 +363,7 @@ func (a *Agent) deliverReply(p *pending, e *cdpmsg.Envelope) {
 			}
 		}
 	}
+	a.doneID(p.origID)
 	a.enqueue(cdpmsg.AppendResponse(nil, p.origID, a.visible(e.SessionID), result, errRaw))
 }
 

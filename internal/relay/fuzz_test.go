@@ -13,6 +13,9 @@ import (
 // exactly once (with the message's id when it has a readable one), and must
 // then still answer a good command. One mux and two agents serve a whole
 // fuzz worker, so an input that breaks the connection fails every later one.
+// markerBase keeps marker ids clear of the ids fuzz inputs leave in flight.
+const markerBase = 1 << 50
+
 func FuzzAgentMessage(f *testing.F) {
 	h := newHarness(f)
 	x := h.startAgent(f, AgentOptions{Name: "fuzz", Rate: -1})
@@ -23,7 +26,7 @@ func FuzzAgentMessage(f *testing.F) {
 		n++
 		marker := fmt.Sprintf("Fuzz.marker%d_%d", nonce, n)
 		x.send(t, string(msg))
-		x.send(t, fmt.Sprintf(`{"id":%d,"method":%q}`, n, marker))
+		x.send(t, fmt.Sprintf(`{"id":%d,"method":%q}`, markerBase+n, marker))
 		var replies [][]byte
 		for {
 			m := x.recv(t)
@@ -31,7 +34,7 @@ func FuzzAgentMessage(f *testing.F) {
 			if err != nil {
 				t.Fatalf("agent received undecodable %q: %v", m, err)
 			}
-			if e.HasID && e.ID == n && string(e.Result) == fmt.Sprintf(`{"echo":%q}`, marker) {
+			if e.HasID && e.ID == markerBase+n && string(e.Result) == fmt.Sprintf(`{"echo":%q}`, marker) {
 				break
 			}
 			if e.IsEvent() {

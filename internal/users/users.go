@@ -18,7 +18,7 @@ var ErrClosed = errors.New("user registry closed")
 
 // Contexts creates and disposes browser contexts.
 type Contexts interface {
-	Create(ctx context.Context) (string, error)
+	Create(ctx context.Context, key string) (string, error)
 	Dispose(ctx context.Context, id string) error
 }
 
@@ -92,7 +92,7 @@ func (r *Registry) Acquire(ctx context.Context, key string) (*User, error) {
 	r.mu.Unlock()
 
 	if creator {
-		id, err := r.ctxs.Create(ctx)
+		id, err := r.ctxs.Create(ctx, key)
 		r.mu.Lock()
 		if err != nil {
 			u.err = fmt.Errorf("create browser context for user %q: %w", key, err)

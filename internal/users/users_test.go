@@ -26,7 +26,7 @@ type fakeContexts struct {
 	disposed []string
 }
 
-func (f *fakeContexts) Create(ctx context.Context) (string, error) {
+func (f *fakeContexts) Create(ctx context.Context, key string) (string, error) {
 	if f.gate != nil {
 		select {
 		case <-f.gate:
