@@ -62,20 +62,14 @@ func (g *Guard) startProxy() error {
 }
 
 // proxyFlags are the launch flags that send all of the managed browser's
-// traffic through the proxy and keep it from resolving names itself.
-//
-// --webrtc-ip-handling-policy=disable_non_proxied_udp keeps WebRTC from
-// sending UDP that does not go through the proxy (STUN to any address).
-// Chromium 156 no longer has --force-webrtc-ip-handling-policy; this switch
-// sets the webrtc.ip_handling_policy pref, which browser contexts inherit
-// (e2e TestSideChannels/webrtc-*; docs/decisions/2026-11-30-launch-flags.md).
+// traffic through the proxy and keep it from resolving names itself. (The
+// WebRTC and QUIC switches are among internal/browser's hardening flags.)
 func (g *Guard) proxyFlags() []string {
 	host, _, _ := net.SplitHostPort(g.proxyAddr)
 	return []string{
 		"--proxy-server=" + g.proxyURL,
 		"--proxy-bypass-list=<-loopback>",
 		"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE " + host,
-		"--webrtc-ip-handling-policy=disable_non_proxied_udp",
 	}
 }
 

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -102,17 +101,27 @@ func TestLeaks(t *testing.T) {
 }
 
 // TestEgressProxyVectors covers what only the egress proxy layer closes:
-// Fetch never pauses WebSocket handshakes or preconnects.
+// Fetch never pauses WebSocket handshakes or preconnects. Through the
+// guard's proxy Chrome 156 preconnects to the proxy only and never sends a
+// CONNECT, for allowed hosts too, so the preconnect control runs in an
+// unguarded Chromium. sidechannel_test.go has the other side channels.
 func TestEgressProxyVectors(t *testing.T) {
-	if os.Getenv("CDPGUARD_E2E_EGRESS") != "1" {
-		t.Skip("skipping: WebSocket and preconnect are closed by the egress proxy layer (issue \"egress proxy\"); set CDPGUARD_E2E_EGRESS=1 once it lands")
-	}
 	needBrowser(t)
 	h := testhosts.Start(t)
 	bctx := connect(t, endpoint(t))
 	runVectors(t, h, bctx, []vector{
 		plain("websocket", "websocket"),
-		{name: "preconnect", page: "preconnect", connOnly: true, forbidden: evilOrigin, control: sinkOrigin},
+		{name: "websocket-ip-literal", page: "websocket",
+			forbidden: func(h *testhosts.Hosts) string { return h.Forbidden.IPOrigin() }, control: sinkOrigin},
+	})
+	pre := vector{name: "preconnect", page: "preconnect", connOnly: true, forbidden: evilOrigin, control: sinkOrigin}
+	ctl := bctx
+	if !directMode() {
+		ctl = connect(t, startChromium(t).URL)
+	}
+	t.Run("preconnect", func(t *testing.T) {
+		t.Run("control-unguarded", func(t *testing.T) { runControl(t, h, ctl, pre) })
+		t.Run("forbidden", func(t *testing.T) { runForbidden(t, h, bctx, pre) })
 	})
 }
 

@@ -16,7 +16,12 @@ var guardFlags = [...]string{
 	"--disable-component-update",
 	"--disable-sync",
 	"--disable-quic",
-	"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+	// WebRTC may send no UDP that does not go through the proxy. Chromium
+	// 156 no longer has --force-webrtc-ip-handling-policy (DESIGN's name):
+	// this switch sets the webrtc.ip_handling_policy pref, which browser
+	// contexts inherit (docs/decisions/2026-11-30-launch-flags.md; e2e
+	// TestSideChannels/webrtc-* saw STUN packets leave without it).
+	"--webrtc-ip-handling-policy=disable_non_proxied_udp",
 	"--disable-features=ServiceWorkerAutoPreload",
 }
 

@@ -136,7 +136,7 @@ func TestBuildArgs(t *testing.T) {
 		"--proxy-server=127.0.0.1:3128",
 		"--remote-debugging-pipe", "--no-first-run", "--no-default-browser-check",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-quic", "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+		"--disable-quic", "--webrtc-ip-handling-policy=disable_non_proxied_udp",
 		"--user-data-dir=/tmp/profile",
 	}
 	if os.Geteuid() == 0 {
