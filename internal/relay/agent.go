@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -307,36 +306,6 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 	}
 }
 
-// doneID frees an agent id once its command is answered.
-func (a *Agent) doneID(id int64) {
-	a.mu.Lock()
-	delete(a.inflight, id)
-	a.mu.Unlock()
-}
-
-// allow takes one token from the agent's bucket.
-func (a *Agent) allow() bool {
-	if a.opts.Rate < 0 {
-		return true
-	}
-	now := time.Now()
-	limit := float64(2 * a.opts.Rate)
-	if a.refill.IsZero() {
-		a.tokens = limit
-	} else {
-		a.tokens += now.Sub(a.refill).Seconds() * float64(a.opts.Rate)
-		if a.tokens > limit {
-			a.tokens = limit
-		}
-	}
-	a.refill = now
-	if a.tokens < 1 {
-		return false
-	}
-	a.tokens--
-	return true
-}
-
 // deliverReply is called from the mux read loop.
 func (a *Agent) deliverReply(p *pending, e *cdpmsg.Envelope) {
 	result, errRaw := []byte(e.Result), []byte(e.Error)
@@ -375,10 +344,15 @@ func (a *Agent) deliverEvent(e *cdpmsg.Envelope) {
 	switch e.Method {
 	case "Target.attachedToTarget":
 		var p struct {
-			SessionID string `json:"sessionId"`
+			SessionID  string `json:"sessionId"`
+			TargetInfo struct {
+				Type string `json:"type"`
+			} `json:"targetInfo"`
 		}
 		if jsonv2.Unmarshal(e.Params, &p) == nil && p.SessionID != "" {
-			a.own(p.SessionID, false)
+			// An auto-attach (filter {type: "browser"}) can hand the agent a
+			// browser-level session too: it gets the browser-level rules.
+			a.own(p.SessionID, p.TargetInfo.Type == "browser")
 		}
 	case "Target.detachedFromTarget":
 		var p struct {
@@ -465,58 +439,5 @@ func (a *Agent) disown(session string) {
 	a.m.mu.Unlock()
 }
 
-func (a *Agent) enqueue(msg []byte) {
-	select {
-	case <-a.quit:
-		return
-	default:
-	}
-	select {
-	case a.out <- msg:
-	default:
-		a.closeWith(StatusPolicy, "cdpguard: agent too slow reading messages")
-	}
-}
-
 // Close ends the agent connection with a reason.
 func (a *Agent) Close(code int, reason string) { a.closeWith(code, reason) }
-
-func (a *Agent) closeWith(code int, reason string) {
-	a.closeMu.Do(func() {
-		if reason != "" {
-			a.closeErr = errors.New(reason)
-		}
-		a.closeCode = code
-		close(a.quit)
-	})
-}
-
-// cleanup forgets the agent's sessions and detaches its browser sessions.
-func (a *Agent) cleanup() {
-	a.mu.Lock()
-	a.closed = true
-	owned := a.owned
-	browsers := a.browsers
-	a.owned, a.browsers = map[string]bool{}, map[string]bool{}
-	a.mu.Unlock()
-	a.m.mu.Lock()
-	for s := range owned {
-		if a.m.sessions[s] == a {
-			delete(a.m.sessions, s)
-		}
-	}
-	for id, p := range a.m.pending {
-		if p.agent == a {
-			delete(a.m.pending, id)
-		}
-	}
-	delete(a.m.agents, a)
-	closed := a.m.closed
-	a.m.mu.Unlock()
-	if closed {
-		return
-	}
-	for s := range browsers {
-		_ = a.m.Send("", "Target.detachFromTarget", map[string]any{"sessionId": s})
-	}
-}

@@ -368,3 +368,31 @@ func TestRateLimit(t *testing.T) {
 		t.Fatalf("after the flood: %s", m)
 	}
 }
+
+// TestAutoAttachedBrowserSessionIsBrowserLevel: a browser-type session that
+// arrives through auto-attach is judged as browser-level, so browser-only
+// rules cannot be dodged by attaching to the browser a second way.
+func TestAutoAttachedBrowserSessionIsBrowserLevel(t *testing.T) {
+	h := newHarness(t)
+	var got []Command
+	var mu sync.Mutex
+	x := h.startAgent(t, AgentOptions{Name: "x", Intercept: func(ctx context.Context, a *Agent, c Command) Verdict {
+		mu.Lock()
+		got = append(got, c)
+		mu.Unlock()
+		return Verdict{Local: []byte("{}")}
+	}})
+	h.b.inject(attachedEvent(x.a.BrowserSession(), "CB", "browser"))
+	h.b.inject(attachedEvent(x.a.BrowserSession(), "CP", "page"))
+	x.recv(t)
+	x.recv(t)
+	x.send(t, `{"id":1,"sessionId":"CB","method":"Fetch.enable"}`)
+	x.send(t, `{"id":2,"sessionId":"CP","method":"Fetch.enable"}`)
+	x.recv(t)
+	x.recv(t)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || !got[0].Browser || got[1].Browser {
+		t.Fatalf("commands seen: %+v; want the browser-type session judged browser-level and the page not", got)
+	}
+}

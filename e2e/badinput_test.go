@@ -1,0 +1,401 @@
+// Bad input (I5): malformed frames and floods from one raw agent get a CDP
+// error or that agent's connection closed, and other agents keep working.
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/cdpguard/cdpguard/cdpguard"
+)
+
+// rawAgent is a CDP client that sends frames exactly as given: the
+// malformed input no real client produces.
+type rawAgent struct {
+	c      *websocket.Conn
+	in     chan rawMsg
+	done   chan struct{}
+	status websocket.StatusCode
+	reason string
+}
+
+// rawMsg is one message the agent received, decoded loosely.
+type rawMsg struct {
+	raw       []byte
+	ID        json.RawMessage `json:"id"`
+	SessionID string          `json:"sessionId"`
+	Method    string          `json:"method"`
+	Result    json.RawMessage `json:"result"`
+	Error     *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func dialRaw(t *testing.T, wsURL, user string) *rawAgent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPHeader: http.Header{userHeader: {user}}})
+	if err != nil {
+		t.Fatalf("dial %s: %v", wsURL, err)
+	}
+	c.SetReadLimit(-1)
+	r := &rawAgent{c: c, in: make(chan rawMsg, 1<<15), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for {
+			_, b, err := c.Read(context.Background())
+			if err != nil {
+				var ce websocket.CloseError
+				if errors.As(err, &ce) {
+					r.status, r.reason = ce.Code, ce.Reason
+				} else {
+					r.status, r.reason = -1, err.Error()
+				}
+				return
+			}
+			m := rawMsg{raw: b}
+			_ = json.Unmarshal(b, &m)
+			select {
+			case r.in <- m:
+			default: // a test that floods reads the counts, not every message
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = c.CloseNow() })
+	return r
+}
+
+func (r *rawAgent) write(typ websocket.MessageType, b []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return r.c.Write(ctx, typ, b)
+}
+
+// next returns the next message, or ok=false when the connection closed or
+// d passed.
+func (r *rawAgent) next(d time.Duration) (rawMsg, bool) {
+	select {
+	case m := <-r.in:
+		return m, true
+	case <-r.done:
+		select {
+		case m := <-r.in:
+			return m, true
+		default:
+		}
+		return rawMsg{}, false
+	case <-time.After(d):
+		return rawMsg{}, false
+	}
+}
+
+// call sends a command and waits up to d for its reply, skipping events.
+func (r *rawAgent) call(t *testing.T, d time.Duration, id int, session, method string, params any) (rawMsg, error) {
+	t.Helper()
+	cmd := map[string]any{"id": id, "method": method}
+	if session != "" {
+		cmd["sessionId"] = session
+	}
+	if params != nil {
+		cmd["params"] = params
+	}
+	b, _ := json.Marshal(cmd)
+	if err := r.write(websocket.MessageText, b); err != nil {
+		return rawMsg{}, err
+	}
+	deadline := time.Now().Add(d)
+	for {
+		m, ok := r.next(time.Until(deadline))
+		if !ok {
+			return rawMsg{}, fmt.Errorf("%s: no reply within %v (closed: %d %q)", method, d, r.status, r.reason)
+		}
+		if string(m.ID) == strconv.Itoa(id) {
+			if m.Error != nil {
+				return m, fmt.Errorf("%s: %s", method, m.Error.Message)
+			}
+			return m, nil
+		}
+	}
+}
+
+// openPage creates a page in the agent's context and attaches to it.
+func (r *rawAgent) openPage(t *testing.T) string {
+	t.Helper()
+	m, err := r.call(t, 15*time.Second, 900100, "", "Target.createTarget", map[string]any{"url": "about:blank"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct{ TargetID string }
+	_ = json.Unmarshal(m.Result, &c)
+	m, err = r.call(t, 15*time.Second, 900101, "", "Target.attachToTarget", map[string]any{"targetId": c.TargetID, "flatten": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a struct{ SessionID string }
+	_ = json.Unmarshal(m.Result, &a)
+	return a.SessionID
+}
+
+// evalLatency evaluates 1+1 on session and returns how long it took.
+func (r *rawAgent) evalLatency(t *testing.T, id int, session string) (time.Duration, error) {
+	start := time.Now()
+	m, err := r.call(t, 5*time.Second, id, session, "Runtime.evaluate", map[string]any{"expression": "1+1", "returnByValue": true})
+	if err == nil && !strings.Contains(string(m.Result), `"value":2`) {
+		err = fmt.Errorf("evaluate: %s", m.raw)
+	}
+	return time.Since(start), err
+}
+
+// badFrame is one hostile input: frames sent in order, and how many of them
+// must be answered with a CDP error if the connection stays open.
+type badFrame struct {
+	name   string
+	binary bool
+	frames []string
+	errs   int
+	oks    int  // successes allowed (the first of two commands with one id)
+	page   bool // the frames name the agent's own page session as %[1]s
+}
+
+func badInputs(foreignSession string) []badFrame {
+	slow := `{"id":10,"sessionId":"%[1]s","method":"Runtime.evaluate","params":{"expression":"new Promise(r => setTimeout(() => r(1), 700))","awaitPromise":true}}`
+	return []badFrame{
+		{name: "truncated JSON", frames: []string{`{"id":1,`}, errs: 1},
+		{name: "not an object", frames: []string{`[1,2]`, `null`, `"Browser.getVersion"`, `42`}, errs: 4},
+		{name: "empty frame", frames: []string{``}, errs: 1},
+		{name: "trailing garbage", frames: []string{`{"id":1,"method":"Browser.getVersion"} x`}, errs: 1},
+		{name: "duplicate id key", frames: []string{`{"id":2,"id":3,"method":"Browser.getVersion"}`}, errs: 1},
+		{name: "duplicate method key", frames: []string{`{"id":2,"method":"Browser.getVersion","method":"Browser.crash"}`}, errs: 1},
+		{name: "duplicate url in params", frames: []string{`{"id":4,"method":"Target.createTarget","params":{"url":"about:blank","url":"file:///etc/passwd"}}`}, errs: 1},
+		{name: "duplicate key in pass-through params", page: true, frames: []string{`{"id":5,"sessionId":"%[1]s","method":"Runtime.evaluate","params":{"expression":"1","expression":"2"}}`}, errs: 1},
+		{name: "invalid UTF-8 in params", frames: []string{"{\"id\":5,\"method\":\"Browser.getVersion\",\"params\":{\"x\":\"\xff\xfe\"}}"}, errs: 1},
+		{name: "invalid UTF-8 in method", frames: []string{"{\"id\":5,\"method\":\"Browser.getVersion\xc0\"}"}, errs: 1},
+		{name: "non-integer ids", frames: []string{
+			`{"id":"6","method":"Browser.getVersion"}`, `{"id":6.5,"method":"Browser.getVersion"}`,
+			`{"id":-1,"method":"Browser.getVersion"}`, `{"id":1e2,"method":"Browser.getVersion"}`,
+			`{"id":99999999999999999999,"method":"Browser.getVersion"}`, `{"id":true,"method":"Browser.getVersion"}`,
+			`{"id":null,"method":"Browser.getVersion"}`, `{"method":"Browser.getVersion"}`,
+		}, errs: 8},
+		{name: "no method", frames: []string{`{"id":7}`, `{"id":7,"method":1}`, `{"id":7,"method":""}`}, errs: 3},
+		{name: "unknown session id", frames: []string{`{"id":8,"sessionId":"NOPE","method":"Runtime.evaluate","params":{"expression":"1"}}`}, errs: 1},
+		{name: "another agent's session id", frames: []string{`{"id":9,"sessionId":"` + foreignSession + `","method":"Runtime.evaluate","params":{"expression":"1"}}`}, errs: 1},
+		{name: "id reused while in flight", page: true, frames: []string{slow, slow}, errs: 1, oks: 1},
+		{name: "binary frame", binary: true, frames: []string{`{"id":11,"method":"Browser.getVersion"}`}, errs: 1},
+	}
+}
+
+// TestFirewallBadInput sends each hostile input on a fresh raw connection
+// and checks that it is answered with a CDP error or that connection is
+// closed with a reason, while a second agent keeps answering and the
+// browser is untouched (I5).
+func TestFirewallBadInput(t *testing.T) {
+	g := userGuard(t, nil)
+	b := dialRaw(t, g.WebSocketURL(), "bystander")
+	bSession := b.openPage(t)
+	bID := 1
+	bystander := func(t *testing.T, what string) {
+		t.Helper()
+		bID++
+		if d, err := b.evalLatency(t, bID, bSession); err != nil {
+			t.Fatalf("after %s the second agent's evaluate failed: %v", what, err)
+		} else if d > 2*time.Second {
+			t.Errorf("after %s the second agent's evaluate took %v", what, d)
+		}
+	}
+	for _, c := range badInputs(bSession) {
+		t.Run(c.name, func(t *testing.T) {
+			a := dialRaw(t, g.WebSocketURL(), "attacker")
+			session := ""
+			if c.page {
+				session = a.openPage(t)
+			}
+			for _, f := range c.frames {
+				if c.page {
+					f = fmt.Sprintf(f, session)
+				}
+				typ := websocket.MessageText
+				if c.binary {
+					typ = websocket.MessageBinary
+				}
+				if err := a.write(typ, []byte(f)); err != nil {
+					t.Logf("write %q: %v", f, err)
+				}
+			}
+			settle := time.Duration(0)
+			if c.page {
+				settle = 2 * time.Second // replies of page commands may follow the probe's
+			}
+			checkAnswered(t, a, c.errs, c.oks, c.frames, settle)
+			bystander(t, c.name)
+		})
+	}
+	t.Run("frame over 64 MiB", func(t *testing.T) {
+		a := dialRaw(t, g.WebSocketURL(), "attacker")
+		big := append([]byte(`{"id":12,"method":"Runtime.evaluate","params":{"expression":"`), bytes.Repeat([]byte("a"), 64<<20)...)
+		big = append(big, `"}}`...)
+		if err := a.write(websocket.MessageText, big); err != nil {
+			t.Logf("write: %v", err)
+		}
+		checkAnswered(t, a, 1, 0, []string{fmt.Sprintf("<%d-byte frame>", len(big))}, 0)
+		bystander(t, "an oversized frame")
+	})
+	t.Run("flood", func(t *testing.T) { floodTest(t, g, b, bSession, `{"id":%d,"method":"Browser.getVersion"}`) })
+	t.Run("garbage flood", func(t *testing.T) { floodTest(t, g, b, bSession, `{"id":%d,"method":`) })
+	t.Run("browser untouched", func(t *testing.T) {
+		select {
+		case <-g.Done():
+			t.Fatal("the guard stopped")
+		default:
+		}
+		waitHTTP(t, g.URL()+"/readyz", "ok", 5*time.Second)
+		bystander(t, "everything")
+		c := dialRaw(t, g.WebSocketURL(), "newcomer")
+		s := c.openPage(t)
+		if _, err := c.evalLatency(t, 5, s); err != nil {
+			t.Errorf("a new agent cannot work: %v", err)
+		}
+	})
+}
+
+// checkAnswered sends a probe after the bad frames and reads until its
+// reply: the bad frames must have drawn errs CDP errors (and at most oks
+// successes),
+// unless the connection was closed with a reason. Replies are read for
+// settle more after the probe's.
+func checkAnswered(t *testing.T, a *rawAgent, errs, oks int, frames []string, settle time.Duration) {
+	t.Helper()
+	_ = a.write(websocket.MessageText, []byte(`{"id":777001,"method":"Browser.getVersion"}`))
+	var gotErrs []string
+	var gotOK []string
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		m, ok := a.next(time.Until(deadline))
+		if !ok {
+			break
+		}
+		if string(m.ID) == "777001" {
+			deadline = time.Now().Add(settle)
+			continue
+		}
+		if m.Method != "" && len(m.ID) == 0 {
+			continue // an event
+		}
+		if m.Error != nil {
+			gotErrs = append(gotErrs, fmt.Sprintf("id=%s %s", m.ID, m.Error.Message))
+		} else {
+			gotOK = append(gotOK, fmt.Sprintf("%.200s", m.raw))
+		}
+	}
+	select {
+	case <-a.done:
+		if a.reason == "" {
+			t.Errorf("input %.200q: connection closed with status %d and no reason", frames, a.status)
+		} else {
+			t.Logf("closed: %d %q (errors before: %q)", a.status, a.reason, gotErrs)
+		}
+		return
+	default:
+	}
+	if len(gotErrs) < errs || len(gotOK) > oks {
+		t.Errorf("input %.300q: got %d CDP errors %q and %d successes %q; want %d errors and at most %d successes, or a closed connection", frames, len(gotErrs), gotErrs, len(gotOK), gotOK, errs, oks)
+		return
+	}
+	t.Logf("answered: %q", gotErrs)
+}
+
+// floodTest sends 10,000 messages from one agent within about a second while
+// the bystander evaluates on its own page every 20 ms.
+func floodTest(t *testing.T, g *cdpguard.Guard, b *rawAgent, bSession, format string) {
+	const n = 10000
+	a := dialRaw(t, g.WebSocketURL(), "flooder")
+	stop := make(chan struct{})
+	var lat []time.Duration
+	var latErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		id := 5000
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			id++
+			d, err := b.evalLatency(t, id, bSession)
+			if err != nil {
+				latErr = err
+				return
+			}
+			lat = append(lat, d)
+		}
+	}()
+	start := time.Now()
+	sent := 0
+	var werr error
+	for i := 1; i <= n && werr == nil; i++ {
+		werr = a.write(websocket.MessageText, fmt.Appendf(nil, format, i))
+		sent++
+	}
+	sendTime := time.Since(start)
+	answered := 0
+	deadline := time.Now().Add(30 * time.Second)
+	for answered < sent {
+		m, ok := a.next(time.Until(deadline))
+		if !ok {
+			break
+		}
+		if len(m.ID) > 0 || m.Error != nil {
+			answered++
+		}
+	}
+	close(stop)
+	wg.Wait()
+	slices.Sort(lat)
+	closed := false
+	select {
+	case <-a.done:
+		closed = true
+	default:
+	}
+	t.Logf("sent %d in %v (write err %v); answered %d; closed=%v %d %q; bystander evaluates: %d, p50 %v, max %v",
+		sent, sendTime.Round(time.Millisecond), werr, answered, closed, a.status, a.reason, len(lat), pct(lat, 50), pct(lat, 100))
+	if latErr != nil {
+		t.Errorf("the second agent's evaluate failed during the flood: %v", latErr)
+	}
+	if len(lat) == 0 {
+		t.Errorf("the second agent got no evaluate through during the flood")
+	} else if m := pct(lat, 100); m > 3*time.Second {
+		t.Errorf("the second agent's evaluate took up to %v during the flood", m)
+	}
+	switch {
+	case closed && a.reason == "":
+		t.Errorf("flooder closed without a reason (status %d)", a.status)
+	case !closed && answered < sent:
+		t.Errorf("flooder: %d of %d messages answered and the connection is still open", answered, sent)
+	}
+}
+
+func pct(s []time.Duration, p int) time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
+	i := (len(s) - 1) * p / 100
+	return s[i].Round(time.Millisecond)
+}
