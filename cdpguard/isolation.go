@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
@@ -114,7 +115,7 @@ func (g *Guard) isolate(st *agentState, a *relay.Agent, cmd relay.Command) (v re
 			}}, false
 		}
 	}
-	if !cmd.Browser {
+	if !cmd.Browser && !anySession(cmd.Method) {
 		return relay.Verdict{}, false
 	}
 	switch cmd.Method {
@@ -346,4 +347,17 @@ func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, 
 		}
 		return true
 	}
+}
+
+// anySession reports whether method gets browser-level isolation on every
+// session: Chrome gives the page and tab sessions of a trusted client the
+// browser's Target and Browser domains, so Target.getTargets there lists
+// every user's tabs and Target.createTarget takes any browserContextId.
+// Storage.* is left out: Chrome refuses browserContextId on those sessions.
+func anySession(method string) bool {
+	switch method {
+	case "Target.getTargets", "Target.getBrowserContexts", "Target.createBrowserContext", "Target.disposeBrowserContext":
+		return true
+	}
+	return contextScoped[method] && !strings.HasPrefix(method, "Storage.")
 }

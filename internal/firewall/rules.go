@@ -88,6 +88,10 @@ var rules = map[string]Rule{
 	"Target.exposeDevToolsProtocol": {Action: Refuse, Why: "it would give page scripts a browser-level channel"},
 	"Target.setRemoteLocations":     {Action: Refuse, Why: "it would make the browser connect to debugging endpoints outside the egress proxy"},
 	"Target.openDevTools":           {Action: Refuse, Why: "a DevTools window is a privileged page outside the guard"},
+	// A non-flat session carries whole commands inside this one, past
+	// every other row of this table (an e2e test uploaded /etc/passwd with
+	// an inner DOM.setFileInputFiles). Clients attach with flatten: true.
+	"Target.sendMessageToTarget":    {Action: Refuse, Why: "commands inside it would bypass the method firewall; attach with flatten: true"},
 	"Fetch.*":                       {Action: Refuse, BrowserOnly: true, Why: "browser-level request interception belongs to the guard"},
 	"Browser.crash":                 {Action: Refuse, Why: "it would kill the browser for every user"},
 	"Browser.crashGpuProcess":       {Action: Refuse, Why: "it would kill the browser's GPU process for every user"},

@@ -18,6 +18,7 @@ var rowCases = []struct {
 	{"Target.exposeDevToolsProtocol", "Target.exposeDevToolsProtocol", false, Refuse},
 	{"Target.setRemoteLocations", "Target.setRemoteLocations", true, Refuse},
 	{"Target.openDevTools", "Target.openDevTools", true, Refuse},
+	{"Target.sendMessageToTarget", "Target.sendMessageToTarget", false, Refuse},
 	{"Fetch.*", "Fetch.enable", true, Refuse},
 	{"Fetch.*", "Fetch.continueRequest", true, Refuse}, // the domain row wins on browser sessions
 	{"Browser.crash", "Browser.crash", true, Refuse},

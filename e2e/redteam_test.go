@@ -1,0 +1,356 @@
+// Red-team regression tests: a hostile agent ("mallory") drives the guard
+// with a raw CDP client while another user ("alice") has a page open on an
+// allowed host. Each subtest is one attack; it must be refused or harmless.
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/cdpguard/cdpguard/e2e/testhosts"
+)
+
+// rtMsg is one message a red-team client received, decoded loosely.
+type rtMsg struct {
+	ID        *int64          `json:"id"`
+	SessionID string          `json:"sessionId"`
+	Method    string          `json:"method"`
+	Params    json.RawMessage `json:"params"`
+	Result    json.RawMessage `json:"result"`
+	Error     *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// rtClient is a raw CDP client: it sends exactly what an attacker writes and
+// keeps every event, so tests can look for what must never arrive.
+type rtClient struct {
+	c      *websocket.Conn
+	mu     sync.Mutex
+	nextID int64
+	wait   map[int64]chan rtMsg
+	events []rtMsg
+	done   chan struct{}
+}
+
+// rtDial connects to the guard's browser endpoint as user.
+func rtDial(t *testing.T, base, user string) *rtClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws := "ws" + strings.TrimPrefix(base, "http")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/json/version", nil)
+	req.Header.Set(userHeader, user)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("/json/version: %v", err)
+	}
+	var v struct {
+		WS string `json:"webSocketDebuggerUrl"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	if err != nil || v.WS == "" {
+		t.Fatalf("/json/version: %v %q", err, v.WS)
+	}
+	if i := strings.Index(v.WS, "/devtools/"); i >= 0 {
+		ws += v.WS[i:]
+	}
+	c, _, err := websocket.Dial(ctx, ws, &websocket.DialOptions{HTTPHeader: http.Header{userHeader: {user}}})
+	if err != nil {
+		t.Fatalf("dial %s as %s: %v", ws, user, err)
+	}
+	c.SetReadLimit(-1)
+	r := &rtClient{c: c, nextID: 1, wait: map[int64]chan rtMsg{}, done: make(chan struct{})}
+	go r.read()
+	t.Cleanup(func() { _ = c.CloseNow() })
+	return r
+}
+
+func (r *rtClient) read() {
+	defer close(r.done)
+	for {
+		_, b, err := r.c.Read(context.Background())
+		if err != nil {
+			return
+		}
+		var m rtMsg
+		if json.Unmarshal(b, &m) != nil {
+			continue
+		}
+		r.mu.Lock()
+		if m.ID != nil {
+			if ch, ok := r.wait[*m.ID]; ok {
+				delete(r.wait, *m.ID)
+				ch <- m
+			}
+		} else {
+			r.events = append(r.events, m)
+		}
+		r.mu.Unlock()
+	}
+}
+
+// rtError is a CDP error answer.
+type rtError struct{ Msg string }
+
+func (e *rtError) Error() string { return e.Msg }
+
+// call sends method on session and waits up to d for the answer.
+func (r *rtClient) call(session, method string, params any, d time.Duration) (json.RawMessage, error) {
+	r.mu.Lock()
+	id := r.nextID
+	r.nextID++
+	ch := make(chan rtMsg, 1)
+	r.wait[id] = ch
+	r.mu.Unlock()
+	cmd := map[string]any{"id": id, "method": method}
+	if session != "" {
+		cmd["sessionId"] = session
+	}
+	if params != nil {
+		cmd["params"] = params
+	}
+	b, _ := json.Marshal(cmd)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := r.c.Write(ctx, websocket.MessageText, b); err != nil {
+		return nil, err
+	}
+	select {
+	case m := <-ch:
+		if m.Error != nil {
+			return nil, &rtError{Msg: m.Error.Message}
+		}
+		return m.Result, nil
+	case <-r.done:
+		return nil, errors.New(method + ": connection closed")
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: no answer within %v", method, d)
+	}
+}
+
+// eventsText returns every event received so far, as text.
+func (r *rtClient) eventsText() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	for _, e := range r.events {
+		fmt.Fprintf(&b, "%s %s %s\n", e.SessionID, e.Method, e.Params)
+	}
+	return b.String()
+}
+
+// waitEvent waits up to d for an event for which ok is true.
+func (r *rtClient) waitEvent(d time.Duration, ok func(rtMsg) bool) (rtMsg, bool) {
+	deadline := time.Now().Add(d)
+	for seen := 0; ; {
+		r.mu.Lock()
+		evs := r.events[seen:]
+		seen = len(r.events)
+		r.mu.Unlock()
+		for _, e := range evs {
+			if ok(e) {
+				return e, true
+			}
+		}
+		if time.Now().After(deadline) {
+			return rtMsg{}, false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// openPage creates a page at u in the user's context and attaches to it
+// (flat); it returns the target and session ids.
+func (r *rtClient) openPage(t *testing.T, u string) (string, string) {
+	t.Helper()
+	res, err := r.call("", "Target.createTarget", map[string]any{"url": "about:blank"}, 15*time.Second)
+	if err != nil {
+		t.Fatalf("createTarget: %v", err)
+	}
+	var ct struct {
+		TargetID string `json:"targetId"`
+	}
+	_ = json.Unmarshal(res, &ct)
+	res, err = r.call("", "Target.attachToTarget", map[string]any{"targetId": ct.TargetID, "flatten": true}, 15*time.Second)
+	if err != nil {
+		t.Fatalf("attachToTarget: %v", err)
+	}
+	var at struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(res, &at)
+	for _, m := range []string{"Page.enable", "Runtime.enable"} {
+		if _, err := r.call(at.SessionID, m, nil, 10*time.Second); err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+	}
+	if u != "" {
+		r.navigate(t, at.SessionID, u)
+	}
+	return ct.TargetID, at.SessionID
+}
+
+// navigate navigates the page of session and waits for its load event.
+func (r *rtClient) navigate(t *testing.T, session, u string) {
+	t.Helper()
+	r.mu.Lock()
+	n := len(r.events)
+	r.mu.Unlock()
+	if _, err := r.call(session, "Page.navigate", map[string]any{"url": u}, 15*time.Second); err != nil {
+		t.Fatalf("navigate %s: %v", u, err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		r.mu.Lock()
+		for _, e := range r.events[n:] {
+			if e.SessionID == session && e.Method == "Page.loadEventFired" {
+				r.mu.Unlock()
+				return
+			}
+		}
+		r.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("navigate %s: no load event within 15s", u)
+}
+
+// eval evaluates expr (awaiting promises) on session and returns the value
+// as JSON text.
+func (r *rtClient) eval(session, expr string) (string, error) {
+	res, err := r.call(session, "Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true, "returnByValue": true}, 10*time.Second)
+	if err != nil {
+		return "", err
+	}
+	var v struct {
+		Result struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"result"`
+		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
+	}
+	_ = json.Unmarshal(res, &v)
+	if len(v.ExceptionDetails) > 0 {
+		return "", fmt.Errorf("exception: %s", v.ExceptionDetails)
+	}
+	return string(v.Result.Value), nil
+}
+
+// rtEnv is the scene of every attack: one guard, alice with a page on the
+// allowed host (a cookie and local storage set), mallory with a page of her
+// own and both her browser and page sessions.
+type rtEnv struct {
+	h              *testhosts.Hosts
+	base           string
+	alice, mallory *rtClient
+	aliceTarget    string
+	aliceSession   string
+	aliceCtx       string
+	malTarget      string
+	malPage        string
+}
+
+// evil returns a URL on the forbidden listener for attack name.
+func (e *rtEnv) evil(name string) string {
+	return e.h.Forbidden.Origin() + testhosts.HitPath("rt-"+name)
+}
+
+// noLeak fails t if the forbidden listener saw anything, after a short
+// settle, and resets it so one leak is reported once.
+func (e *rtEnv) noLeak(t *testing.T) {
+	t.Helper()
+	time.Sleep(300 * time.Millisecond)
+	if n, c := e.h.Forbidden.Total(), e.h.Forbidden.Conns(); n > 0 || c > 0 {
+		t.Errorf("LEAK: forbidden listener saw %d requests, %d connections: %v", n, c, e.h.Forbidden.Log())
+		e.h.Forbidden.Reset()
+	}
+}
+
+// refused checks that a command got the guard's refusal naming rule.
+func refused(t *testing.T, what string, err error, rule string) {
+	t.Helper()
+	var re *rtError
+	if !errors.As(err, &re) || !strings.Contains(re.Msg, "cdpguard") || !strings.Contains(re.Msg, rule) {
+		t.Errorf("%s: got %v, want the guard's refusal naming %q", what, err, rule)
+	}
+}
+
+// failed checks that a command got an error, from the guard or Chrome.
+func failed(t *testing.T, what string, err error) {
+	t.Helper()
+	var re *rtError
+	if !errors.As(err, &re) {
+		t.Errorf("%s: got %v, want an error answer", what, err)
+	}
+}
+
+// aliceIntact checks that alice's page is still there, hers, and unchanged.
+func (e *rtEnv) aliceIntact(t *testing.T) {
+	t.Helper()
+	got, err := e.alice.eval(e.aliceSession, `document.getElementById("marker").textContent + "|" + location.search`)
+	if err != nil || !strings.Contains(got, "allowed-page-marker|?user=alice") {
+		t.Errorf("alice's page after the attack: %q, %v", got, err)
+	}
+}
+
+// noAlice fails t if text mentions alice's page, target or context.
+func (e *rtEnv) noAlice(t *testing.T, what, text string) {
+	t.Helper()
+	for _, s := range []string{"user=alice", e.aliceTarget, e.aliceCtx, "alice-cookie"} {
+		if strings.Contains(text, s) {
+			t.Errorf("LEAK: %s shows alice's %q: %.300s", what, s, text)
+			return
+		}
+	}
+}
+
+func setupRedTeam(t *testing.T) *rtEnv {
+	h := testhosts.Start(t)
+	g := userGuard(t, nil)
+	e := &rtEnv{h: h, base: g.URL()}
+	e.alice = rtDial(t, e.base, "alice")
+	e.aliceTarget, e.aliceSession = e.alice.openPage(t, userURL(h, "alice"))
+	if _, err := e.alice.eval(e.aliceSession, `document.cookie="secret=alice-cookie; path=/"; localStorage.setItem("k","alice-storage"); 1`); err != nil {
+		t.Fatalf("alice's cookie: %v", err)
+	}
+	res, err := e.alice.call("", "Target.getTargetInfo", map[string]any{"targetId": e.aliceTarget}, 10*time.Second)
+	var ti struct {
+		TargetInfo struct {
+			BrowserContextID string `json:"browserContextId"`
+		} `json:"targetInfo"`
+	}
+	if err != nil || json.Unmarshal(res, &ti) != nil || ti.TargetInfo.BrowserContextID == "" {
+		t.Fatalf("alice's context: %s %v", res, err)
+	}
+	e.aliceCtx = ti.TargetInfo.BrowserContextID
+	e.mallory = rtDial(t, e.base, "mallory")
+	e.malTarget, e.malPage = e.mallory.openPage(t, userURL(h, "mallory"))
+	return e
+}
+
+// TestRedTeam runs a hostile agent's attacks against a guard shared with
+// another user; every attack must be refused or harmless.
+func TestRedTeam(t *testing.T) {
+	needBrowser(t)
+	e := setupRedTeam(t)
+	t.Run("egress", func(t *testing.T) { rtEgress(t, e) })
+	t.Run("fetchTricks", func(t *testing.T) { rtFetch(t, e) })
+	t.Run("isolation", func(t *testing.T) { rtIsolation(t, e) })
+	t.Run("pageSessionScope", func(t *testing.T) { rtPageSession(t, e) })
+	t.Run("nonFlatSession", func(t *testing.T) { rtNonFlat(t, e) })
+	t.Run("files", func(t *testing.T) { rtFiles(t, e) })
+	t.Run("enforcement", func(t *testing.T) { rtEnforcement(t, e) })
+	e.noLeak(t)
+	e.aliceIntact(t)
+}
