@@ -32,6 +32,9 @@ func (g *Guard) listen() error {
 	}
 	g.ln = ln
 	g.url = "http://" + ln.Addr().String()
+	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil && g.proxy != nil {
+		g.proxy.Deny(ap) // pages never reach the endpoint through the proxy
+	}
 	g.srv = &http.Server{
 		Handler:           g,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -54,6 +57,10 @@ func (g *Guard) listen() error {
 func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !g.hostAllowed(r.Host) {
 		http.Error(w, "cdpguard: Host header "+r.Host+" is not accepted; use an IP address, localhost or a --public-host name", http.StatusForbidden)
+		return
+	}
+	if fromWebPage(r) {
+		http.Error(w, "cdpguard: requests from web pages are refused (Origin or Sec-Fetch-Site header)", http.StatusForbidden)
 		return
 	}
 	path := r.URL.Path
@@ -98,6 +105,20 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// fromWebPage reports whether r came from a web page rather than an agent.
+// Browsers send Sec-Fetch-Site on every request to a potentially
+// trustworthy origin such as 127.0.0.1 or localhost, and Origin on CORS and
+// non-GET requests; CDP clients send neither. "none" (a URL a human typed
+// into the address bar) stays allowed. A no-CORS GET from a page carries no
+// Origin, so checking Origin alone let a page call /json/close.
+func fromWebPage(r *http.Request) bool {
+	if r.Header.Get("Origin") != "" {
+		return true
+	}
+	s := r.Header.Get("Sec-Fetch-Site")
+	return s != "" && s != "none"
 }
 
 func (g *Guard) hostAllowed(hostport string) bool {

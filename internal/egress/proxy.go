@@ -221,8 +221,17 @@ func (p *Proxy) Stats() Stats {
 	}
 }
 
+// Deny adds an address that is never a destination, like the proxy's own:
+// the guard's CDP endpoint, which a page must not reach even when the
+// allowlist names its address.
+func (p *Proxy) Deny(ap netip.AddrPort) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.listeners = append(p.listeners, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+}
+
 // isSelf reports whether ap is one of the proxy's own listening addresses
-// (a request looping back into the proxy).
+// (a request looping back into the proxy) or an address given to Deny.
 func (p *Proxy) isSelf(ap netip.AddrPort) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
