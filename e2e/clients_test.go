@@ -66,6 +66,14 @@ func runNodeClient(t *testing.T, script, endpoint string, h *testhosts.Hosts, na
 	if err != nil {
 		t.Fatalf("node %s: %v (exit: %v)\nstdout:\n%s\nstderr:\n%s", script, err, runErr, stdout.String(), stderr.String())
 	}
+	checkSteps(t, script, res, clientSteps, runErr, stderr.String())
+}
+
+// checkSteps reports each step a node client ran as a subtest, so a failure
+// names the step, and fails when a wanted step did not run or the client's
+// own verdict disagrees with its exit status.
+func checkSteps(t *testing.T, script string, res clientResult, want []string, runErr error, stderr string) {
+	t.Helper()
 	got := map[string]bool{}
 	for _, s := range res.Steps {
 		got[s.Name] = true
@@ -77,13 +85,13 @@ func runNodeClient(t *testing.T, script, endpoint string, h *testhosts.Hosts, na
 			}
 		})
 	}
-	for _, s := range clientSteps {
+	for _, s := range want {
 		if !got[s] {
-			t.Errorf("%s: step %s did not run (error %q, stderr %s)", script, s, res.Error, stderr.String())
+			t.Errorf("%s: step %s did not run (error %q, stderr %s)", script, s, res.Error, stderr)
 		}
 	}
 	if res.OK != (runErr == nil) {
-		t.Errorf("%s: result ok=%v but exit %v", script, res.OK, runErr)
+		t.Errorf("%s: result ok=%v but exit %v; stderr: %s", script, res.OK, runErr, stderr)
 	}
 }
 

@@ -91,25 +91,7 @@ func runNodeSteps(t *testing.T, endpoint string, h *testhosts.Hosts, extra []str
 	if err != nil {
 		t.Fatalf("node %s: %v (exit: %v)\nstdout:\n%s\nstderr:\n%s", script, err, runErr, stdout.String(), stderr.String())
 	}
-	got := map[string]bool{}
-	for _, s := range res.Steps {
-		got[s.Name] = true
-		t.Run(s.Name, func(t *testing.T) {
-			if !s.OK {
-				t.Errorf("%s step %s failed after %d ms: %s", res.Client, s.Name, s.MS, s.Error)
-			} else {
-				t.Logf("ok in %d ms: %s", s.MS, s.Detail)
-			}
-		})
-	}
-	for _, s := range want {
-		if !got[s] {
-			t.Errorf("%s: step %s did not run (error %q, stderr %s)", script, s, res.Error, stderr.String())
-		}
-	}
-	if res.OK != (runErr == nil) {
-		t.Errorf("%s: result ok=%v but exit %v; stderr: %s", script, res.OK, runErr, stderr.String())
-	}
+	checkSteps(t, script, res, want, runErr, stderr.String())
 }
 
 // TestIsolation checks that two users of one guard never see each other,
