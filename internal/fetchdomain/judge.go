@@ -68,7 +68,7 @@ type Judge struct {
 
 type pause struct {
 	session string
-	params  []byte
+	rp      requestPaused // decoded once, on the read loop
 }
 
 // requestPaused is the part of Fetch.requestPaused the judge reads.
@@ -130,15 +130,22 @@ func (j *Judge) RemovePage(targetID string) {
 // Paused takes a Fetch.requestPaused event from the read loop. It never
 // blocks for long: the deadline starts now, and the worker answers.
 func (j *Judge) Paused(sessionID string, params []byte) {
-	var id struct {
-		RequestID string `json:"requestId"`
-	}
-	if err := jsonv2.Unmarshal(params, &id); err != nil || id.RequestID == "" {
-		j.log.Error("unreadable Fetch.requestPaused; cannot answer it", "err", err)
+	var rp requestPaused
+	if err := jsonv2.Unmarshal(params, &rp); err != nil || rp.RequestID == "" {
+		// Fail closed: answer whatever request id can still be read.
+		var id struct {
+			RequestID string `json:"requestId"`
+		}
+		if jsonv2.Unmarshal(params, &id) != nil || id.RequestID == "" {
+			j.log.Error("unreadable Fetch.requestPaused; cannot answer it", "err", err)
+			return
+		}
+		j.log.Warn("unreadable Fetch.requestPaused; failing it", "requestId", id.RequestID, "err", err)
+		j.fail(sessionID, id.RequestID)
 		return
 	}
-	j.arm(sessionID, id.RequestID)
-	j.queue <- pause{session: sessionID, params: params}
+	j.arm(sessionID, rp.RequestID)
+	j.queue <- pause{session: sessionID, rp: rp}
 }
 
 // arm starts the deadline for one pause.
@@ -183,18 +190,7 @@ func (j *Judge) Run(ctx context.Context) {
 }
 
 func (j *Judge) answer(p pause) {
-	var rp requestPaused
-	if err := jsonv2.Unmarshal(p.params, &rp); err != nil {
-		// Paused already checked the id; a later failure still gets an answer.
-		var id struct {
-			RequestID string `json:"requestId"`
-		}
-		_ = jsonv2.Unmarshal(p.params, &id)
-		if j.claim(id.RequestID) {
-			j.fail(p.session, id.RequestID)
-		}
-		return
-	}
+	rp := p.rp
 	if !j.claim(rp.RequestID) {
 		return
 	}
