@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
@@ -270,10 +269,7 @@ func (g *Guard) serveTargetAction(w http.ResponseWriter, r *http.Request, method
 
 // serveAgent upgrades to a WebSocket and relays it as one agent.
 func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID string) {
-	if r.Header.Get("Origin") != "" {
-		http.Error(w, "cdpguard: WebSocket upgrades with an Origin header are refused (a web page must not drive the browser)", http.StatusForbidden)
-		return
-	}
+	// ServeHTTP has already refused requests from web pages (fromWebPage).
 	if !g.ready.Load() {
 		http.Error(w, "cdpguard: not ready", http.StatusServiceUnavailable)
 		return
@@ -348,13 +344,7 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 }
 
 // wsAgentConn adapts a WebSocket to relay.AgentConn.
-type wsAgentConn struct {
-	c      *websocket.Conn
-	binary atomic.Bool // the agent sent a binary frame: the close says so
-}
-
-// binaryReason is the close reason for an agent that sent a binary frame.
-const binaryReason = "cdpguard: binary frames are not CDP; send JSON in text frames"
+type wsAgentConn struct{ c *websocket.Conn }
 
 func (w *wsAgentConn) Read(ctx context.Context) ([]byte, error) {
 	typ, b, err := w.c.Read(ctx)
@@ -362,8 +352,7 @@ func (w *wsAgentConn) Read(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	if typ != websocket.MessageText {
-		w.binary.Store(true)
-		return nil, errors.New("binary frames are not CDP")
+		return nil, &relay.CloseError{Code: int(websocket.StatusUnsupportedData), Reason: "cdpguard: binary frames are not CDP; send JSON in text frames"}
 	}
 	return b, nil
 }
@@ -373,9 +362,6 @@ func (w *wsAgentConn) Write(ctx context.Context, msg []byte) error {
 }
 
 func (w *wsAgentConn) Close(code int, reason string) error {
-	if reason == "" && w.binary.Load() {
-		code, reason = int(websocket.StatusUnsupportedData), binaryReason
-	}
 	return w.c.Close(websocket.StatusCode(code), truncateReason(reason))
 }
 

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"net/url"
@@ -145,45 +144,10 @@ func startFakeDNS(t *testing.T) (*testhosts.UDPCounter, string) {
 // the dead guard's proxy refuses).
 func sideSIGKILL(t *testing.T, h *testhosts.Hosts, rec *sideResult) {
 	chrome := needBrowser(t)
-	bin := buildCdpguard(t, t.TempDir())
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--allow", testhosts.AllowedName, "--host-map", "*.test=127.0.0.1", "--chrome", chrome}
-	for _, f := range browserFlags() {
-		args = append(args, "--chrome-flag="+f)
-	}
-	cmd := exec.Command(bin, args...)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start cdpguard: %v", err)
-	}
-	w.Close()
-	waited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(waited) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-waited; r.Close() })
-	out := &tailBuffer{max: 64 << 10}
-	urlCh := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sent := false; sc.Scan(); {
-			out.Write([]byte(sc.Text() + "\n"))
-			if m := listenRE.FindString(sc.Text()); m != "" && !sent && strings.Contains(sc.Text(), "listening on") {
-				urlCh <- m
-				sent = true
-			}
-		}
-	}()
-	var base string
-	select {
-	case base = <-urlCh:
-	case <-waited:
-		t.Fatalf("cdpguard exited before logging its listen address:\n%s", out)
-	case <-time.After(45 * time.Second):
-		t.Fatalf("no `listening on` line within 45s:\n%s", out)
-	}
+	cmd := exec.Command(buildCdpguard(t, t.TempDir()), serveArgs(chrome)...)
+	srv := startServed(t, cmd)
+	waited, out := srv.waited, srv.out
+	base := srv.listenURL(t)
 	waitHTTP(t, base+"/readyz", "ok", 30*time.Second)
 
 	const name = "sigkill-poll"

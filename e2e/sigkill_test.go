@@ -1,19 +1,15 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
-
-var listenRE = regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
 
 // TestSIGKILLTakesBrowserDown runs `cdpguard serve`, finds the Chromium it
 // launched, SIGKILLs cdpguard and checks that every browser process is gone
@@ -35,76 +31,28 @@ func TestSIGKILLTakesBrowserDown(t *testing.T) {
 		args = append(args, "--headless", "--remote-debugging-port=0", "--user-data-dir="+filepath.Join(dir, "profile"), "about:blank")
 		cmd = exec.Command("sh", args...)
 	} else {
-		bin := buildCdpguard(t, dir)
-		args := []string{"serve", "--listen", "127.0.0.1:0", "--allow", "allowed.test", "--host-map", "*.test=127.0.0.1", "--chrome", chrome}
-		for _, f := range browserFlags() {
-			args = append(args, "--chrome-flag="+f)
-		}
-		cmd = exec.Command(bin, args...)
+		cmd = exec.Command(buildCdpguard(t, dir), serveArgs(chrome)...)
 	}
-
-	// Our own pipe, so no copy goroutine waits on a surviving child.
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	w.Close()
-	waited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(waited) }()
+	srv := startServed(t, cmd)
 	var found []proc
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-waited
+		<-srv.waited
 		for _, p := range found { // survivors of a failed run; ours by pid
 			if alive(p) {
 				_ = syscall.Kill(p.pid, syscall.SIGKILL)
 			}
 		}
-		r.Close()
 	})
-
-	out := &tailBuffer{max: 16 << 10}
-	urlCh := make(chan string, 1)
-	upCh := make(chan struct{}, 1)
-	go func() {
-		sc := bufio.NewScanner(r)
-		sent := false
-		for sc.Scan() {
-			line := sc.Text()
-			out.Write([]byte(line + "\n"))
-			if strings.Contains(line, "cdpguard up") {
-				select {
-				case upCh <- struct{}{}:
-				default:
-				}
-			}
-			if m := listenRE.FindString(line); m != "" && !sent && strings.Contains(line, "listening on") {
-				urlCh <- m
-				sent = true
-			}
-		}
-	}()
-
-	var base string
-	select {
-	case base = <-urlCh:
-	case <-waited:
-		t.Fatalf("process exited before logging its listen address:\n%s", out)
-	case <-time.After(45 * time.Second):
-		t.Fatalf("no `listening on http://127.0.0.1:PORT` line within 45s:\n%s", out)
-	}
+	base := srv.listenURL(t)
+	out := srv.out
 	if directMode() {
 		// The browser is up (and past /usr/bin/chromium's wrapper script)
 		// once it has written its port file.
 		waitFile(t, filepath.Join(dir, "profile", "DevToolsActivePort"), 20*time.Second)
 	} else {
 		select {
-		case <-upCh:
+		case <-srv.up:
 		case <-time.After(30 * time.Second):
 			t.Errorf("no `cdpguard up` line within 30s:\n%s", out)
 		}
@@ -144,7 +92,7 @@ func TestSIGKILLTakesBrowserDown(t *testing.T) {
 		t.Fatalf("SIGKILL: %v", err)
 	}
 	select {
-	case <-waited:
+	case <-srv.waited:
 	case <-time.After(5 * time.Second):
 		t.Fatal("killed process not reaped within 5s")
 	}

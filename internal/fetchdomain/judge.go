@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/policy"
 )
 
@@ -200,7 +201,7 @@ func (j *Judge) answer(p pause) {
 		d.Reason = "service workers are blocked (--service-workers=block)"
 	}
 	if d.Allowed {
-		if err := j.send.Send(p.session, "Fetch.continueRequest", map[string]any{"requestId": rp.RequestID}); err != nil {
+		if err := j.send.Send(p.session, "Fetch.continueRequest", requestIDParams(rp.RequestID, "")); err != nil {
 			j.log.Debug("continue failed", "err", err)
 		}
 		return
@@ -247,7 +248,7 @@ func (j *Judge) origins() []string {
 }
 
 func (j *Judge) fail(session, requestID string) {
-	if err := j.send.Send(session, "Fetch.failRequest", map[string]any{"requestId": requestID, "errorReason": "BlockedByClient"}); err != nil {
+	if err := j.send.Send(session, "Fetch.failRequest", requestIDParams(requestID, "BlockedByClient")); err != nil {
 		j.log.Debug("fail failed", "err", err)
 	}
 }
@@ -280,4 +281,18 @@ func equalFold(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// requestIDParams builds the params of Fetch.continueRequest (reason "") and
+// Fetch.failRequest as raw JSON: every paused request is answered with one
+// of them, so they skip reflection-based marshalling.
+func requestIDParams(requestID, reason string) []byte {
+	b := make([]byte, 0, len(requestID)+48)
+	b = append(b, `{"requestId":`...)
+	b = cdpmsg.AppendString(b, requestID)
+	if reason != "" {
+		b = append(b, `,"errorReason":`...)
+		b = cdpmsg.AppendString(b, reason)
+	}
+	return append(b, '}')
 }

@@ -33,7 +33,10 @@ func (f *fakeSender) Send(session, method string, params any) error {
 	if f.block != nil {
 		<-f.block
 	}
-	b, _ := jsonv2.Marshal(params)
+	b, ok := params.([]byte) // raw JSON, as the judge sends its hot-path answers
+	if !ok {
+		b, _ = jsonv2.Marshal(params)
+	}
 	var m map[string]any
 	_ = jsonv2.Unmarshal(b, &m)
 	f.mu.Lock()

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -26,6 +27,16 @@ type AgentConn interface {
 	Write(ctx context.Context, msg []byte) error
 	Close(code int, reason string) error
 }
+
+// CloseError, returned by AgentConn.Read, ends the agent's connection with
+// its code and reason (for input the connection itself cannot carry, such
+// as a binary WebSocket frame).
+type CloseError struct {
+	Code   int
+	Reason string
+}
+
+func (e *CloseError) Error() string { return e.Reason }
 
 // Verdict is what an Interceptor decides about one agent command. The zero
 // Verdict forwards the command unchanged.
@@ -232,6 +243,10 @@ func (a *Agent) readLoop(ctx context.Context) error {
 		default:
 		}
 		if err != nil {
+			var ce *CloseError
+			if errors.As(err, &ce) {
+				a.closeWith(ce.Code, ce.Reason)
+			}
 			return err
 		}
 		a.handle(ctx, msg, &e)
