@@ -248,6 +248,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		PauseTimeout:        g.cfg.PauseTimeout,
 		Logger:              g.log,
 		OnBlock:             g.onBlock,
+		OnShed:              g.metrics.pausesShed.Inc,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
 	})
 	g.dialogs = dialogs.New(g.mux, g.cfg.DialogGrace, g.log)

@@ -51,6 +51,11 @@ type Options struct {
 	BlockServiceWorkers bool
 	// OnBlock, if set, is told about every refused request. It must not block.
 	OnBlock func(Block)
+	// OnShed, if set, is told about every request failed at once because
+	// the queue was full (see Judge.Paused). It must not block.
+	OnShed func()
+	// QueueSize bounds the pauses waiting for the worker; zero means 4096.
+	QueueSize int
 }
 
 // Judge answers Fetch.requestPaused events.
@@ -58,13 +63,20 @@ type Judge struct {
 	send Sender
 	opts Options
 	log  *slog.Logger
-	page []byte // rendered once: the explanation page is the same for every block but the URL
 
 	queue chan pause
 
 	mu       sync.Mutex
-	inflight map[string]*time.Timer // requestId → deadline of an unanswered pause
-	topLevel map[string]bool        // frame ids that are main frames (== page target ids)
+	stopped  bool                // Run has ended: pauses are failed at once
+	inflight map[string]deadline // requestId → an unanswered pause
+	topLevel map[string]bool     // frame ids that are main frames (== page target ids)
+}
+
+// deadline is the timer that fails one unanswered pause, and the session the
+// pause came on (to fail it when the judge stops).
+type deadline struct {
+	timer   *time.Timer
+	session string
 }
 
 type pause struct {
@@ -93,6 +105,9 @@ func New(send Sender, opts Options) *Judge {
 	if opts.PauseTimeout <= 0 {
 		opts.PauseTimeout = 10 * time.Second
 	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 4096
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -101,8 +116,8 @@ func New(send Sender, opts Options) *Judge {
 		send:     send,
 		opts:     opts,
 		log:      log,
-		queue:    make(chan pause, 4096),
-		inflight: make(map[string]*time.Timer),
+		queue:    make(chan pause, opts.QueueSize),
+		inflight: make(map[string]deadline),
 		topLevel: make(map[string]bool),
 	}
 }
@@ -128,8 +143,12 @@ func (j *Judge) RemovePage(targetID string) {
 	j.mu.Unlock()
 }
 
-// Paused takes a Fetch.requestPaused event from the read loop. It never
-// blocks for long: the deadline starts now, and the worker answers.
+// Paused takes a Fetch.requestPaused event from the read loop and never
+// blocks it: the deadline starts now and the worker answers. A pause that
+// finds the queue full is failed at once (OnShed is told), and a pause that
+// comes after Run has ended is failed at once too, so that no request is
+// left held when the guard stops (Chrome lets held requests go out when the
+// intercepting connection closes, DESIGN.md "Facts verified by experiment").
 func (j *Judge) Paused(sessionID string, params []byte) {
 	var rp requestPaused
 	if err := jsonv2.Unmarshal(params, &rp); err != nil || rp.RequestID == "" {
@@ -145,12 +164,27 @@ func (j *Judge) Paused(sessionID string, params []byte) {
 		j.fail(sessionID, id.RequestID)
 		return
 	}
-	j.arm(sessionID, rp.RequestID)
-	j.queue <- pause{session: sessionID, rp: rp}
+	if !j.arm(sessionID, rp.RequestID) {
+		j.log.Warn("request paused after the judge stopped; failing it", "requestId", rp.RequestID)
+		j.fail(sessionID, rp.RequestID)
+		return
+	}
+	select {
+	case j.queue <- pause{session: sessionID, rp: rp}:
+	default:
+		if j.claim(rp.RequestID) {
+			j.log.Warn("too many paused requests waiting; failing this one", "requestId", rp.RequestID, "url", rp.Request.URL)
+			if j.opts.OnShed != nil {
+				j.opts.OnShed()
+			}
+			j.fail(sessionID, rp.RequestID)
+		}
+	}
 }
 
-// arm starts the deadline for one pause.
-func (j *Judge) arm(session, requestID string) {
+// arm starts the deadline for one pause. It reports false when the judge
+// has stopped: the caller then answers the pause itself.
+func (j *Judge) arm(session, requestID string) bool {
 	t := time.AfterFunc(j.opts.PauseTimeout, func() {
 		if j.claim(requestID) {
 			j.log.Warn("paused request timed out; failing it", "requestId", requestID)
@@ -158,28 +192,36 @@ func (j *Judge) arm(session, requestID string) {
 		}
 	})
 	j.mu.Lock()
-	if old := j.inflight[requestID]; old != nil {
-		old.Stop()
+	defer j.mu.Unlock()
+	if j.stopped {
+		t.Stop()
+		return false
 	}
-	j.inflight[requestID] = t
-	j.mu.Unlock()
+	if old, ok := j.inflight[requestID]; ok {
+		old.timer.Stop()
+	}
+	j.inflight[requestID] = deadline{timer: t, session: session}
+	return true
 }
 
 // claim reports whether the caller is the one to answer requestID.
 func (j *Judge) claim(requestID string) bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	t, ok := j.inflight[requestID]
+	d, ok := j.inflight[requestID]
 	if !ok {
 		return false
 	}
-	t.Stop()
+	d.timer.Stop()
 	delete(j.inflight, requestID)
 	return true
 }
 
-// Run answers paused requests until ctx ends.
+// Run answers paused requests until ctx ends. Then it fails every pause
+// not yet answered (while the browser connection still carries them: the
+// guard closes it after Run has ended), and Paused fails later ones at once.
 func (j *Judge) Run(ctx context.Context) {
+	defer j.stop()
 	for {
 		select {
 		case p := <-j.queue:
@@ -187,6 +229,19 @@ func (j *Judge) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// stop fails every unanswered pause and makes Paused fail new ones.
+func (j *Judge) stop() {
+	j.mu.Lock()
+	j.stopped = true
+	pending := j.inflight
+	j.inflight = map[string]deadline{}
+	j.mu.Unlock()
+	for id, d := range pending {
+		d.timer.Stop()
+		j.fail(d.session, id)
 	}
 }
 

@@ -194,3 +194,86 @@ func TestExplanationPageEscapes(t *testing.T) {
 		t.Fatalf("origins missing: %s", page)
 	}
 }
+
+// TestQueueFullFailsAtOnce: with the worker stuck and the queue full, Paused
+// returns at once (the read loop is never blocked), fails the extra pause,
+// and counts it.
+func TestQueueFullFailsAtOnce(t *testing.T) {
+	s := &fakeSender{}
+	pol, err := policy.Parse([]string{"allowed.test"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shed := 0
+	j := New(s, Options{Policy: pol, QueueSize: 1, PauseTimeout: time.Minute, OnShed: func() { shed++ }})
+	// Run is not started yet (a stuck worker): the queue of one fills with R1.
+	j.Paused("S", paused("R1", "http://allowed.test/a", "Image", "", nil))
+	returned := make(chan struct{})
+	go func() {
+		j.Paused("S", paused("R2", "http://allowed.test/b", "Image", "", nil))
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Paused blocked on a full queue")
+	}
+	got := s.answers()
+	if len(got) != 1 || got[0].method != "Fetch.failRequest" || got[0].params["requestId"] != "R2" || got[0].params["errorReason"] != "BlockedByClient" {
+		t.Fatalf("answers = %+v, want R2 failed at once", got)
+	}
+	if shed != 1 {
+		t.Errorf("OnShed called %d times, want 1", shed)
+	}
+	// The queued pause is still answered, once, when the worker runs.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { j.Run(ctx); close(done) }()
+	got = s.waitN(t, 2)
+	cancel()
+	<-done
+	if got[1].method != "Fetch.continueRequest" || got[1].params["requestId"] != "R1" {
+		t.Fatalf("answers = %+v, want R1 continued", got)
+	}
+	if got := s.answers(); len(got) != 2 {
+		t.Fatalf("answers = %+v, want exactly two", got)
+	}
+}
+
+// TestStoppedJudgeFails: once Run has ended, every pause still waiting is
+// failed (Chrome would let it go out when the connection closes), and a
+// later pause is failed at once instead of blocking the read loop, however
+// many come.
+func TestStoppedJudgeFails(t *testing.T) {
+	s := &fakeSender{}
+	j := New(s, Options{QueueSize: 2, PauseTimeout: time.Minute})
+	j.Paused("S", paused("R1", "http://allowed.test/a", "Image", "", nil)) // queued, never reached
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	j.Run(ctx) // ctx already over: Run stops at once (it may answer R1 first)
+	got := s.answers()
+	if len(got) != 1 || got[0].params["requestId"] != "R1" {
+		t.Fatalf("answers after stop = %+v, want R1 answered once", got)
+	}
+	returned := make(chan struct{})
+	go func() {
+		for i := range 10 { // more than the queue holds
+			j.Paused("S", paused(fmt.Sprintf("L%d", i), "http://allowed.test/late", "Image", "", nil))
+		}
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Paused blocked after the judge stopped")
+	}
+	got = s.answers()[1:]
+	if len(got) != 10 {
+		t.Fatalf("late answers = %+v, want 10", got)
+	}
+	for _, a := range got {
+		if a.method != "Fetch.failRequest" {
+			t.Fatalf("late pause answered %+v, want failRequest", a)
+		}
+	}
+}
