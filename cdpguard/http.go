@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/coder/websocket"
@@ -365,10 +366,17 @@ func (w *wsAgentConn) Close(code int, reason string) error {
 	return w.c.Close(websocket.StatusCode(code), truncateReason(reason))
 }
 
-// truncateReason keeps a close reason within the 123 bytes a close frame allows.
+// truncateReason keeps a close reason within the 123 bytes a close frame
+// allows, cutting only between UTF-8 characters (a close reason must be valid
+// UTF-8, RFC 6455 section 5.5.1; refusals also quote URLs with it).
 func truncateReason(s string) string {
-	if len(s) > 120 {
-		return s[:120]
+	const maxLen = 120
+	if len(s) <= maxLen {
+		return s
 	}
-	return s
+	i := maxLen
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
 }
