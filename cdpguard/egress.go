@@ -22,7 +22,7 @@ func (g *Guard) startProxy() error {
 			if err != nil {
 				addr, aerr := netip.ParseAddr(s)
 				if aerr != nil {
-					return fmt.Errorf("%w: --allow-private %q is not a CIDR range or address", ErrSetup, s)
+					return configError("AllowPrivate", s, "not a CIDR range or address")
 				}
 				pfx = netip.PrefixFrom(addr, addr.BitLen())
 			}

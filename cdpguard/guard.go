@@ -30,9 +30,6 @@ import (
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
-// ErrSetup is wrapped by errors that stop a guard from starting.
-var ErrSetup = errors.New("cdpguard: setup failed")
-
 // Guard is a running guard: a guarded browser and its CDP endpoint.
 type Guard struct {
 	cfg       Config
@@ -139,7 +136,7 @@ func Launch(ctx context.Context, cfg Config) (*Guard, error) {
 	})
 	if err != nil {
 		_ = g.Close()
-		return nil, fmt.Errorf("launch browser: %w", err)
+		return nil, setupError("launch browser", err)
 	}
 	g.proc = proc
 	if v := proc.Version(); v != nil {
@@ -168,7 +165,7 @@ func Attach(ctx context.Context, browserURL string, cfg Config) (*Guard, error) 
 	conn, v, err := browser.Dial(ctx, browserURL)
 	if err != nil {
 		_ = g.Close()
-		return nil, fmt.Errorf("attach to %s: %w", browserURL, err)
+		return nil, setupError("attach to "+browserURL, err)
 	}
 	if v != nil {
 		g.version = *v
@@ -187,21 +184,21 @@ func newGuard(cfg Config) (*Guard, error) {
 	}
 	pol, err := policy.Parse(cfg.Allow, cfg.Block)
 	if err != nil {
-		return nil, err
+		return nil, setupError("", err)
 	}
 	hosts, err := hostmap.Parse(cfg.HostMap)
 	if err != nil {
-		return nil, err
+		return nil, setupError("", err)
 	}
 	switch cfg.ServiceWorkers {
 	case "", "block", "guard":
 	default:
-		return nil, fmt.Errorf("%w: service workers mode %q: want block or guard", ErrSetup, cfg.ServiceWorkers)
+		return nil, configError("ServiceWorkers", cfg.ServiceWorkers, "want block or guard")
 	}
 	switch cfg.BlockedNavigation {
 	case "", "page", "error":
 	default:
-		return nil, fmt.Errorf("%w: blocked navigation mode %q: want page or error", ErrSetup, cfg.BlockedNavigation)
+		return nil, configError("BlockedNavigation", cfg.BlockedNavigation, "want page or error")
 	}
 	if pol.Empty() {
 		log.Warn("the allowlist is empty: every network request will be blocked")

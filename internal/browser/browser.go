@@ -21,9 +21,10 @@ const MaxMessageSize = 256 << 20
 
 // Sentinel errors a caller may need to tell apart with errors.Is.
 var (
-	// ErrBrowserNotFound means no Chrome binary was given and none of the
-	// default names is on PATH.
-	ErrBrowserNotFound = errors.New("no chrome binary found on PATH (tried chromium, chromium-browser, google-chrome); set the path explicitly")
+	// ErrBrowserNotFound means the Chrome binary given does not exist or is
+	// not executable, or none was given and none of the default names is on
+	// PATH.
+	ErrBrowserNotFound = errors.New("chrome binary not found")
 	// ErrMessageTooLarge means the browser sent a message over MaxMessageSize.
 	ErrMessageTooLarge = errors.New("browser message exceeds the size limit")
 	// ErrInvalidMessage means WriteMessage was given bytes that cannot be

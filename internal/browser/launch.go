@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 )
@@ -185,7 +186,7 @@ func findBinary(path string) (string, error) {
 	if path != "" {
 		found, err := exec.LookPath(path)
 		if err != nil {
-			return "", fmt.Errorf("chrome binary %q: %w", path, err)
+			return "", fmt.Errorf("%w: %q: %w", ErrBrowserNotFound, path, err)
 		}
 		return found, nil
 	}
@@ -194,7 +195,7 @@ func findBinary(path string) (string, error) {
 			return found, nil
 		}
 	}
-	return "", ErrBrowserNotFound
+	return "", fmt.Errorf("%w on PATH (tried %s); set the path explicitly", ErrBrowserNotFound, strings.Join(defaultBinaries[:], ", "))
 }
 
 // Conn returns the pipe connection to the browser.

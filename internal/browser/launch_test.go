@@ -96,8 +96,8 @@ func TestLaunchDoneWhenBrowserExits(t *testing.T) {
 
 func TestLaunchErrors(t *testing.T) {
 	ctx := context.Background()
-	if _, err := Launch(ctx, LaunchOptions{Path: "/nonexistent/chrome"}); err == nil {
-		t.Error("Launch of a missing binary succeeded")
+	if _, err := Launch(ctx, LaunchOptions{Path: "/nonexistent/chrome"}); !errors.Is(err, ErrBrowserNotFound) {
+		t.Errorf("missing binary: got %v, want ErrBrowserNotFound", err)
 	}
 	if _, err := Launch(ctx, LaunchOptions{Path: "/bin/true", Flags: []string{"--remote-debugging-port=1"}}); !errors.Is(err, ErrForbiddenFlag) {
 		t.Errorf("forbidden flag: got %v, want ErrForbiddenFlag", err)
