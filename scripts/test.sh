@@ -20,6 +20,7 @@ fi
 (cd e2e && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 go mod download
 go build ./...
+bash scripts/lint.sh # vet, staticcheck, dead code (downloads its tools: before unshare)
 
 export CDPGUARD_E2E="${CDPGUARD_E2E:-1}"
 # Inside the namespace nothing can be downloaded: fail fast instead of hanging.

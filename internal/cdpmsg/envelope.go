@@ -181,11 +181,3 @@ func AppendString(b []byte, s string) []byte {
 	}
 	return append(b, '"')
 }
-
-// Marshal encodes v with the cdproto JSON layer; nil gives nil.
-func Marshal(v any) ([]byte, error) {
-	if v == nil {
-		return nil, nil
-	}
-	return jsonv2.Marshal(v)
-}

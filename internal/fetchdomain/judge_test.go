@@ -145,9 +145,9 @@ func TestDeadline(t *testing.T) {
 	j.Paused("S", paused("R2", "http://allowed.test/b", "Image", "", nil)) // queued behind it
 	time.Sleep(150 * time.Millisecond)
 	close(s.block)
-	got := s.waitN(t, 2)
+	s.waitN(t, 2)
 	time.Sleep(50 * time.Millisecond)
-	got = s.answers()
+	got := s.answers()
 	count := map[string][]string{}
 	for _, a := range got {
 		id := fmt.Sprint(a.params["requestId"])

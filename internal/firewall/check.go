@@ -56,9 +56,6 @@ func RefusedScheme(u string) string {
 	return "(none)"
 }
 
-// ForbiddenScheme is RefusedScheme, kept for callers of the older name.
-func ForbiddenScheme(u string) string { return RefusedScheme(u) }
-
 // IsLocalNetworkPermission reports whether a permission name (a CDP
 // PermissionType such as "localNetworkAccess", or a Permissions API name
 // such as "local-network-access") opens loopback or private addresses to

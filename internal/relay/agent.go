@@ -16,7 +16,6 @@ import (
 const (
 	StatusNormal      = 1000
 	StatusPolicy      = 1008 // the agent broke a rule badly enough to lose its connection
-	StatusTooBig      = 1009
 	StatusBrowserLost = 1011
 )
 
@@ -400,9 +399,6 @@ func (a *Agent) IsBrowserSession(session string) bool {
 	defer a.mu.Unlock()
 	return a.browsers[session]
 }
-
-// Mux returns the mux the agent is relayed on.
-func (a *Agent) Mux() *Mux { return a.m }
 
 // Created reports the targets this agent created with Target.createTarget.
 func (a *Agent) Created() []string {
