@@ -10,7 +10,7 @@ import (
 // blocks every network request, dialogs are dismissed at once, and the
 // endpoint listens on a random loopback port.
 type Config struct {
-	// Allow holds allowlist entries (DESIGN "Policy language"); each string
+	// Allow holds allowlist entries (README "Policy language"); each string
 	// may hold several entries separated by ';', ',' or new lines. Empty
 	// blocks everything.
 	Allow []string
@@ -57,8 +57,9 @@ type Config struct {
 	// SessionIdle disposes a user's contexts after this long with no
 	// connection and no activity; zero means 15 minutes, negative never.
 	SessionIdle time.Duration
-	// AllowPrivate lists CIDR ranges the egress proxy may dial even though
-	// they are loopback, private or link-local.
+	// AllowPrivate lists CIDR ranges (or addresses) the egress proxy may
+	// dial even though they are loopback, private or link-local; each
+	// string may hold several separated by ',', ';', spaces or new lines.
 	AllowPrivate []string
 	// ServiceWorkers is "block" (default: registration is refused) or
 	// "guard" (they run, and all their traffic is judged).

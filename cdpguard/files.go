@@ -22,7 +22,7 @@ import (
 )
 
 // defaultDownloadMax is the per-user download cap when Config.DownloadMaxBytes is zero.
-const defaultDownloadMax = 100 << 20
+const defaultDownloadMax = DefaultDownloadMaxBytes
 
 // downloadPoll is how often the per-user download directories are measured.
 // A download that outruns the cap within one interval is deleted once it

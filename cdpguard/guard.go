@@ -207,10 +207,10 @@ func newGuard(cfg Config) (*Guard, error) {
 		log.Warn("the allowlist is \"*\": EVERY HOST IS ALLOWED; cdpguard only isolates and firewalls")
 	}
 	if cfg.SessionHeader == "" {
-		cfg.SessionHeader = "X-LibreChat-User"
+		cfg.SessionHeader = DefaultSessionHeader
 	}
 	if cfg.SessionIdle == 0 {
-		cfg.SessionIdle = 15 * time.Minute
+		cfg.SessionIdle = DefaultSessionIdle
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	id := make([]byte, 16)

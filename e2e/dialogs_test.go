@@ -11,7 +11,7 @@ import (
 
 // TestDialogsNeverHang opens a page that loops alert/confirm/prompt on load,
 // keeps alerting, and asks before unload: the agent's evaluations and its
-// next navigation must still return within bounds (DESIGN I4), with no
+// next navigation must still return within bounds (no dialog hangs a page: README, first section), with no
 // dialog handling by the agent.
 func TestDialogsNeverHang(t *testing.T) {
 	needBrowser(t)

@@ -65,7 +65,7 @@ func trick(page string) []vector {
 	return vs
 }
 
-// leakVectors are the vectors the Fetch layer must close (DESIGN I1).
+// leakVectors are the vectors the Fetch layer must close (no egress outside the allowlist: README "Security model").
 func leakVectors() []vector {
 	vs := []vector{
 		plain("agent-nav", ""),

@@ -25,7 +25,7 @@ type sideEnv struct {
 	log  *tailBuffer // the guard's log, for leak reports; nil when unguarded
 }
 
-// sideVector is one page-driven side channel (DESIGN I1): a control run
+// sideVector is one page-driven side channel (no egress outside the allowlist: README "Security model"): a control run
 // that must reach an allowed listener (so the vector works and its
 // forbidden run proves something) and a forbidden run whose listener must
 // see no request and no TCP connection.

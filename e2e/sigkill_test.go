@@ -14,7 +14,7 @@ import (
 // TestSIGKILLTakesBrowserDown runs `cdpguard serve`, finds the Chromium it
 // launched, SIGKILLs cdpguard and checks that every browser process is gone
 // within 2 s: a browser that outlived its guard would run unguarded
-// (DESIGN I3: interception stops when the intercepting connection closes).
+// (interception stops when the intercepting connection closes: README "Security model", Lifetime).
 //
 // In direct mode the "server" is a shell that starts Chromium in the
 // background, which does not die with it: the test must then fail.

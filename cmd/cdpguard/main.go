@@ -85,13 +85,13 @@ func commonFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "dialog-grace", Usage: "how long a JavaScript dialog may stay open", EnvVars: []string{"CDPGUARD_DIALOG_GRACE"}},
 		&cli.StringSliceFlag{Name: "public-host", Usage: "extra Host names the endpoint accepts (repeatable)", EnvVars: []string{"CDPGUARD_PUBLIC_HOST"}},
 		&cli.StringFlag{Name: "download-dir", Usage: "downloads go to a per-user directory under it (default: downloads denied)", EnvVars: []string{"CDPGUARD_DOWNLOAD_DIR"}},
-		&cli.Int64Flag{Name: "download-max-bytes", Value: 100 << 20, Usage: "cap on each user's download directory; negative: no cap", EnvVars: []string{"CDPGUARD_DOWNLOAD_MAX_BYTES"}},
+		&cli.Int64Flag{Name: "download-max-bytes", Value: cdpguard.DefaultDownloadMaxBytes, Usage: "cap on each user's download directory; negative: no cap", EnvVars: []string{"CDPGUARD_DOWNLOAD_MAX_BYTES"}},
 		&cli.StringFlag{Name: "upload-dir", Usage: "the only directory files may be uploaded from (default: uploads of local files refused)", EnvVars: []string{"CDPGUARD_UPLOAD_DIR"}},
-		&cli.StringFlag{Name: "session-header", Value: "X-LibreChat-User", Usage: "request header that keys a user (one browser context per user)", EnvVars: []string{"SESSION_HEADER"}},
+		&cli.StringFlag{Name: "session-header", Value: cdpguard.DefaultSessionHeader, Usage: "request header that keys a user (one browser context per user)", EnvVars: []string{"SESSION_HEADER"}},
 		&cli.BoolFlag{Name: "require-session-header", Usage: "refuse connections without the session header", EnvVars: []string{"CDPGUARD_REQUIRE_SESSION_HEADER"}},
-		&cli.IntFlag{Name: "session-idle", Value: 900, Usage: "seconds without connection or activity after which a user's contexts are disposed (0: never)", EnvVars: []string{"SESSION_IDLE_SECONDS"}},
+		&cli.IntFlag{Name: "session-idle", Value: int(cdpguard.DefaultSessionIdle / time.Second), Usage: "seconds without connection or activity after which a user's contexts are disposed (0: never)", EnvVars: []string{"SESSION_IDLE_SECONDS"}},
 		&cli.StringSliceFlag{Name: "allow-private", Usage: "CIDR the egress proxy may dial although it is loopback/private/link-local (repeatable)", EnvVars: []string{"CDPGUARD_ALLOW_PRIVATE"}},
-		&cli.StringFlag{Name: "service-workers", Value: "block", Usage: "block (registration refused) or guard (run, all traffic judged)", EnvVars: []string{"CDPGUARD_SERVICE_WORKERS"}},
+		&cli.StringFlag{Name: "service-workers", Value: cdpguard.DefaultServiceWorkers, Usage: "block (registration refused) or guard (run, all traffic judged)", EnvVars: []string{"CDPGUARD_SERVICE_WORKERS"}},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"CDPGUARD_LOG_FORMAT"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"CDPGUARD_LOG_LEVEL"}},
 	)
@@ -137,7 +137,7 @@ func config(c *cli.Context, log *slog.Logger) cdpguard.Config {
 		SessionHeader:        c.String("session-header"),
 		RequireSessionHeader: c.Bool("require-session-header"),
 		SessionIdle:          sessionIdle(c.Int("session-idle")),
-		AllowPrivate:         splitList(c.StringSlice("allow-private")),
+		AllowPrivate:         c.StringSlice("allow-private"), // split by the package
 		ServiceWorkers:       c.String("service-workers"),
 		Logger:               log,
 	}

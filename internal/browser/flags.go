@@ -17,7 +17,7 @@ var guardFlags = [...]string{
 	"--disable-sync",
 	"--disable-quic",
 	// WebRTC may send no UDP that does not go through the proxy. Chromium
-	// 156 no longer has --force-webrtc-ip-handling-policy (DESIGN's name):
+	// 156 no longer has --force-webrtc-ip-handling-policy (the older spelling):
 	// this switch sets the webrtc.ip_handling_policy pref, which browser
 	// contexts inherit (docs/decisions/2026-11-30-launch-flags.md; e2e
 	// TestSideChannels/webrtc-* saw STUN packets leave without it).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/ascii"
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/policy"
 )
@@ -148,7 +149,8 @@ func (j *Judge) RemovePage(targetID string) {
 // finds the queue full is failed at once (OnShed is told), and a pause that
 // comes after Run has ended is failed at once too, so that no request is
 // left held when the guard stops (Chrome lets held requests go out when the
-// intercepting connection closes, DESIGN.md "Facts verified by experiment").
+// intercepting connection closes: README "Security model", Lifetime, and
+// e2e/sigkill_test.go).
 func (j *Judge) Paused(sessionID string, params []byte) {
 	var rp requestPaused
 	if err := jsonv2.Unmarshal(params, &rp); err != nil || rp.RequestID == "" {
@@ -312,30 +314,11 @@ func (j *Judge) fail(session, requestID string) {
 // script: browsers send "Service-Worker: script" on exactly those.
 func isServiceWorkerScript(h map[string]string) bool {
 	for k, v := range h {
-		if len(k) == len("service-worker") && equalFold(k, "service-worker") {
-			return equalFold(v, "script")
+		if ascii.EqualFold(k, "service-worker") {
+			return ascii.EqualFold(v, "script")
 		}
 	}
 	return false
-}
-
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // requestIDParams builds the params of Fetch.continueRequest (reason "") and

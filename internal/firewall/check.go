@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/cdpguard/cdpguard/internal/ascii"
 )
 
 // openable are the URL schemes an agent may open: network pages and schemes
@@ -68,10 +70,7 @@ func IsLocalNetworkPermission(name string) bool {
 		if c == '-' || c == '_' || c == ' ' {
 			continue
 		}
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b.WriteByte(c)
+		b.WriteByte(ascii.ToLower(c))
 	}
 	n := b.String()
 	for _, w := range []string{"localnetwork", "loopbacknetwork", "privatenetwork"} {

@@ -1,6 +1,10 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/cdpguard/cdpguard/internal/ascii"
+)
 
 // splitStatus says how a URL split went.
 type splitStatus uint8
@@ -62,19 +66,19 @@ func splitScheme(s string) (scheme, rest string, st splitStatus) {
 // classifyScheme folds ASCII case without allocating.
 func classifyScheme(s string) schemeKind {
 	switch {
-	case foldEq(s, "https"):
+	case ascii.EqualFold(s, "https"):
 		return schemeHTTPS
-	case foldEq(s, "http"):
+	case ascii.EqualFold(s, "http"):
 		return schemeHTTP
-	case foldEq(s, "wss"):
+	case ascii.EqualFold(s, "wss"):
 		return schemeWSS
-	case foldEq(s, "ws"):
+	case ascii.EqualFold(s, "ws"):
 		return schemeWS
-	case foldEq(s, "about"):
+	case ascii.EqualFold(s, "about"):
 		return schemeAbout
-	case foldEq(s, "data"):
+	case ascii.EqualFold(s, "data"):
 		return schemeData
-	case foldEq(s, "blob"):
+	case ascii.EqualFold(s, "blob"):
 		return schemeBlob
 	}
 	return schemeOther
@@ -171,20 +175,3 @@ func cleanURL(s string) string {
 }
 
 func isAlpha(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
-
-// foldEq compares s with a lower-case ASCII word, ignoring ASCII case.
-func foldEq(s, lower string) bool {
-	if len(s) != len(lower) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
-}

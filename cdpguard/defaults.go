@@ -1,0 +1,21 @@
+package cdpguard
+
+import "time"
+
+// The defaults of Config, stated once: the package applies them to zero
+// fields, and the command line (cmd/cdpguard) shows them as its flags'
+// defaults. The command line's own listen address, 127.0.0.1:9222 (Chrome's
+// usual debugging port, where clients look first), differs on purpose from
+// the package's random loopback port (tests run side by side).
+const (
+	// DefaultSessionHeader keys a user, as in the LibreChat deployment
+	// cdpguard replaces.
+	DefaultSessionHeader = "X-LibreChat-User"
+	// DefaultSessionIdle is how long a user's context lives without a
+	// connection or activity.
+	DefaultSessionIdle = 15 * time.Minute
+	// DefaultDownloadMaxBytes caps each user's download directory.
+	DefaultDownloadMaxBytes = 100 << 20
+	// DefaultServiceWorkers refuses service worker registration.
+	DefaultServiceWorkers = "block"
+)
