@@ -2,6 +2,7 @@ package cdpguard_test
 
 import (
 	"context"
+	"flag"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,8 +21,10 @@ import (
 
 func needBrowser(t *testing.T) { cdpguard.NeedBrowser(t) }
 
+// testLogger logs at debug level under go test -v, but not under go test
+// -json (which sets -test.v=test2json, as scripts/test.sh runs the suite).
 func testLogger(t *testing.T) *slog.Logger {
-	if testing.Verbose() {
+	if v := flag.Lookup("test.v"); testing.Verbose() && (v == nil || v.Value.String() != "test2json") {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -25,4 +25,6 @@ bash scripts/lint.sh # vet, staticcheck, dead code (downloads its tools: before 
 export CDPGUARD_E2E="${CDPGUARD_E2E:-1}"
 # Inside the namespace nothing can be downloaded: fail fast instead of hanging.
 export GOPROXY=off GOFLAGS=-mod=readonly
-exec unshare --net -- bash -c 'ip link set lo up && go test -race -count=1 -timeout 30m "$@" ./...' _ "$@"
+# testreport prints what plain go test prints, the slowest tests, then the
+# package ok/FAIL lines last; pipefail keeps go test's exit status.
+exec unshare --net -- bash -c 'set -o pipefail; ip link set lo up && go test -json -race -count=1 -timeout 30m "$@" ./... | go run ./scripts/testreport' _ "$@"

@@ -74,6 +74,38 @@ func (s *site) loadURL(token string, n int) string {
 	return fmt.Sprintf("%s/load?t=%s&n=%d", s.base, token, n)
 }
 
+// maxDelay bounds the per-response delay a URL may ask for.
+const maxDelay = 5 * time.Second
+
+// delayedLoadURL is the same page with the document and every subresource
+// answered after delay, as if each were one network round trip away.
+func (s *site) delayedLoadURL(token string, n int, delay time.Duration) string {
+	return fmt.Sprintf("%s/load?t=%s&n=%d&d=%d", s.base, token, n, delay.Microseconds())
+}
+
+// delay waits for the d query parameter (microseconds, at most maxDelay),
+// or until the request ends. It reports the parameter ("" when none) to
+// pass on to subresource URLs, and false when the request should stop.
+func delay(w http.ResponseWriter, r *http.Request) (string, bool) {
+	q := r.URL.Query().Get("d")
+	if q == "" {
+		return "", true
+	}
+	us, err := strconv.ParseInt(q, 10, 64)
+	if err != nil || us < 0 || time.Duration(us)*time.Microsecond > maxDelay {
+		http.Error(w, "bad delay", http.StatusBadRequest)
+		return "", false
+	}
+	t := time.NewTimer(time.Duration(us) * time.Microsecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return "?d=" + q, true
+	case <-r.Context().Done():
+		return "", false
+	}
+}
+
 func writeBody(w http.ResponseWriter, ctype string, b []byte) {
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Cache-Control", "no-store")
@@ -90,19 +122,23 @@ func (s *site) serveLoad(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad query", http.StatusBadRequest)
 		return
 	}
+	d, ok := delay(w, r)
+	if !ok {
+		return
+	}
 	var b strings.Builder
 	b.WriteString("<!doctype html><html><head><title>load</title>\n")
 	for k := 0; k < n; k++ {
 		switch k % 4 {
 		case 2:
-			fmt.Fprintf(&b, "<script src=\"/r/%s/%d.js\"></script>\n", tok, k)
+			fmt.Fprintf(&b, "<script src=\"/r/%s/%d.js%s\"></script>\n", tok, k, d)
 		case 3:
-			fmt.Fprintf(&b, "<link rel=stylesheet href=\"/r/%s/%d.css\">\n", tok, k)
+			fmt.Fprintf(&b, "<link rel=stylesheet href=\"/r/%s/%d.css%s\">\n", tok, k, d)
 		}
 	}
 	b.WriteString("</head><body>\n")
 	for k := 0; k < n; k += 4 {
-		fmt.Fprintf(&b, "<img src=\"/r/%s/%d.png\"><img src=\"/r/%s/%d.png\">\n", tok, k, tok, k+1)
+		fmt.Fprintf(&b, "<img src=\"/r/%s/%d.png%s\"><img src=\"/r/%s/%d.png%s\">\n", tok, k, d, tok, k+1, d)
 	}
 	b.WriteString("</body></html>\n")
 	writeBody(w, "text/html; charset=utf-8", []byte(b.String()))
@@ -114,6 +150,9 @@ func (s *site) serveResource(w http.ResponseWriter, r *http.Request) {
 	k, err := strconv.Atoi(base)
 	if err != nil {
 		http.NotFound(w, r)
+		return
+	}
+	if _, ok := delay(w, r); !ok {
 		return
 	}
 	switch ext {

@@ -55,6 +55,7 @@ func (e *env) workloads() []workload {
 	o := e.opts
 	return []workload{
 		{key: "load", name: fmt.Sprintf("page load (%d subresources)", o.subresources), target: 1.10, pairs: o.loadPairs, warm: 2, setup: e.setupLoad},
+		{key: "latency", name: fmt.Sprintf("page load (%d subresources, %s per response)", o.subresources, o.rtt), target: 1.10, pairs: o.latencyPairs, warm: 2, setup: e.setupLatency},
 		{key: "eval", name: fmt.Sprintf("%d Runtime.evaluate round trips", o.evals), target: 1.10, pairs: o.evalPairs, warm: 1, setup: e.setupEval},
 		{key: "shot", name: "screenshot 1920x3000", target: 1.05, pairs: o.shotPairs, warm: 2, setup: e.setupShot},
 		{key: "ws", name: fmt.Sprintf("WebSocket echo x%d", o.wsMessages), target: 1.10, pairs: o.wsPairs, warm: 1, setup: e.setupWS},
@@ -69,6 +70,20 @@ func (e *env) setupLoad(ctx context.Context, ep *endpoint) (measureFunc, func(),
 	}
 	return func(ctx context.Context, i int) (float64, error) {
 		d, err := p.load(ctx, e.site.loadURL(e.token(ep, "load", i), e.opts.subresources))
+		return ms(d), err
+	}, cleanup, nil
+}
+
+// setupLatency loads the page-load page with every response (the document
+// and each subresource) delayed by the round trip, so that the load waits on
+// the network as on the real web instead of on Chrome's CPU.
+func (e *env) setupLatency(ctx context.Context, ep *endpoint) (measureFunc, func(), error) {
+	p, cleanup, err := onePage(ctx, ep, "bench-latency")
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(ctx context.Context, i int) (float64, error) {
+		d, err := p.load(ctx, e.site.delayedLoadURL(e.token(ep, "latency", i), e.opts.subresources, e.opts.rtt))
 		return ms(d), err
 	}, cleanup, nil
 }

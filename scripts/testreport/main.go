@@ -1,0 +1,167 @@
+// Command testreport reads `go test -json` on stdin and prints what plain
+// `go test` would (the output of failing tests as they fail, every package's
+// ok/FAIL line), then the slowest tests, and then the package lines again
+// last, so that a log's closing lines stay go test's own. It always exits 0
+// after its input ends: the exit status of the run is go test's (scripts/
+// test.sh uses pipefail). Lines that are not JSON are printed as they come.
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+)
+
+func main() {
+	top := 15
+	if len(os.Args) > 1 {
+		if _, err := fmt.Sscan(os.Args[1], &top); err != nil {
+			top = 15
+		}
+	}
+	report(os.Stdin, os.Stdout, top)
+}
+
+// event is one line of `go test -json` (cmd/test2json).
+type event struct {
+	Action      string  `json:"Action"`
+	Package     string  `json:"Package"`
+	Test        string  `json:"Test"`
+	Elapsed     float64 `json:"Elapsed"`
+	Output      string  `json:"Output"`
+	ImportPath  string  `json:"ImportPath"` // build-output and build-fail events
+	FailedBuild string  `json:"FailedBuild"`
+}
+
+type testKey struct{ pkg, test string }
+
+// timing is one finished test.
+type timing struct {
+	key     testKey
+	elapsed float64
+	action  string
+}
+
+type reporter struct {
+	out      io.Writer
+	held     map[testKey][]string // output of tests still running
+	summary  []string             // package result lines, in order
+	timings  []timing
+	skipped  int
+	passed   int
+	failed   int
+	packages int
+}
+
+func report(in io.Reader, out io.Writer, top int) {
+	r := &reporter{out: out, held: map[testKey][]string{}}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var e event
+		if len(line) == 0 || line[0] != '{' || jsonv2.Unmarshal(line, &e) != nil {
+			fmt.Fprintf(out, "%s\n", line)
+			continue
+		}
+		r.event(e)
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintf(out, "testreport: reading go test output: %v\n", err)
+	}
+	r.finish(top)
+}
+
+func (r *reporter) event(e event) {
+	k := testKey{e.Package, e.Test}
+	switch e.Action {
+	case "build-output":
+		fmt.Fprint(r.out, e.Output)
+	case "output":
+		if e.Test != "" {
+			r.held[k] = append(r.held[k], e.Output)
+			return
+		}
+		if isSummary(e.Output) {
+			r.summary = append(r.summary, e.Output)
+			return
+		}
+		if e.Output != "PASS\n" && e.Output != "testing: warning: no tests to run\n" { // plain go test prints neither
+			fmt.Fprint(r.out, e.Output)
+		}
+	case "pass", "fail", "skip":
+		if e.Test == "" { // the package ended
+			r.packages++
+			if e.Action == "fail" {
+				r.flushPackage(e.Package) // e.g. a panic or timeout: no test event
+			}
+			r.dropPackage(e.Package)
+			return
+		}
+		if e.Action == "fail" {
+			r.flush(k)
+		}
+		delete(r.held, k)
+		if !strings.Contains(e.Test, "/") {
+			r.timings = append(r.timings, timing{key: k, elapsed: e.Elapsed, action: e.Action})
+			switch e.Action {
+			case "pass":
+				r.passed++
+			case "fail":
+				r.failed++
+			case "skip":
+				r.skipped++
+			}
+		}
+	}
+}
+
+// isSummary reports whether a package-level line is go test's closing line
+// for that package.
+func isSummary(s string) bool {
+	return strings.HasPrefix(s, "ok  \t") || strings.HasPrefix(s, "FAIL\t") || strings.HasPrefix(s, "?   \t")
+}
+
+func (r *reporter) flush(k testKey) {
+	for _, l := range r.held[k] {
+		fmt.Fprint(r.out, l)
+	}
+}
+
+func (r *reporter) flushPackage(pkg string) {
+	for k := range r.held {
+		if k.pkg == pkg {
+			r.flush(k)
+		}
+	}
+}
+
+func (r *reporter) dropPackage(pkg string) {
+	for k := range r.held {
+		if k.pkg == pkg {
+			delete(r.held, k)
+		}
+	}
+}
+
+func (r *reporter) finish(top int) {
+	t := r.timings
+	slices.SortStableFunc(t, func(a, b timing) int { return cmp.Compare(b.elapsed, a.elapsed) })
+	if top > len(t) {
+		top = len(t)
+	}
+	fmt.Fprintf(r.out, "\nslowest tests (%d of %d top-level tests: %d passed, %d failed, %d skipped):\n", top, len(t), r.passed, r.failed, r.skipped)
+	for _, x := range t[:top] {
+		fmt.Fprintf(r.out, "  %8.2fs  %-4s  %s %s\n", x.elapsed, x.action, strings.TrimPrefix(x.key.pkg, "github.com/cdpguard/cdpguard/"), x.key.test)
+	}
+	fmt.Fprintln(r.out)
+	for _, s := range r.summary {
+		fmt.Fprint(r.out, s)
+	}
+}
