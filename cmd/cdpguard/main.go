@@ -25,7 +25,7 @@ var version = ""
 
 func main() {
 	if err := newApp().Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "cdpguard:", err)
+		fmt.Fprintln(os.Stderr, "cdpguard:", describe(err))
 		os.Exit(1)
 	}
 }
