@@ -67,6 +67,7 @@ type Guard struct {
 
 	agentsMu sync.Mutex
 	agents   map[*relay.Agent]*agentState
+	shares   sync.Map // user key → *relay.Share of all the user's connections
 
 	closeOnce sync.Once
 	closeErr  error

@@ -319,6 +319,7 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 		TargetID:    targetID,
 		FilterEvent: g.filterEvent(u, st),
 		OnActivity:  func() { st.touch(g) },
+		Share:       g.share(key),
 		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
 			return g.intercept(ctx, a, st, cmd)
 		},

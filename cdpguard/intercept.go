@@ -26,23 +26,14 @@ func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, c
 			return v
 		}
 	}
-	iso, done := g.isolate(st, a, cmd)
-	if done {
+	iso := g.isolate(ctx, st, a, cmd, rule.Scope)
+	if iso.Refuse != "" || iso.Local != nil {
 		return iso
 	}
 	if iso.Params != nil {
 		cmd.Params = iso.Params
 	}
-	v := g.applyRule(ctx, st, cmd, name, rule)
-	if v.Refuse == "" && v.Local == nil {
-		if v.Params == nil {
-			v.Params = iso.Params
-		}
-		if v.OnReply == nil {
-			v.OnReply = iso.OnReply
-		}
-	}
-	return v
+	return relay.Combine(iso, g.applyRule(ctx, st, cmd, name, rule))
 }
 
 // refuseParams refuses cmd if it carries one of rule.Params.

@@ -86,6 +86,11 @@ type AgentOptions struct {
 	// with bursts of twice that; commands over it get a CDP error and never
 	// reach the browser. Zero means 2000; negative means unlimited.
 	Rate int
+	// Share, when set, is shared by all connections of the agent's user: a
+	// rate limit over them together, and a window of commands in flight in
+	// the browser, so that one user's flood cannot delay the guard's
+	// set-up of another user's targets by more than the window.
+	Share *Share
 	// QueueSize bounds messages waiting to be written to the agent; an agent
 	// that falls this far behind is disconnected. Zero means 65536.
 	QueueSize int
@@ -289,6 +294,10 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, fmt.Sprintf("cdpguard: rate limit: more than %d commands a second from this connection", a.opts.Rate)))
 		return
 	}
+	if a.opts.Share != nil && !a.opts.Share.allow() {
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, fmt.Sprintf("cdpguard: rate limit: more than %d commands a second from this user", a.opts.Share.rate)))
+		return
+	}
 	var v Verdict
 	if a.opts.Intercept != nil {
 		v = a.opts.Intercept(ctx, a, Command{Method: e.Method, Params: e.Params, SessionID: session, Browser: browser})
@@ -308,14 +317,21 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 	a.mu.Lock()
 	a.inflight[e.ID] = true
 	a.mu.Unlock()
-	id, err := a.m.register(&pending{agent: a, origID: e.ID, method: e.Method, hook: v.OnReply})
+	p := &pending{agent: a, origID: e.ID, method: e.Method, hook: v.OnReply}
+	if a.opts.Share != nil {
+		p.slot = a.opts.Share.acquire(ctx, a.quit)
+	}
+	id, err := a.m.register(p)
 	if err != nil {
+		a.releaseSlot(p)
 		a.doneID(e.ID)
 		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, "cdpguard: browser connection lost"))
 		return
 	}
 	if err := a.m.conn.WriteMessage(cdpmsg.AppendCommand(nil, id, session, e.Method, params)); err != nil {
-		a.m.unregister(id)
+		if a.m.unregister(id) {
+			a.releaseSlot(p)
+		}
 		a.doneID(e.ID)
 		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, "cdpguard: browser connection lost"))
 	}
@@ -323,6 +339,7 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 
 // deliverReply is called from the mux read loop.
 func (a *Agent) deliverReply(p *pending, e *cdpmsg.Envelope) {
+	a.releaseSlot(p)
 	result, errRaw := []byte(e.Result), []byte(e.Error)
 	if p.hook != nil {
 		result, errRaw = p.hook(result, errRaw)

@@ -51,6 +51,7 @@ type Registry struct {
 	owner   map[string]*User     // context id → user
 	targets map[string]string    // target id → context id
 	gone    map[string]time.Time // destroyed targets, kept a while for late events
+	windows map[int64]string     // window id → context id of the targets it shows
 	stats   Stats
 }
 
@@ -70,6 +71,7 @@ func New(ctxs Contexts, idle time.Duration, log *slog.Logger) *Registry {
 		owner:   map[string]*User{},
 		targets: map[string]string{},
 		gone:    map[string]time.Time{},
+		windows: map[int64]string{},
 	}
 }
 
