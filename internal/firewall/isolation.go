@@ -97,7 +97,8 @@ var isolation = map[string]Scope{
 	"Target.detachFromTarget":         Targets,
 	"Target.autoAttachRelated":        Targets,
 	"Target.sendMessageToTarget":      Targets,
-	"Runtime.runIfWaitingForDebugger": NoIDs, // a no-op on the browser target; some clients send it everywhere
+	"Target.getDevToolsTarget":        Targets, // chrome-devtools-mcp asks it of every page
+	"Runtime.runIfWaitingForDebugger": NoIDs,   // a no-op on the browser target; some clients send it everywhere
 }
 
 // whyNotListed is the refusal reason of browser-level methods not on the

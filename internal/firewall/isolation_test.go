@@ -46,6 +46,7 @@ var scopeCases = []struct {
 	{"Target.autoAttachRelated", true, Targets},
 	{"Target.sendMessageToTarget", false, Targets}, // refused by the firewall table first
 	{"Runtime.runIfWaitingForDebugger", true, NoIDs},
+	{"Target.getDevToolsTarget", true, Targets},
 }
 
 func TestFirewallAllowlistRows(t *testing.T) {
@@ -92,7 +93,6 @@ func TestFirewallAllowlistRefuses(t *testing.T) {
 		{"Storage.clearDataForOrigin", false, false},
 		{"Page.navigate", true, true},
 		{"Runtime.evaluate", false, false},
-		{"Target.getDevToolsTarget", true, true},
 		{"Brand.newMethod", true, true},
 		{"Brand.newMethod", false, false},
 		{"Guard.getPolicy", true, false},
