@@ -97,6 +97,9 @@ func (g *Guard) isolateTarget(st *agentState, a *relay.Agent, cmd relay.Command)
 	if p.TargetID != "" && !g.users.OwnsTarget(st.user, p.TargetID) {
 		return refusal(cmd.Method, fmt.Sprintf("target %s is not in this user's browser context", p.TargetID))
 	}
+	if msg := g.notWebRefusal(cmd.Method, p.TargetID); msg != "" && cmd.Method != "Target.detachFromTarget" {
+		return relay.Verdict{Refuse: msg}
+	}
 	if p.SessionID != "" && !a.Owns(p.SessionID) {
 		return refusal(cmd.Method, fmt.Sprintf("session %s is not this connection's", p.SessionID))
 	}
@@ -277,7 +280,10 @@ func (g *Guard) filterTargets(u *users.User, st *agentState) func(result, errRaw
 		for _, t := range r.TargetInfos {
 			var ctxID string
 			_ = jsonv2.Unmarshal(t["browserContextId"], &ctxID)
-			if ctxID != "" && g.users.OwnsContext(u, ctxID) {
+			var typ, url string
+			_ = jsonv2.Unmarshal(t["type"], &typ)
+			_ = jsonv2.Unmarshal(t["url"], &url)
+			if ctxID != "" && g.users.OwnsContext(u, ctxID) && firewall.NotWeb(typ, url) == "" {
 				var id string
 				_ = jsonv2.Unmarshal(t["targetId"], &id)
 				if !st.isAttached(id) {
@@ -318,10 +324,13 @@ func (g *Guard) filterContexts(u *users.User) func(result, errRaw []byte) ([]byt
 	}
 }
 
-// filterEvent keeps target events about other users' targets from an agent.
-// An auto-attach to a foreign target is undone at once: the target is
-// released (the agent's auto-attach would otherwise hold it forever) and the
-// agent's session to it is detached.
+// filterEvent keeps target events about other users' targets, and about
+// targets that are not web content (firewall.NotWeb), from an agent. An
+// auto-attach to such a target is undone: the target is released (the
+// agent's auto-attach would otherwise hold it forever) and the agent's
+// session to it is detached. The filter only decides; the registry is
+// written by the guard's own event handler, and the sends to the browser
+// run on the guard's effects goroutine.
 func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, e *cdpmsg.Envelope) bool {
 	return func(a *relay.Agent, e *cdpmsg.Envelope) bool {
 		switch e.Method {
@@ -332,8 +341,7 @@ func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, 
 			if jsonv2.Unmarshal(e.Params, &p) != nil {
 				return false
 			}
-			g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
-			if !g.users.OwnsContext(u, p.TargetInfo.BrowserContextID) {
+			if !g.users.OwnsContext(u, p.TargetInfo.BrowserContextID) || firewall.NotWeb(p.TargetInfo.Type, p.TargetInfo.URL) != "" {
 				return false
 			}
 			if p.TargetInfo.Attached && !st.isAttached(p.TargetInfo.TargetID) {
@@ -344,27 +352,30 @@ func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, 
 			var p struct {
 				TargetID string `json:"targetId"`
 			}
-			return jsonv2.Unmarshal(e.Params, &p) == nil && g.users.OwnsTarget(u, p.TargetID)
+			return jsonv2.Unmarshal(e.Params, &p) == nil && g.users.OwnsTarget(u, p.TargetID) && g.users.NotWeb(p.TargetID) == ""
 		case "Target.attachedToTarget":
-			var p attachedToTarget
-			if jsonv2.Unmarshal(e.Params, &p) != nil {
+			p := e.Attached
+			if p == nil {
 				return false
 			}
 			if p.TargetInfo.Type == "browser" {
 				return true // the agent's own Target.attachToBrowserTarget
 			}
-			g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
 			// An attachment announced on one of the agent's target sessions
 			// (its own auto-attach to a page's OOPIFs and workers) is a child
 			// of a target the agent already owns.
-			if g.users.OwnsContext(u, p.TargetInfo.BrowserContextID) || !a.IsBrowserSession(e.SessionID) {
+			mine := g.users.OwnsContext(u, p.TargetInfo.BrowserContextID) || !a.IsBrowserSession(e.SessionID)
+			if mine && firewall.NotWeb(p.TargetInfo.Type, p.TargetInfo.URL) == "" {
 				st.setAttached(p.TargetInfo.TargetID, true)
 				return true
 			}
-			if p.WaitingForDebugger {
-				_ = g.mux.Send(p.SessionID, "Runtime.runIfWaitingForDebugger", nil)
-			}
-			_ = g.mux.Send(e.SessionID, "Target.detachFromTarget", map[string]any{"sessionId": p.SessionID})
+			parent, child, waiting := e.SessionID, p.SessionID, p.WaitingForDebugger
+			g.fx.add(func() {
+				if waiting {
+					_ = g.mux.Send(child, "Runtime.runIfWaitingForDebugger", nil)
+				}
+				_ = g.mux.Send(parent, "Target.detachFromTarget", map[string]any{"sessionId": child})
+			})
 			return false
 		case "Target.detachedFromTarget", "Target.receivedMessageFromTarget":
 			var p struct {

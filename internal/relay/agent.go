@@ -110,10 +110,11 @@ type Agent struct {
 	closeCode int
 
 	mu       sync.Mutex
-	owned    map[string]bool // sessions of this agent
-	browsers map[string]bool // browser-level sessions of this agent
-	created  map[string]bool // targets this agent created
-	inflight map[int64]bool  // agent ids of commands forwarded and not yet answered
+	owned    map[string]bool          // sessions of this agent
+	browsers map[string]bool          // browser-level sessions of this agent
+	created  map[string]bool          // targets this agent created
+	targets  map[string]sessionTarget // session → the target it is attached to
+	inflight map[int64]bool           // agent ids of commands forwarded and not yet answered
 	closed   bool
 
 	// the token bucket of Rate; only the read goroutine touches it
@@ -148,6 +149,7 @@ func (m *Mux) NewAgent(ctx context.Context, conn AgentConn, opts AgentOptions) (
 		owned:    map[string]bool{r.SessionID: true},
 		browsers: map[string]bool{r.SessionID: true},
 		created:  map[string]bool{},
+		targets:  map[string]sessionTarget{},
 		inflight: map[int64]bool{},
 	}
 	m.mu.Lock()
@@ -375,16 +377,13 @@ func (a *Agent) deliverEvent(e *cdpmsg.Envelope) {
 	}
 	switch e.Method {
 	case "Target.attachedToTarget":
-		var p struct {
-			SessionID  string `json:"sessionId"`
-			TargetInfo struct {
-				Type string `json:"type"`
-			} `json:"targetInfo"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) == nil && p.SessionID != "" {
+		if p := e.Attached; p != nil {
 			// An auto-attach (filter {type: "browser"}) can hand the agent a
 			// browser-level session too: it gets the browser-level rules.
 			a.own(p.SessionID, p.TargetInfo.Type == "browser")
+			a.mu.Lock()
+			a.targets[p.SessionID] = sessionTarget{target: p.TargetInfo.TargetID, parent: e.SessionID}
+			a.mu.Unlock()
 		}
 	case "Target.detachedFromTarget":
 		var p struct {
@@ -461,6 +460,7 @@ func (a *Agent) own(session string, browser bool) {
 
 func (a *Agent) disown(session string) {
 	a.mu.Lock()
+	delete(a.targets, session)
 	delete(a.owned, session)
 	delete(a.browsers, session)
 	a.mu.Unlock()

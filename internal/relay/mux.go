@@ -131,6 +131,7 @@ func (m *Mux) Run() error {
 			m.log.Warn("undecodable message from browser", "err", err)
 			continue
 		}
+		e.DecodeAttached()
 		m.route(e)
 	}
 }
@@ -206,13 +207,8 @@ func (m *Mux) route(e *cdpmsg.Envelope) {
 func (m *Mux) trackGuardSession(e *cdpmsg.Envelope) {
 	switch e.Method {
 	case "Target.attachedToTarget":
-		var p struct {
-			SessionID  string `json:"sessionId"`
-			TargetInfo struct {
-				Type string `json:"type"`
-			} `json:"targetInfo"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) != nil || p.SessionID == "" || p.TargetInfo.Type == "browser" {
+		p := e.Attached
+		if p == nil || p.TargetInfo.Type == "browser" {
 			return
 		}
 		m.mu.Lock()

@@ -52,6 +52,7 @@ type Registry struct {
 	targets map[string]string    // target id → context id
 	gone    map[string]time.Time // destroyed targets, kept a while for late events
 	windows map[int64]string     // window id → context id of the targets it shows
+	nonWeb  map[string]string    // target id → why it is not web content
 	stats   Stats
 }
 
@@ -271,6 +272,7 @@ func (r *Registry) sweep(ctx context.Context) {
 		if now.Sub(at) > time.Minute {
 			delete(r.gone, t)
 			delete(r.targets, t)
+			delete(r.nonWeb, t)
 		}
 	}
 	if r.idle > 0 {
