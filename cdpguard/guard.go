@@ -64,6 +64,8 @@ type Guard struct {
 
 	agentsMu sync.Mutex
 	agents   map[*relay.Agent]*agentState
+	shares   sync.Map // user key → *relay.Share of all the user's connections
+	fx       *effects // browser sends that filters decide on (effects.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -222,6 +224,7 @@ func newGuard(cfg Config) (*Guard, error) {
 		stop:   stop,
 		setups: map[string]chan struct{}{},
 		agents: map[*relay.Agent]*agentState{},
+		fx:     newEffects(),
 		done:   make(chan struct{}),
 	}
 	if err := checkFileDirs(cfg); err != nil {
@@ -249,10 +252,14 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
 	})
 	g.dialogs = dialogs.New(g.mux, g.cfg.DialogGrace, g.log)
-	g.wg.Add(4)
+	g.wg.Add(5)
 	go func() { // the idle-user sweeper: ends with the guard
 		defer g.wg.Done()
 		g.users.Run(g.ctx)
+	}()
+	go func() { // the filters' browser sends: ends with the guard
+		defer g.wg.Done()
+		g.fx.run(g.ctx)
 	}()
 	go func() { // the read loop: ends when the browser connection does
 		defer g.wg.Done()

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/coder/websocket"
 
+	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
@@ -205,7 +206,7 @@ func (g *Guard) serveList(w http.ResponseWriter, r *http.Request) {
 	out := []listEntry{}
 	u := g.users.Lookup(key)
 	for _, t := range ts {
-		if u == nil || !g.users.OwnsContext(u, t.BrowserContextID) {
+		if u == nil || !g.users.OwnsContext(u, t.BrowserContextID) || firewall.NotWeb(t.Type, t.URL) != "" {
 			continue
 		}
 		out = append(out, g.entry(r, t))
@@ -257,6 +258,10 @@ func (g *Guard) serveTargetAction(w http.ResponseWriter, r *http.Request, method
 	}
 	if u := g.users.Lookup(key); u == nil || !g.users.OwnsTarget(u, id) {
 		http.Error(w, "cdpguard: no such target for this user", http.StatusNotFound)
+		return
+	}
+	if msg := g.notWebRefusal(method, id); msg != "" {
+		http.Error(w, msg, http.StatusForbidden)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
@@ -313,6 +318,10 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 		_ = c.Close(websocket.StatusPolicyViolation, "cdpguard: no such target for this user")
 		return
 	}
+	if msg := g.notWebRefusal("/devtools/page/", targetID); targetID != "" && msg != "" {
+		_ = c.Close(websocket.StatusPolicyViolation, truncateReason(msg))
+		return
+	}
 	st := &agentState{user: u}
 	var a *relay.Agent
 	a, err = g.mux.NewAgent(actx, conn, relay.AgentOptions{
@@ -320,6 +329,7 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 		TargetID:    targetID,
 		FilterEvent: g.filterEvent(u, st),
 		OnActivity:  func() { st.touch(g) },
+		Share:       g.share(key),
 		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
 			return g.intercept(ctx, a, st, cmd)
 		},

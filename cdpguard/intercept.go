@@ -17,6 +17,20 @@ import (
 // refusals come before per-user isolation; checks and rewrites after it, on
 // the params isolation produced (e.g. with the user's browserContextId).
 func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
+	v := g.judgeCommand(ctx, a, st, cmd)
+	if v.Refuse != "" || cmd.Browser {
+		// Debug: which methods clients send on the browser session, and
+		// what the guard refused (e2e TestClients records them).
+		g.log.Debug("agent command", "method", cmd.Method, "browserLevel", cmd.Browser, "refused", v.Refuse, "user", st.user.Key)
+	}
+	return v
+}
+
+// judgeCommand runs the rules of one command in order: the firewall's
+// outright refusals, then per-user isolation, then the firewall's checks
+// and rewrites on the params isolation produced; the verdicts combine
+// explicitly (relay.Combine).
+func (g *Guard) judgeCommand(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
 	rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
 	switch rule.Action {
 	case firewall.Refuse:
@@ -26,23 +40,14 @@ func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, c
 			return v
 		}
 	}
-	iso, done := g.isolate(st, a, cmd)
-	if done {
+	iso := g.isolate(ctx, st, a, cmd, rule.Scope)
+	if iso.Refuse != "" || iso.Local != nil {
 		return iso
 	}
 	if iso.Params != nil {
 		cmd.Params = iso.Params
 	}
-	v := g.applyRule(ctx, st, cmd, name, rule)
-	if v.Refuse == "" && v.Local == nil {
-		if v.Params == nil {
-			v.Params = iso.Params
-		}
-		if v.OnReply == nil {
-			v.OnReply = iso.OnReply
-		}
-	}
-	return v
+	return relay.Combine(iso, g.applyRule(ctx, st, cmd, name, rule))
 }
 
 // refuseParams refuses cmd if it carries one of rule.Params.

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"strings"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
@@ -60,136 +61,172 @@ func (g *Guard) contextParams(in map[string]jsonv2.Value) map[string]any {
 	return out
 }
 
-// contextScoped are browser-level methods that act on a whole browser
-// context. Without a browserContextId they would act on Chrome's default
-// context; the guard makes them act on the user's own.
-var contextScoped = map[string]bool{
-	"Browser.setDownloadBehavior": true,
-	"Browser.grantPermissions":    true,
-	"Browser.resetPermissions":    true,
-	"Browser.setPermission":       true,
-	"Browser.cancelDownload":      true,
-	"Storage.getCookies":          true,
-	"Storage.setCookies":          true,
-	"Storage.clearCookies":        true,
-	"Target.createTarget":         true,
-}
-
-// targetScoped are methods that name a target another user may own.
-var targetScoped = map[string]bool{
-	"Target.attachToTarget":      true,
-	"Target.closeTarget":         true,
-	"Target.activateTarget":      true,
-	"Target.getTargetInfo":       true,
-	"Target.detachFromTarget":    true,
-	"Target.autoAttachRelated":   true,
-	"Target.sendMessageToTarget": true,
-	"Browser.getWindowForTarget": true,
-}
-
-// isolate applies per-user isolation to one command. ok is false when v is a
-// refusal or a rewrite that must be used as is.
-func (g *Guard) isolate(st *agentState, a *relay.Agent, cmd relay.Command) (v relay.Verdict, done bool) {
+// isolate applies the method's isolation rule (internal/firewall scopes)
+// to one command: ids it names must be the user's, replies are filtered to
+// the user's, and context-wide methods act on the user's context.
+func (g *Guard) isolate(ctx context.Context, st *agentState, a *relay.Agent, cmd relay.Command, scope firewall.Scope) relay.Verdict {
 	u := st.user
-	if targetScoped[cmd.Method] {
-		var p struct {
-			TargetID  string `json:"targetId"`
-			SessionID string `json:"sessionId"`
+	switch scope {
+	case firewall.Targets:
+		return g.isolateTarget(st, a, cmd)
+	case firewall.Windows:
+		return g.isolateWindow(ctx, u, cmd)
+	case firewall.Listing:
+		if cmd.Method == "Target.getTargets" {
+			return relay.Verdict{OnReply: g.filterTargets(u, st)}
 		}
-		if err := unmarshalParams(cmd.Params, &p); err != nil {
-			return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s: unreadable params: %v", cmd.Method, err)}, true
-		}
-		if p.TargetID != "" && !g.users.OwnsTarget(u, p.TargetID) {
-			return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is refused: target %s is not in this user's browser context", cmd.Method, p.TargetID)}, true
-		}
-		if p.SessionID != "" && !a.Owns(p.SessionID) {
-			return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is refused: session %s is not this connection's", cmd.Method, p.SessionID)}, true
-		}
-		if cmd.Method == "Target.attachToTarget" {
-			id := p.TargetID
-			return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
-				if len(errRaw) == 0 {
-					st.setAttached(id, true)
-				}
-				return result, errRaw
-			}}, false
-		}
+		return relay.Verdict{OnReply: g.filterContexts(u)}
+	case firewall.OwnContexts:
+		return g.isolateOwnContext(u, cmd)
+	case firewall.Contexts, firewall.BrowserContexts:
+		return g.isolateContext(u, cmd)
 	}
-	if !cmd.Browser && !anySession(cmd.Method) {
-		return relay.Verdict{}, false
+	return relay.Verdict{}
+}
+
+// isolateTarget refuses a command naming another user's target or another
+// connection's session.
+func (g *Guard) isolateTarget(st *agentState, a *relay.Agent, cmd relay.Command) relay.Verdict {
+	var p struct {
+		TargetID  string `json:"targetId"`
+		SessionID string `json:"sessionId"`
 	}
+	if err := unmarshalParams(cmd.Params, &p); err != nil {
+		return refusal(cmd.Method, "unreadable params: "+err.Error())
+	}
+	if p.TargetID != "" && !g.users.OwnsTarget(st.user, p.TargetID) {
+		return refusal(cmd.Method, fmt.Sprintf("target %s is not in this user's browser context", p.TargetID))
+	}
+	if msg := g.notWebRefusal(cmd.Method, p.TargetID); msg != "" && cmd.Method != "Target.detachFromTarget" {
+		return relay.Verdict{Refuse: msg}
+	}
+	if p.SessionID != "" && !a.Owns(p.SessionID) {
+		return refusal(cmd.Method, fmt.Sprintf("session %s is not this connection's", p.SessionID))
+	}
+	id := p.TargetID
 	switch cmd.Method {
-	case "Target.getTargets":
-		return relay.Verdict{OnReply: g.filterTargets(u, st)}, true
-	case "Target.getBrowserContexts":
-		return relay.Verdict{OnReply: g.filterContexts(u)}, true
-	case "Target.createBrowserContext":
-		var in map[string]jsonv2.Value
-		if len(cmd.Params) > 0 {
-			if err := unmarshalParams(cmd.Params, &in); err != nil {
-				return relay.Verdict{Refuse: "cdpguard: Target.createBrowserContext: unreadable params"}, true
-			}
-		}
-		for _, k := range []string{"proxyServer", "proxyBypassList", "originsWithUniversalNetworkAccess"} {
-			if _, ok := in[k]; ok {
-				return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: Target.createBrowserContext is refused: %s is set by the guard (every context uses the guard's egress proxy)", k)}, true
-			}
-		}
-		params, err := jsonv2.Marshal(g.contextParams(in))
-		if err != nil {
-			return relay.Verdict{Refuse: "cdpguard: " + err.Error()}, true
-		}
-		return relay.Verdict{Params: params, OnReply: func(result, errRaw []byte) ([]byte, []byte) {
-			var r struct {
-				BrowserContextID string `json:"browserContextId"`
-			}
-			if len(errRaw) == 0 && jsonv2.Unmarshal(result, &r) == nil && r.BrowserContextID != "" {
-				g.users.AddContext(u, r.BrowserContextID)
+	case "Target.attachToTarget":
+		return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
+			if len(errRaw) == 0 {
+				st.setAttached(id, true)
 			}
 			return result, errRaw
-		}}, true
-	case "Target.disposeBrowserContext":
+		}}
+	case "Browser.getWindowForTarget":
+		// Learn the user's window ids from the replies about its targets.
+		return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
+			var r struct {
+				WindowID int64 `json:"windowId"`
+			}
+			if id != "" && len(errRaw) == 0 && jsonv2.Unmarshal(result, &r) == nil {
+				g.users.AddWindow(id, r.WindowID)
+			}
+			return result, errRaw
+		}}
+	}
+	return relay.Verdict{}
+}
+
+// isolateWindow refuses a command naming a window that shows none of the
+// user's targets. Window ids are learned from Browser.getWindowForTarget
+// replies; an id not learned yet is looked up by asking Chrome for the
+// windows of the user's targets.
+func (g *Guard) isolateWindow(ctx context.Context, u *users.User, cmd relay.Command) relay.Verdict {
+	var p struct {
+		WindowID *int64 `json:"windowId"`
+	}
+	if err := unmarshalParams(cmd.Params, &p); err != nil {
+		return refusal(cmd.Method, "unreadable params: "+err.Error())
+	}
+	if p.WindowID == nil {
+		return refusal(cmd.Method, "windowId is required, and must be a window of this user's targets")
+	}
+	w := *p.WindowID
+	if g.users.OwnsWindow(u, w) {
+		return relay.Verdict{}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for _, t := range g.users.Targets(u) {
+		res, err := g.mux.Call(ctx, "", "Browser.getWindowForTarget", map[string]any{"targetId": t})
+		var r struct {
+			WindowID int64 `json:"windowId"`
+		}
+		if err == nil && jsonv2.Unmarshal(res, &r) == nil {
+			g.users.AddWindow(t, r.WindowID)
+			if r.WindowID == w {
+				return relay.Verdict{}
+			}
+		}
+	}
+	return refusal(cmd.Method, fmt.Sprintf("window %d is not a window of this user's targets", w))
+}
+
+// isolateOwnContext lets a user create contexts (with the guard's proxy
+// settings) and dispose only contexts it created.
+func (g *Guard) isolateOwnContext(u *users.User, cmd relay.Command) relay.Verdict {
+	if cmd.Method == "Target.disposeBrowserContext" {
 		id := stringParam(cmd.Params, "browserContextId")
 		if id == u.Primary {
-			return relay.Verdict{Refuse: "cdpguard: Target.disposeBrowserContext is refused: the user's default context is disposed by the guard when the user is idle"}, true
+			return refusal(cmd.Method, "the user's default context is disposed by the guard when the user is idle")
 		}
 		if !g.users.OwnsContext(u, id) {
-			return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: Target.disposeBrowserContext is refused: context %s is not this user's", id)}, true
+			return refusal(cmd.Method, fmt.Sprintf("context %s is not this user's", id))
 		}
 		return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
 			if len(errRaw) == 0 {
 				g.users.RemoveContext(id)
 			}
 			return result, errRaw
-		}}, true
+		}}
 	}
-	if contextScoped[cmd.Method] {
-		var in map[string]jsonv2.Value
-		if len(cmd.Params) > 0 {
-			if err := unmarshalParams(cmd.Params, &in); err != nil {
-				return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s: unreadable params", cmd.Method)}, true
-			}
-		}
-		if raw, ok := in["browserContextId"]; ok {
-			var id string
-			if jsonv2.Unmarshal(raw, &id) != nil || !g.users.OwnsContext(u, id) {
-				return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is refused: browser context %s is not this user's", cmd.Method, raw)}, true
-			}
-			return relay.Verdict{}, false
-		}
-		out := maps.Clone(in)
-		if out == nil {
-			out = map[string]jsonv2.Value{}
-		}
-		idRaw, _ := jsonv2.Marshal(u.Primary)
-		out["browserContextId"] = idRaw
-		params, err := jsonv2.Marshal(out)
-		if err != nil {
-			return relay.Verdict{Refuse: "cdpguard: " + err.Error()}, true
-		}
-		return relay.Verdict{Params: params}, false
+	// Target.createBrowserContext: the firewall table has already refused
+	// an agent's own proxy settings.
+	var in map[string]jsonv2.Value
+	if err := unmarshalParams(cmd.Params, &in); err != nil {
+		return refusal(cmd.Method, "unreadable params: "+err.Error())
 	}
-	return relay.Verdict{}, false
+	params, err := jsonv2.Marshal(g.contextParams(in))
+	if err != nil {
+		return refusal(cmd.Method, err.Error())
+	}
+	return relay.Verdict{Params: params, OnReply: func(result, errRaw []byte) ([]byte, []byte) {
+		var r struct {
+			BrowserContextID string `json:"browserContextId"`
+		}
+		if len(errRaw) == 0 && jsonv2.Unmarshal(result, &r) == nil && r.BrowserContextID != "" {
+			g.users.AddContext(u, r.BrowserContextID)
+		}
+		return result, errRaw
+	}}
+}
+
+// isolateContext makes a context-wide method act on the user's context:
+// a browserContextId must be the user's, and a missing one becomes the
+// user's primary context (Chrome's default context is nobody's).
+func (g *Guard) isolateContext(u *users.User, cmd relay.Command) relay.Verdict {
+	var in map[string]jsonv2.Value
+	if err := unmarshalParams(cmd.Params, &in); err != nil {
+		return refusal(cmd.Method, "unreadable params: "+err.Error())
+	}
+	if raw, ok := in["browserContextId"]; ok {
+		var id string
+		if jsonv2.Unmarshal(raw, &id) != nil || !g.users.OwnsContext(u, id) {
+			return refusal(cmd.Method, fmt.Sprintf("browser context %s is not this user's", raw))
+		}
+		return relay.Verdict{}
+	}
+	out := maps.Clone(in)
+	if out == nil {
+		out = map[string]jsonv2.Value{}
+	}
+	idRaw, _ := jsonv2.Marshal(u.Primary)
+	out["browserContextId"] = idRaw
+	params, err := jsonv2.Marshal(out)
+	if err != nil {
+		return refusal(cmd.Method, err.Error())
+	}
+	return relay.Verdict{Params: params}
 }
 
 func stringParam(params []byte, name string) string {
@@ -243,7 +280,10 @@ func (g *Guard) filterTargets(u *users.User, st *agentState) func(result, errRaw
 		for _, t := range r.TargetInfos {
 			var ctxID string
 			_ = jsonv2.Unmarshal(t["browserContextId"], &ctxID)
-			if ctxID != "" && g.users.OwnsContext(u, ctxID) {
+			var typ, url string
+			_ = jsonv2.Unmarshal(t["type"], &typ)
+			_ = jsonv2.Unmarshal(t["url"], &url)
+			if ctxID != "" && g.users.OwnsContext(u, ctxID) && firewall.NotWeb(typ, url) == "" {
 				var id string
 				_ = jsonv2.Unmarshal(t["targetId"], &id)
 				if !st.isAttached(id) {
@@ -284,10 +324,13 @@ func (g *Guard) filterContexts(u *users.User) func(result, errRaw []byte) ([]byt
 	}
 }
 
-// filterEvent keeps target events about other users' targets from an agent.
-// An auto-attach to a foreign target is undone at once: the target is
-// released (the agent's auto-attach would otherwise hold it forever) and the
-// agent's session to it is detached.
+// filterEvent keeps target events about other users' targets, and about
+// targets that are not web content (firewall.NotWeb), from an agent. An
+// auto-attach to such a target is undone: the target is released (the
+// agent's auto-attach would otherwise hold it forever) and the agent's
+// session to it is detached. The filter only decides; the registry is
+// written by the guard's own event handler, and the sends to the browser
+// run on the guard's effects goroutine.
 func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, e *cdpmsg.Envelope) bool {
 	return func(a *relay.Agent, e *cdpmsg.Envelope) bool {
 		switch e.Method {
@@ -298,8 +341,7 @@ func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, 
 			if jsonv2.Unmarshal(e.Params, &p) != nil {
 				return false
 			}
-			g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
-			if !g.users.OwnsContext(u, p.TargetInfo.BrowserContextID) {
+			if !g.users.OwnsContext(u, p.TargetInfo.BrowserContextID) || firewall.NotWeb(p.TargetInfo.Type, p.TargetInfo.URL) != "" {
 				return false
 			}
 			if p.TargetInfo.Attached && !st.isAttached(p.TargetInfo.TargetID) {
@@ -310,27 +352,30 @@ func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, 
 			var p struct {
 				TargetID string `json:"targetId"`
 			}
-			return jsonv2.Unmarshal(e.Params, &p) == nil && g.users.OwnsTarget(u, p.TargetID)
+			return jsonv2.Unmarshal(e.Params, &p) == nil && g.users.OwnsTarget(u, p.TargetID) && g.users.NotWeb(p.TargetID) == ""
 		case "Target.attachedToTarget":
-			var p attachedToTarget
-			if jsonv2.Unmarshal(e.Params, &p) != nil {
+			p := e.Attached
+			if p == nil {
 				return false
 			}
 			if p.TargetInfo.Type == "browser" {
 				return true // the agent's own Target.attachToBrowserTarget
 			}
-			g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
 			// An attachment announced on one of the agent's target sessions
 			// (its own auto-attach to a page's OOPIFs and workers) is a child
 			// of a target the agent already owns.
-			if g.users.OwnsContext(u, p.TargetInfo.BrowserContextID) || !a.IsBrowserSession(e.SessionID) {
+			mine := g.users.OwnsContext(u, p.TargetInfo.BrowserContextID) || !a.IsBrowserSession(e.SessionID)
+			if mine && firewall.NotWeb(p.TargetInfo.Type, p.TargetInfo.URL) == "" {
 				st.setAttached(p.TargetInfo.TargetID, true)
 				return true
 			}
-			if p.WaitingForDebugger {
-				_ = g.mux.Send(p.SessionID, "Runtime.runIfWaitingForDebugger", nil)
-			}
-			_ = g.mux.Send(e.SessionID, "Target.detachFromTarget", map[string]any{"sessionId": p.SessionID})
+			parent, child, waiting := e.SessionID, p.SessionID, p.WaitingForDebugger
+			g.fx.add(func() {
+				if waiting {
+					_ = g.mux.Send(child, "Runtime.runIfWaitingForDebugger", nil)
+				}
+				_ = g.mux.Send(parent, "Target.detachFromTarget", map[string]any{"sessionId": child})
+			})
 			return false
 		case "Target.detachedFromTarget", "Target.receivedMessageFromTarget":
 			var p struct {
@@ -347,17 +392,4 @@ func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, 
 		}
 		return true
 	}
-}
-
-// anySession reports whether method gets browser-level isolation on every
-// session: Chrome gives the page and tab sessions of a trusted client the
-// browser's Target and Browser domains, so Target.getTargets there lists
-// every user's tabs and Target.createTarget takes any browserContextId.
-// Storage.* is left out: Chrome refuses browserContextId on those sessions.
-func anySession(method string) bool {
-	switch method {
-	case "Target.getTargets", "Target.getBrowserContexts", "Target.createBrowserContext", "Target.disposeBrowserContext":
-		return true
-	}
-	return contextScoped[method] && !strings.HasPrefix(method, "Storage.")
 }

@@ -11,22 +11,12 @@ import (
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 )
 
-// targetInfo is the part of Target.TargetInfo the guard reads.
-type targetInfo struct {
-	TargetID         string `json:"targetId"`
-	Type             string `json:"type"`
-	Title            string `json:"title"`
-	URL              string `json:"url"`
-	Attached         bool   `json:"attached"`
-	OpenerID         string `json:"openerId,omitempty"`
-	BrowserContextID string `json:"browserContextId,omitempty"`
-}
-
-type attachedToTarget struct {
-	SessionID          string     `json:"sessionId"`
-	TargetInfo         targetInfo `json:"targetInfo"`
-	WaitingForDebugger bool       `json:"waitingForDebugger"`
-}
+// targetInfo and attachedToTarget are decoded once, on the mux read loop
+// (cdpmsg.Envelope.Attached).
+type (
+	targetInfo       = cdpmsg.TargetInfo
+	attachedToTarget = cdpmsg.Attached
+)
 
 // onGuardEvent handles events on the guard's root session and on the
 // sessions its auto-attach created. It runs on the mux read loop: anything
@@ -41,11 +31,11 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		if e.SessionID != "" {
 			return // only the root session's auto-attach is the guard's
 		}
-		var a attachedToTarget
-		if err := jsonv2.Unmarshal(e.Params, &a); err != nil {
-			g.log.Error("unreadable attachedToTarget", "err", err)
+		if e.Attached == nil {
+			g.log.Error("unreadable attachedToTarget")
 			return
 		}
+		a := *e.Attached
 		if a.TargetInfo.Type == "browser" {
 			return // an agent's own browser session
 		}
@@ -53,6 +43,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			g.judge.AddPage(a.TargetInfo.TargetID)
 		}
 		g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
+		g.markWeb(a.TargetInfo, false)
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()
@@ -64,6 +55,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		}
 		if jsonv2.Unmarshal(e.Params, &p) == nil {
 			g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
+			g.markWeb(p.TargetInfo, e.Method == "Target.targetInfoChanged")
 			if p.TargetInfo.Type == "page" {
 				g.judge.AddPage(p.TargetInfo.TargetID)
 			}

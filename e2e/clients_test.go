@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
+	"github.com/cdpguard/cdpguard/cdpguard"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -114,10 +115,35 @@ func lastJSONLine(out string) (clientResult, error) {
 func TestClients(t *testing.T) {
 	needBrowser(t)
 	h := testhosts.Start(t)
-	url := endpoint(t)
-	t.Run("playwright", func(t *testing.T) { runNodeClient(t, "playwright.mjs", url, h, "client-playwright") })
-	t.Run("puppeteer", func(t *testing.T) { runNodeClient(t, "puppeteer.mjs", url, h, "client-puppeteer") })
-	t.Run("chromedp", func(t *testing.T) { chromedpFlow(t, url, h, "client-chromedp") })
+	// rec records every browser-session method each client sends: none may
+	// be refused by the browser-level allowlist.
+	var rec *methodRecorder
+	url := ""
+	if directMode() {
+		url = endpoint(t)
+	} else {
+		url = userGuard(t, func(c *cdpguard.Config) {
+			rec = newMethodRecorder(c.Logger)
+			c.Logger = rec.logger()
+		}).URL()
+	}
+	check := func(t *testing.T, client string) {
+		if rec != nil {
+			rec.check(t, client)
+		}
+	}
+	t.Run("playwright", func(t *testing.T) {
+		runNodeClient(t, "playwright.mjs", url, h, "client-playwright")
+		check(t, "playwright")
+	})
+	t.Run("puppeteer", func(t *testing.T) {
+		runNodeClient(t, "puppeteer.mjs", url, h, "client-puppeteer")
+		check(t, "puppeteer")
+	})
+	t.Run("chromedp", func(t *testing.T) {
+		chromedpFlow(t, url, h, "client-chromedp")
+		check(t, "chromedp")
+	})
 	if n := h.Forbidden.Total(); n > 0 {
 		t.Errorf("forbidden host was reached %d times by the client flows: %v", n, h.Forbidden.Log())
 	}

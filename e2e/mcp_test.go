@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cdpguard/cdpguard/cdpguard"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -29,11 +30,28 @@ func TestMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := testhosts.Start(t)
-	g := userGuard(t, nil)
+	var rec *methodRecorder
+	g := userGuard(t, func(c *cdpguard.Config) {
+		rec = newMethodRecorder(c.Logger)
+		c.Logger = rec.logger()
+	})
 	runNodeSteps(t, g.URL(), h,
 		[]string{"MCP_CLI=" + abs, "USER_A=mcp-alice", "USER_B=mcp-bob", "OUTPUT_DIR=" + t.TempDir()},
 		[]string{"startServers", "navigateAllowed", "navigateForbidden", "navigateOtherUser", "tabsIsolated", "storageIsolated", "close"},
 		"mcp.mjs")
+	rec.check(t, "@playwright/mcp")
+	// Google's chrome-devtools-mcp (puppeteer inside), as another user.
+	dcli, err := filepath.Abs(filepath.Join("node_modules", "chrome-devtools-mcp", "build", "src", "bin", "chrome-devtools-mcp.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("chrome-devtools-mcp", func(t *testing.T) {
+		runNodeSteps(t, g.URL(), h,
+			[]string{"DEVTOOLS_MCP_CLI=" + dcli, "USER_A=devtools-alice", "OUTPUT_DIR=" + t.TempDir()},
+			[]string{"startServer", "newPage", "evaluate", "resize", "navigateForbidden", "listPages", "close"},
+			"devtoolsmcp.mjs")
+		rec.check(t, "chrome-devtools-mcp")
+	})
 	if n := h.Forbidden.Total(); n > 0 || h.Forbidden.Conns() > 0 {
 		t.Errorf("forbidden host was reached: %d requests, %d connections: %v", n, h.Forbidden.Conns(), h.Forbidden.Log())
 	}

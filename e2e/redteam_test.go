@@ -351,6 +351,8 @@ func TestRedTeam(t *testing.T) {
 	t.Run("nonFlatSession", func(t *testing.T) { rtNonFlat(t, e) })
 	t.Run("files", func(t *testing.T) { rtFiles(t, e) })
 	t.Run("enforcement", func(t *testing.T) { rtEnforcement(t, e) })
+	t.Run("browserLevel", func(t *testing.T) { rtBrowserLevel(t, e) })
+	t.Run("userShare", func(t *testing.T) { rtUserShare(t, e) })
 	e.noLeak(t)
 	e.aliceIntact(t)
 }

@@ -32,6 +32,9 @@ type Envelope struct {
 	// ID is RawID parsed; valid when HasID.
 	ID    int64 `json:"-"`
 	HasID bool  `json:"-"`
+	// Attached is the decoded params of a Target.attachedToTarget event,
+	// set by DecodeAttached.
+	Attached *Attached `json:"-"`
 }
 
 // Decode parses msg. It rejects invalid JSON, duplicate keys, invalid UTF-8,

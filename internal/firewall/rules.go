@@ -76,6 +76,8 @@ type Rule struct {
 	Params []string
 	// Why is the reason given to the agent.
 	Why string
+	// Scope is the method's isolation rule (isolation.go); Lookup fills it.
+	Scope Scope
 }
 
 // whyURL is the reason of the URL rows.
@@ -99,12 +101,20 @@ var rules = map[string]Rule{
 	"Extensions.*":                  {Action: Refuse, Why: "extensions run outside the guard's page rules"},
 	"Tethering.*":                   {Action: Refuse, Why: "port forwarding would bypass the egress rules"},
 	"PWA.*":                         {Action: Refuse, Why: "installed web apps run outside the guarded contexts"},
+	// Browser-wide effects and information, on any session.
+	"Memory.simulatePressureNotification":       {Action: Refuse, Why: "memory pressure is simulated for the whole browser, every user's tabs"},
+	"Memory.setPressureNotificationsSuppressed": {Action: Refuse, Why: "it suppresses memory pressure for the whole browser"},
+	"Memory.getBrowserSamplingProfile":          {Action: Refuse, Why: "it samples the whole browser process"},
+	"SystemInfo.getProcessInfo":                 {Action: Refuse, Why: "it lists every process of the browser, every user's renderers"},
+	"Browser.getHistograms":                     {Action: Refuse, Why: "histograms count the whole browser's activity"},
+	"Browser.getHistogram":                      {Action: Refuse, Why: "histograms count the whole browser's activity"},
+	"Browser.getBrowserCommandLine":             {Action: Refuse, Why: "the command line names the guard's proxy and profile"},
 	// Chrome's tracing is browser-wide even when started from a page
 	// session: an e2e test saw one user's trace record another user's URL.
 	"Tracing.start": {Action: Refuse, Why: "Chrome traces the whole browser, so a trace would record other users' tabs"},
 
 	// Refused with some params: the guard sets these itself.
-	"Target.createBrowserContext": {Action: RefuseParams, BrowserOnly: true,
+	"Target.createBrowserContext": {Action: RefuseParams,
 		Params: []string{"proxyServer", "proxyBypassList", "originsWithUniversalNetworkAccess"},
 		Why:    "the guard sets it (every context uses the guard's egress proxy)"},
 
@@ -136,8 +146,28 @@ var rules = map[string]Rule{
 // session is browser-level. It does not allocate.
 //
 // A domain-wide refusal wins over a row for one of its methods, so that
-// "Fetch.*" on browser sessions also covers Fetch.continueRequest.
+// "Fetch.*" on browser sessions also covers Fetch.continueRequest. On
+// browser-level sessions, and for the Browser and SystemInfo domains
+// anywhere, a method not on the allowlist (isolation.go) is refused.
+// Rule.Scope carries the method's isolation rule.
 func Lookup(method string, browser bool) (Rule, string) {
+	r, name := lookupAction(method, browser)
+	if r.Action == Refuse {
+		return r, name
+	}
+	scope, ok := listed(method)
+	if !ok && (browser || browserWide(method)) {
+		return Rule{Action: Refuse, Why: whyNotListed}, method
+	}
+	if scope == BrowserContexts && !browser {
+		scope = NoIDs
+	}
+	r.Scope = scope
+	return r, name
+}
+
+// lookupAction finds method's row of the firewall table.
+func lookupAction(method string, browser bool) (Rule, string) {
 	i := strings.IndexByte(method, '.')
 	var dom Rule
 	var hasDom bool

@@ -31,6 +31,7 @@ var rowCases = []struct {
 	{"Tracing.start", "Tracing.start", false, Refuse},
 	{"PWA.*", "PWA.launchFilesInApp", true, Refuse},
 	{"Target.createBrowserContext", "Target.createBrowserContext", true, RefuseParams},
+	{"Target.createBrowserContext", "Target.createBrowserContext", false, RefuseParams}, // page sessions have the Target domain too
 	{"Browser.grantPermissions", "Browser.grantPermissions", true, CheckPermissions},
 	{"Browser.setPermission", "Browser.setPermission", true, CheckPermissions},
 	{"Browser.setDownloadBehavior", "Browser.setDownloadBehavior", true, RewriteDownloads},
@@ -47,6 +48,14 @@ var rowCases = []struct {
 	{"Page.handleJavaScriptDialog", "Page.handleJavaScriptDialog", false, Rewrite},
 	{"Guard.*", "Guard.getPolicy", true, Guard},
 	{"Guard.*", "Guard.enable", false, Guard},
+	{"Memory.simulatePressureNotification", "Memory.simulatePressureNotification", true, Refuse},
+	{"Memory.simulatePressureNotification", "Memory.simulatePressureNotification", false, Refuse},
+	{"Memory.setPressureNotificationsSuppressed", "Memory.setPressureNotificationsSuppressed", false, Refuse},
+	{"Memory.getBrowserSamplingProfile", "Memory.getBrowserSamplingProfile", true, Refuse},
+	{"SystemInfo.getProcessInfo", "SystemInfo.getProcessInfo", true, Refuse},
+	{"Browser.getHistograms", "Browser.getHistograms", false, Refuse},
+	{"Browser.getHistogram", "Browser.getHistogram", true, Refuse},
+	{"Browser.getBrowserCommandLine", "Browser.getBrowserCommandLine", false, Refuse},
 }
 
 // passCases are methods the table must let through.
@@ -57,10 +66,9 @@ var passCases = []struct {
 	{"Runtime.evaluate", false},
 	{"Fetch.enable", false}, // page-level interception is the agent's own
 	{"Fetch.failRequest", false},
-	{"Target.createBrowserContext", false}, // BrowserOnly: a page session has no such command
-	{"Brand.newMethod", false},             // unknown methods pass
-	{"Fetch", true},                        // no dot: no domain
-	{".enable", true},
+	{"Brand.newMethod", false}, // unknown methods pass
+	{"Fetch", false},           // no dot: no domain
+	{".enable", false},
 	{"", false},
 	{"Browser.getVersion", true},
 	{"Page.captureScreenshot", false},

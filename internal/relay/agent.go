@@ -85,6 +85,11 @@ type AgentOptions struct {
 	// with bursts of twice that; commands over it get a CDP error and never
 	// reach the browser. Zero means 2000; negative means unlimited.
 	Rate int
+	// Share, when set, is shared by all connections of the agent's user: a
+	// rate limit over them together, and a window of commands in flight in
+	// the browser, so that one user's flood cannot delay the guard's
+	// set-up of another user's targets by more than the window.
+	Share *Share
 	// QueueSize bounds messages waiting to be written to the agent; an agent
 	// that falls this far behind is disconnected. Zero means 65536.
 	QueueSize int
@@ -104,10 +109,11 @@ type Agent struct {
 	closeCode int
 
 	mu       sync.Mutex
-	owned    map[string]bool // sessions of this agent
-	browsers map[string]bool // browser-level sessions of this agent
-	created  map[string]bool // targets this agent created
-	inflight map[int64]bool  // agent ids of commands forwarded and not yet answered
+	owned    map[string]bool          // sessions of this agent
+	browsers map[string]bool          // browser-level sessions of this agent
+	created  map[string]bool          // targets this agent created
+	targets  map[string]sessionTarget // session → the target it is attached to
+	inflight map[int64]bool           // agent ids of commands forwarded and not yet answered
 	closed   bool
 
 	// the token bucket of Rate; only the read goroutine touches it
@@ -142,6 +148,7 @@ func (m *Mux) NewAgent(ctx context.Context, conn AgentConn, opts AgentOptions) (
 		owned:    map[string]bool{r.SessionID: true},
 		browsers: map[string]bool{r.SessionID: true},
 		created:  map[string]bool{},
+		targets:  map[string]sessionTarget{},
 		inflight: map[int64]bool{},
 	}
 	m.mu.Lock()
@@ -288,6 +295,10 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, fmt.Sprintf("cdpguard: rate limit: more than %d commands a second from this connection", a.opts.Rate)))
 		return
 	}
+	if a.opts.Share != nil && !a.opts.Share.allow() {
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, fmt.Sprintf("cdpguard: rate limit: more than %d commands a second from this user", a.opts.Share.rate)))
+		return
+	}
 	var v Verdict
 	if a.opts.Intercept != nil {
 		v = a.opts.Intercept(ctx, a, Command{Method: e.Method, Params: e.Params, SessionID: session, Browser: browser})
@@ -307,14 +318,21 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 	a.mu.Lock()
 	a.inflight[e.ID] = true
 	a.mu.Unlock()
-	id, err := a.m.register(&pending{agent: a, origID: e.ID, method: e.Method, hook: v.OnReply})
+	p := &pending{agent: a, origID: e.ID, method: e.Method, hook: v.OnReply}
+	if a.opts.Share != nil {
+		p.slot = a.opts.Share.acquire(ctx, a.quit)
+	}
+	id, err := a.m.register(p)
 	if err != nil {
+		a.releaseSlot(p)
 		a.doneID(e.ID)
 		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, "cdpguard: browser connection lost"))
 		return
 	}
 	if err := a.m.conn.WriteMessage(cdpmsg.AppendCommand(nil, id, session, e.Method, params)); err != nil {
-		a.m.unregister(id)
+		if a.m.unregister(id) {
+			a.releaseSlot(p)
+		}
 		a.doneID(e.ID)
 		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, "cdpguard: browser connection lost"))
 	}
@@ -322,6 +340,7 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 
 // deliverReply is called from the mux read loop.
 func (a *Agent) deliverReply(p *pending, e *cdpmsg.Envelope) {
+	a.releaseSlot(p)
 	result, errRaw := []byte(e.Result), []byte(e.Error)
 	if p.hook != nil {
 		result, errRaw = p.hook(result, errRaw)
@@ -357,16 +376,13 @@ func (a *Agent) deliverEvent(e *cdpmsg.Envelope) {
 	}
 	switch e.Method {
 	case "Target.attachedToTarget":
-		var p struct {
-			SessionID  string `json:"sessionId"`
-			TargetInfo struct {
-				Type string `json:"type"`
-			} `json:"targetInfo"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) == nil && p.SessionID != "" {
+		if p := e.Attached; p != nil {
 			// An auto-attach (filter {type: "browser"}) can hand the agent a
 			// browser-level session too: it gets the browser-level rules.
 			a.own(p.SessionID, p.TargetInfo.Type == "browser")
+			a.mu.Lock()
+			a.targets[p.SessionID] = sessionTarget{target: p.TargetInfo.TargetID, parent: e.SessionID}
+			a.mu.Unlock()
 		}
 	case "Target.detachedFromTarget":
 		var p struct {
@@ -440,6 +456,7 @@ func (a *Agent) own(session string, browser bool) {
 
 func (a *Agent) disown(session string) {
 	a.mu.Lock()
+	delete(a.targets, session)
 	delete(a.owned, session)
 	delete(a.browsers, session)
 	a.mu.Unlock()

@@ -20,22 +20,7 @@ func (a *Agent) allow() bool {
 	if a.opts.Rate < 0 {
 		return true
 	}
-	now := time.Now()
-	limit := float64(2 * a.opts.Rate)
-	if a.refill.IsZero() {
-		a.tokens = limit
-	} else {
-		a.tokens += now.Sub(a.refill).Seconds() * float64(a.opts.Rate)
-		if a.tokens > limit {
-			a.tokens = limit
-		}
-	}
-	a.refill = now
-	if a.tokens < 1 {
-		return false
-	}
-	a.tokens--
-	return true
+	return takeToken(&a.tokens, &a.refill, a.opts.Rate, time.Now())
 }
 
 func (a *Agent) enqueue(msg []byte) {
@@ -78,6 +63,7 @@ func (a *Agent) cleanup() {
 	for id, p := range a.m.pending {
 		if p.agent == a {
 			delete(a.m.pending, id)
+			a.releaseSlot(p)
 		}
 	}
 	delete(a.m.agents, a)
@@ -88,5 +74,13 @@ func (a *Agent) cleanup() {
 	}
 	for s := range browsers {
 		_ = a.m.Send("", "Target.detachFromTarget", map[string]any{"sessionId": s})
+	}
+}
+
+// releaseSlot frees the user's window slot p holds, if any.
+func (a *Agent) releaseSlot(p *pending) {
+	if p.slot && a.opts.Share != nil {
+		p.slot = false
+		a.opts.Share.release()
 	}
 }

@@ -64,6 +64,7 @@ type pending struct {
 	method string     // for rewrites on reply
 	ch     chan reply // guard calls; nil for fire-and-forget
 	hook   replyHook  // optional agent-side rewrite of the reply
+	slot   bool       // holds a slot of the agent's user's window
 }
 
 // replyHook may rewrite a reply before it reaches the agent; it returns the
@@ -130,6 +131,7 @@ func (m *Mux) Run() error {
 			m.log.Warn("undecodable message from browser", "err", err)
 			continue
 		}
+		e.DecodeAttached()
 		m.route(e)
 	}
 }
@@ -148,6 +150,9 @@ func (m *Mux) shutdown() {
 	}
 	m.mu.Unlock()
 	for _, p := range pend {
+		if p.agent != nil {
+			p.agent.releaseSlot(p)
+		}
 		if p.ch != nil {
 			p.ch <- reply{err: ErrBrowserLost}
 		}
@@ -202,13 +207,8 @@ func (m *Mux) route(e *cdpmsg.Envelope) {
 func (m *Mux) trackGuardSession(e *cdpmsg.Envelope) {
 	switch e.Method {
 	case "Target.attachedToTarget":
-		var p struct {
-			SessionID  string `json:"sessionId"`
-			TargetInfo struct {
-				Type string `json:"type"`
-			} `json:"targetInfo"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) != nil || p.SessionID == "" || p.TargetInfo.Type == "browser" {
+		p := e.Attached
+		if p == nil || p.TargetInfo.Type == "browser" {
 			return
 		}
 		m.mu.Lock()
@@ -249,10 +249,12 @@ func (m *Mux) register(p *pending) (int64, error) {
 	return id, nil
 }
 
-func (m *Mux) unregister(id int64) {
+func (m *Mux) unregister(id int64) bool {
 	m.mu.Lock()
+	_, ok := m.pending[id]
 	delete(m.pending, id)
 	m.mu.Unlock()
+	return ok
 }
 
 // Call sends a guard command and waits for its reply. params may be nil, a

@@ -51,6 +51,8 @@ type Registry struct {
 	owner   map[string]*User     // context id → user
 	targets map[string]string    // target id → context id
 	gone    map[string]time.Time // destroyed targets, kept a while for late events
+	windows map[int64]string     // window id → context id of the targets it shows
+	nonWeb  map[string]string    // target id → why it is not web content
 	stats   Stats
 }
 
@@ -70,6 +72,7 @@ func New(ctxs Contexts, idle time.Duration, log *slog.Logger) *Registry {
 		owner:   map[string]*User{},
 		targets: map[string]string{},
 		gone:    map[string]time.Time{},
+		windows: map[int64]string{},
 	}
 }
 
@@ -269,6 +272,7 @@ func (r *Registry) sweep(ctx context.Context) {
 		if now.Sub(at) > time.Minute {
 			delete(r.gone, t)
 			delete(r.targets, t)
+			delete(r.nonWeb, t)
 		}
 	}
 	if r.idle > 0 {

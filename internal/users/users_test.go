@@ -346,3 +346,28 @@ func TestRunDisposesAndStops(t *testing.T) {
 		t.Errorf("Acquire after Run ended: %v, want ErrClosed", err)
 	}
 }
+
+func TestUsersWindows(t *testing.T) {
+	r := New(nil, 0, nil)
+	alice := &User{Key: "alice", Primary: "ctxA", contexts: map[string]bool{"ctxA": true}}
+	mallory := &User{Key: "mallory", Primary: "ctxM", contexts: map[string]bool{"ctxM": true}}
+	r.owner["ctxA"], r.owner["ctxM"] = alice, mallory
+	r.TrackTarget("tA", "ctxA")
+	r.TrackTarget("tM", "ctxM")
+	r.AddWindow("tA", 1)
+	r.AddWindow("tM", 2)
+	r.AddWindow("unknown", 3)
+	for _, c := range []struct {
+		u    *User
+		w    int64
+		want bool
+	}{{alice, 1, true}, {alice, 2, false}, {mallory, 2, true}, {mallory, 1, false}, {alice, 3, false}, {mallory, 3, false}} {
+		if got := r.OwnsWindow(c.u, c.w); got != c.want {
+			t.Errorf("OwnsWindow(%s, %d) = %v, want %v", c.u.Key, c.w, got, c.want)
+		}
+	}
+	r.RemoveContext("ctxA")
+	if r.OwnsWindow(alice, 1) {
+		t.Error("a disposed context's window is still owned")
+	}
+}

@@ -1,0 +1,45 @@
+package cdpguard
+
+import (
+	"fmt"
+
+	"github.com/cdpguard/cdpguard/internal/firewall"
+)
+
+// markWeb records whether a target is web content (firewall.NotWeb). When
+// a target an agent holds a session on turns into something else (a tab
+// navigated to chrome://settings by a page's own link, say), changed is
+// true and every agent session on it is ended with the reason. It runs on
+// the mux read loop: the sends go to the guard's effects goroutine.
+func (g *Guard) markWeb(t targetInfo, changed bool) {
+	why := firewall.NotWeb(t.Type, t.URL)
+	if t.Type == "browser" {
+		return
+	}
+	g.users.MarkWeb(t.TargetID, why)
+	if why == "" || !changed {
+		return
+	}
+	reason := fmt.Sprintf("cdpguard: target %s is no longer web content (%s %s): %s", t.TargetID, why, truncateReason(t.URL), firewall.WhyNotWeb)
+	id := t.TargetID
+	g.fx.add(func() {
+		g.agentsMu.Lock()
+		agents := make([]interface{ Evict(string, string) }, 0, len(g.agents))
+		for a := range g.agents {
+			agents = append(agents, a)
+		}
+		g.agentsMu.Unlock()
+		for _, a := range agents {
+			a.Evict(id, reason)
+		}
+	})
+}
+
+// notWebRefusal returns the refusal of a command naming a target that is
+// not web content, or "".
+func (g *Guard) notWebRefusal(method, targetID string) string {
+	if why := g.users.NotWeb(targetID); why != "" {
+		return refusal(method, fmt.Sprintf("target %s is not web content (%s): %s", targetID, why, firewall.WhyNotWeb)).Refuse
+	}
+	return ""
+}

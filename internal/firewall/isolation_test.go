@@ -1,0 +1,108 @@
+package firewall
+
+import (
+	"strings"
+	"testing"
+)
+
+// scopeCases has a case per row of the isolation table (the browser-level
+// allowlist); TestFirewallAllowlistRows fails when a row has none.
+var scopeCases = []struct {
+	method  string
+	browser bool
+	want    Scope
+}{
+	{"Browser.getVersion", true, NoIDs},
+	{"Browser.close", true, NoIDs},
+	{"Browser.getWindowForTarget", true, Targets},
+	{"Browser.getWindowForTarget", false, Targets},
+	{"Browser.getWindowBounds", true, Windows},
+	{"Browser.getWindowBounds", false, Windows},
+	{"Browser.setWindowBounds", true, Windows},
+	{"Browser.setContentsSize", true, Windows},
+	{"Browser.setDownloadBehavior", true, Contexts},
+	{"Browser.cancelDownload", true, Contexts},
+	{"Browser.grantPermissions", true, Contexts},
+	{"Browser.resetPermissions", false, Contexts},
+	{"Browser.setPermission", true, Contexts},
+	{"Storage.getCookies", true, BrowserContexts},
+	{"Storage.getCookies", false, NoIDs},
+	{"Storage.setCookies", true, BrowserContexts},
+	{"Storage.clearCookies", true, BrowserContexts},
+	{"Target.setDiscoverTargets", true, NoIDs},
+	{"Target.setAutoAttach", false, NoIDs},
+	{"Target.attachToBrowserTarget", true, NoIDs},
+	{"Target.getTargets", true, Listing},
+	{"Target.getTargets", false, Listing},
+	{"Target.getBrowserContexts", true, Listing},
+	{"Target.createTarget", true, Contexts},
+	{"Target.createBrowserContext", true, OwnContexts},
+	{"Target.disposeBrowserContext", false, OwnContexts},
+	{"Target.attachToTarget", true, Targets},
+	{"Target.closeTarget", true, Targets},
+	{"Target.activateTarget", true, Targets},
+	{"Target.getTargetInfo", true, Targets},
+	{"Target.detachFromTarget", true, Targets},
+	{"Target.autoAttachRelated", true, Targets},
+	{"Target.sendMessageToTarget", false, Targets}, // refused by the firewall table first
+	{"Runtime.runIfWaitingForDebugger", true, NoIDs},
+	{"Target.getDevToolsTarget", true, Targets},
+}
+
+func TestFirewallAllowlistRows(t *testing.T) {
+	covered := map[string]bool{}
+	for _, c := range scopeCases {
+		covered[c.method] = true
+		r, _ := Lookup(c.method, c.browser)
+		if c.method == "Target.sendMessageToTarget" {
+			if r.Action != Refuse {
+				t.Errorf("%s: %v, want Refuse", c.method, r.Action)
+			}
+			continue
+		}
+		if r.Action == Refuse {
+			t.Errorf("Lookup(%q, browser=%v) refused: %s", c.method, c.browser, r.Why)
+		}
+		if r.Scope != c.want {
+			t.Errorf("Lookup(%q, browser=%v).Scope = %v, want %v", c.method, c.browser, r.Scope, c.want)
+		}
+	}
+	for _, row := range AllowlistRows() {
+		if !covered[row] {
+			t.Errorf("allowlist row %q has no test case in scopeCases", row)
+		}
+	}
+}
+
+// TestFirewallAllowlistRefuses checks that the browser session refuses what
+// is not listed, naming the method, while page sessions pass unknown methods
+// except in the browser-wide domains.
+func TestFirewallAllowlistRefuses(t *testing.T) {
+	for _, c := range []struct {
+		method  string
+		browser bool
+		refuse  bool
+	}{
+		{"Memory.forciblyPurgeJavaScriptMemory", true, true},
+		{"Memory.forciblyPurgeJavaScriptMemory", false, false},
+		{"SystemInfo.getInfo", true, true},
+		{"SystemInfo.getInfo", false, true},
+		{"Browser.setDockTile", false, true},
+		{"Browser.addPrivacySandboxEnrollmentOverride", false, true},
+		{"Storage.clearDataForOrigin", true, true},
+		{"Storage.clearDataForOrigin", false, false},
+		{"Page.navigate", true, true},
+		{"Runtime.evaluate", false, false},
+		{"Brand.newMethod", true, true},
+		{"Brand.newMethod", false, false},
+		{"Guard.getPolicy", true, false},
+	} {
+		r, name := Lookup(c.method, c.browser)
+		if got := r.Action == Refuse; got != c.refuse {
+			t.Errorf("Lookup(%q, browser=%v) refuse=%v, want %v", c.method, c.browser, got, c.refuse)
+		}
+		if c.refuse && (name != c.method && !strings.HasSuffix(name, ".*")) {
+			t.Errorf("Lookup(%q) names %q", c.method, name)
+		}
+	}
+}

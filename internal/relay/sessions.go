@@ -1,0 +1,41 @@
+package relay
+
+import "github.com/cdpguard/cdpguard/internal/cdpmsg"
+
+// sessionTarget is what one of an agent's target sessions is attached to,
+// and the session that attached it (where a detach must be sent).
+type sessionTarget struct {
+	target, parent string
+}
+
+// SessionsOn returns the agent's sessions attached to target, each with the
+// session that attached it.
+func (a *Agent) SessionsOn(target string) (sessions, parents []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for s, st := range a.targets {
+		if st.target == target {
+			sessions = append(sessions, s)
+			parents = append(parents, st.parent)
+		}
+	}
+	return sessions, parents
+}
+
+// Evict ends the agent's sessions on target, telling the agent why first
+// (an Inspector.detached event carrying reason on each session, as Chrome
+// sends when it ends a session itself). It sends to the browser, so call
+// it from a goroutine that may block, never from the mux read loop.
+func (a *Agent) Evict(target, reason string) {
+	sessions, parents := a.SessionsOn(target)
+	for i, s := range sessions {
+		if params, err := rawParams(map[string]string{"reason": reason}); err == nil {
+			a.enqueue(cdpmsg.AppendEvent(nil, a.visible(s), "Inspector.detached", params))
+		}
+		parent := parents[i]
+		if parent == "" {
+			parent = a.browser
+		}
+		_ = a.m.Send(parent, "Target.detachFromTarget", map[string]any{"sessionId": s})
+	}
+}

@@ -1,0 +1,103 @@
+package relay
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Defaults of a user's share of the browser connection.
+const (
+	// DefaultUserRate bounds the commands per second of all of one user's
+	// connections together (bursts of twice that).
+	DefaultUserRate = 2000
+	// DefaultUserWindow bounds one user's commands waiting in the browser.
+	// Chrome runs the commands of its one connection in order, so a guard
+	// command (the set-up of another user's new tab) waits behind at most
+	// this many commands of each busy user.
+	DefaultUserWindow = 16
+	// slotWait is how long a command waits for a free slot of its user's
+	// window. A command unanswered that long is one Chrome already started
+	// and is waiting on (an evaluate awaiting a promise, a navigation), not
+	// one queued ahead of others; past it the command goes out without a
+	// slot, so a client with many long waits is slowed but never stalled.
+	slotWait = 500 * time.Millisecond
+)
+
+// Share is what all connections of one user share: a rate limit over all of
+// them together, and a window of commands in flight in the browser. Its
+// zero value is not usable; use NewShare.
+type Share struct {
+	rate  int
+	slots chan struct{}
+
+	mu     sync.Mutex
+	tokens float64
+	refill time.Time
+}
+
+// NewShare returns a Share; rate and window <= 0 take the defaults.
+func NewShare(rate, window int) *Share {
+	if rate <= 0 {
+		rate = DefaultUserRate
+	}
+	if window <= 0 {
+		window = DefaultUserWindow
+	}
+	return &Share{rate: rate, slots: make(chan struct{}, window)}
+}
+
+// allow takes one token from the user's bucket.
+func (s *Share) allow() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return takeToken(&s.tokens, &s.refill, s.rate, time.Now())
+}
+
+// acquire takes a slot of the window, waiting up to slotWait; it reports
+// whether a slot was taken (the caller then releases it on the reply).
+func (s *Share) acquire(ctx context.Context, quit <-chan struct{}) bool {
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(slotWait)
+	defer t.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	case <-quit:
+	}
+	return false
+}
+
+// release frees a slot taken by acquire.
+func (s *Share) release() {
+	select {
+	case <-s.slots:
+	default:
+	}
+}
+
+// takeToken refills a token bucket of rate tokens a second (capacity twice
+// that) and takes one token from it.
+func takeToken(tokens *float64, refill *time.Time, rate int, now time.Time) bool {
+	limit := float64(2 * rate)
+	if refill.IsZero() {
+		*tokens = limit
+	} else {
+		*tokens += now.Sub(*refill).Seconds() * float64(rate)
+		if *tokens > limit {
+			*tokens = limit
+		}
+	}
+	*refill = now
+	if *tokens < 1 {
+		return false
+	}
+	*tokens--
+	return true
+}
