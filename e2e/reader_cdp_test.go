@@ -150,6 +150,15 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 		t.Logf("read of a page that never loads took %v (bound 2s)", time.Since(start).Round(time.Millisecond))
 	})
 
+	t.Run("getPolicy", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(tab, 10*time.Second)
+		defer cancel()
+		p, err := chromedp.Call(ctx, cdp.Command[cdp.Empty, map[string]any]{Method: "Guard.getPolicy"}, cdp.Empty{})
+		if err != nil || p["instructions"] != instructionsMarker || p["searchUrl"] != origin+"/search" {
+			t.Errorf("Guard.getPolicy = %v, %v; want the instructions and the search URL", p, err)
+		}
+	})
+
 	t.Run("no search note elsewhere", func(t *testing.T) {
 		r, err := guardRead(tab, map[string]any{"url": origin + "/links.html"})
 		if err != nil {
@@ -178,6 +187,9 @@ func readerHTTP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Hos
 		return resp.StatusCode, string(b)
 	}
 	user := map[string]string{"X-LibreChat-User": "reader-http"}
+	if code, body := httpDo(t, http.MethodGet, g.URL()+"/policy", ""); code != http.StatusOK || !strings.Contains(body, `"instructions":"`+instructionsMarker+`"`) || !strings.Contains(body, `"searchUrl":"`+origin+`/search"`) {
+		t.Errorf("GET /policy: %d %s; want the instructions and the search URL", code, body)
+	}
 	code, body := get(origin+"/links.html", user)
 	var r cdpguard.ReadResult
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil || !strings.Contains(r.Text, "external link <http://example.org/ext?a=1>") {

@@ -98,7 +98,8 @@ func (w *textWriter) node(n *html.Node) {
 		w.link(n)
 		return
 	case atom.Td, atom.Th:
-		if n.PrevSibling != nil && prevElement(n) != nil {
+		if prevElement(n) != nil {
+			w.space = false
 			w.inline(" | ")
 		}
 		w.cell++
@@ -109,6 +110,10 @@ func (w *textWriter) node(n *html.Node) {
 		w.item(n)
 		return
 	case atom.Ul, atom.Ol:
+		gap := 2
+		if len(w.lists) > 0 {
+			gap = 1 // a nested list stays with its item
+		}
 		w.lists = append(w.lists, 0)
 		if n.DataAtom == atom.Ol {
 			w.lists[len(w.lists)-1] = 1
@@ -116,7 +121,7 @@ func (w *textWriter) node(n *html.Node) {
 				w.lists[len(w.lists)-1] = s
 			}
 		}
-		w.block(n, 2)
+		w.block(n, gap)
 		w.lists = w.lists[:len(w.lists)-1]
 		return
 	case atom.Pre:
