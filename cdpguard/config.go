@@ -32,6 +32,12 @@ type Config struct {
 	HostMap []string
 	// Instructions is added to the explanation page of a blocked navigation.
 	Instructions string
+	// SearchURL is the prefix of a search engine's result pages: the reader
+	// notes on them that search results are not a source.
+	SearchURL string
+	// ReadLoadTimeout bounds the reader's wait for a page to finish loading;
+	// zero means 10 s. The page is read after it either way, with a note.
+	ReadLoadTimeout time.Duration
 	// BlockedNavigation selects how a blocked top-level navigation is
 	// answered: "page" (default, a 403 explanation page) or "error"
 	// (net::ERR_BLOCKED_BY_CLIENT).

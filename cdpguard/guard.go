@@ -47,6 +47,8 @@ type Guard struct {
 	proxyURL  string
 	metrics   *metrics
 	fg        *fileGuard
+	worlds    *guardWorlds // the guard's isolated worlds, hidden from agents
+	rd        *readState
 	id        string // the browser id in /devtools/browser/<id>
 	version   browser.Version
 
@@ -233,6 +235,8 @@ func newGuard(cfg Config) (*Guard, error) {
 	}
 	g.metrics = newMetrics(g)
 	g.fg = newFileGuard(g)
+	g.worlds = newGuardWorlds()
+	g.rd = newReadState(g.worlds)
 	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
 	return g, nil
 }

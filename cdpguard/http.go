@@ -75,7 +75,9 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeText(w, http.StatusServiceUnavailable, "not ready")
 		}
 	case path == "/policy":
-		g.writeJSON(w, g.policy)
+		g.writeJSON(w, g.policyView())
+	case path == "/read":
+		g.serveRead(w, r)
 	case path == "/metrics":
 		g.metrics.handler.ServeHTTP(w, r)
 	case strings.HasSuffix(path, "/json/version") || strings.HasSuffix(path, "/json/version/"):

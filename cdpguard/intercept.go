@@ -158,8 +158,10 @@ func localNetworkGrant(cmd relay.Command) string {
 
 func (g *Guard) guardMethod(st *agentState, cmd relay.Command) relay.Verdict {
 	switch cmd.Method {
+	case "Guard.read":
+		return g.guardRead(st, cmd)
 	case "Guard.getPolicy":
-		b, err := jsonv2.Marshal(g.policy)
+		b, err := jsonv2.Marshal(g.policyView())
 		if err != nil {
 			return relay.Verdict{Refuse: "cdpguard: " + err.Error()}
 		}
@@ -171,7 +173,7 @@ func (g *Guard) guardMethod(st *agentState, cmd relay.Command) relay.Verdict {
 		st.guardEvents.Store(false)
 		return relay.Verdict{Local: []byte("{}")}
 	}
-	return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is not a Guard method (Guard.getPolicy, Guard.enable, Guard.disable)", cmd.Method)}
+	return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is not a Guard method (Guard.getPolicy, Guard.enable, Guard.disable, Guard.read)", cmd.Method)}
 }
 
 // closeOwnTargets closes the user's targets: Browser.close from one agent

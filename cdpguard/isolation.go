@@ -333,6 +333,9 @@ func (g *Guard) filterContexts(u *users.User) func(result, errRaw []byte) ([]byt
 // run on the guard's effects goroutine.
 func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, e *cdpmsg.Envelope) bool {
 	return func(a *relay.Agent, e *cdpmsg.Envelope) bool {
+		if g.worlds.hide(e) {
+			return false
+		}
 		switch e.Method {
 		case "Target.targetCreated", "Target.targetInfoChanged":
 			var p struct {

@@ -41,6 +41,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		}
 		if a.TargetInfo.Type == "page" {
 			g.judge.AddPage(a.TargetInfo.TargetID)
+			g.rd.pageAttached(a.TargetInfo.TargetID, a.SessionID)
 		}
 		g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
 		g.markWeb(a.TargetInfo, false)
@@ -66,6 +67,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		}
 		if jsonv2.Unmarshal(e.Params, &p) == nil {
 			g.judge.RemovePage(p.TargetID)
+			g.rd.pageGone(p.TargetID)
 			g.users.ForgetTarget(p.TargetID)
 			g.setupMu.Lock()
 			delete(g.setups, p.TargetID)

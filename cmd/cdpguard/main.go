@@ -50,6 +50,7 @@ func newApp() *cli.App {
 				Flags:  append(commonFlags(), &cli.StringFlag{Name: "browser-url", Usage: "the browser's http://host:port or ws:// URL", EnvVars: []string{"CDPGUARD_BROWSER_URL"}, Required: true}),
 				Action: attach,
 			},
+			readCommand(),
 			{
 				Name:      "check",
 				Usage:     "print the verdict and reason for each URL",
@@ -81,6 +82,7 @@ func commonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9222", Usage: "endpoint address", EnvVars: []string{"CDPGUARD_LISTEN"}},
 		&cli.StringSliceFlag{Name: "host-map", Usage: "PATTERN=IP name mapping for Chrome and the egress proxy (repeatable)", EnvVars: []string{"CDPGUARD_HOST_MAP"}},
 		&cli.StringFlag{Name: "instructions", Usage: "text added to the explanation page of a blocked navigation", EnvVars: []string{"EXTRA_INSTRUCTIONS"}},
+		&cli.StringFlag{Name: "search-url", Usage: "prefix of search result pages: the reader notes on them that search results are not a source", EnvVars: []string{"SEARCH_URL"}},
 		&cli.StringFlag{Name: "blocked-navigation", Value: "page", Usage: "page (403 explanation page) or error (net::ERR_BLOCKED_BY_CLIENT)", EnvVars: []string{"CDPGUARD_BLOCKED_NAVIGATION"}},
 		&cli.DurationFlag{Name: "dialog-grace", Usage: "how long a JavaScript dialog may stay open", EnvVars: []string{"CDPGUARD_DIALOG_GRACE"}},
 		&cli.StringSliceFlag{Name: "public-host", Usage: "extra Host names the endpoint accepts (repeatable)", EnvVars: []string{"CDPGUARD_PUBLIC_HOST"}},
@@ -128,6 +130,7 @@ func config(c *cli.Context, log *slog.Logger) cdpguard.Config {
 		Listen:               c.String("listen"),
 		HostMap:              splitList(c.StringSlice("host-map")),
 		Instructions:         c.String("instructions"),
+		SearchURL:            c.String("search-url"),
 		BlockedNavigation:    c.String("blocked-navigation"),
 		DialogGrace:          c.Duration("dialog-grace"),
 		PublicHosts:          splitList(c.StringSlice("public-host")),

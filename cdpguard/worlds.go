@@ -1,0 +1,123 @@
+package cdpguard
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"sync"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+)
+
+// guardWorlds names the isolated worlds the guard creates in pages (the
+// reader's; later the controls') and hides them from agents: an agent that
+// saw them could evaluate in them, and a page cannot reach them only while
+// nobody hands their context ids out. Names are random per guard start.
+type guardWorlds struct {
+	mu    sync.Mutex
+	names [][]byte
+	// seen holds, per agent session, the context ids of guard worlds whose
+	// executionContextCreated was kept from that agent, so that the matching
+	// executionContextDestroyed is kept from it too.
+	seen map[string]bool
+}
+
+func newGuardWorlds() *guardWorlds { return &guardWorlds{seen: map[string]bool{}} }
+
+// newName returns a fresh random world name for purpose and hides it.
+func (w *guardWorlds) newName(purpose string) string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	name := "cdpguard_" + purpose + "_" + hex.EncodeToString(b)
+	w.mu.Lock()
+	w.names = append(w.names, []byte(name))
+	w.mu.Unlock()
+	return name
+}
+
+// hide reports whether an event on an agent's session is about a guard
+// world and must not reach the agent. It runs on the mux read loop: a byte
+// search first, decoding only events that mention a guard world.
+func (w *guardWorlds) hide(e *cdpmsg.Envelope) bool {
+	switch e.Method {
+	case "Runtime.executionContextCreated":
+		if !w.mentioned(e.Params) {
+			return false
+		}
+		var p struct {
+			Context struct {
+				ID   int64  `json:"id"`
+				Name string `json:"name"`
+			} `json:"context"`
+		}
+		if jsonv2.Unmarshal(e.Params, &p) != nil {
+			return true // unreadable and naming a guard world: keep it back
+		}
+		if !w.isName(p.Context.Name) {
+			return false
+		}
+		w.mu.Lock()
+		w.seen[worldKey(e.SessionID, p.Context.ID)] = true
+		w.mu.Unlock()
+		return true
+	case "Runtime.executionContextDestroyed":
+		var p struct {
+			ID int64 `json:"executionContextId"`
+		}
+		if jsonv2.Unmarshal(e.Params, &p) != nil {
+			return false
+		}
+		k := worldKey(e.SessionID, p.ID)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.seen[k] {
+			delete(w.seen, k)
+			return true
+		}
+	case "Runtime.executionContextsCleared":
+		w.forgetSession(e.SessionID)
+	}
+	return false
+}
+
+// forgetSession drops what hide remembered for an agent session whose
+// contexts are all gone.
+func (w *guardWorlds) forgetSession(session string) {
+	prefix := session + "\x00"
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k := range w.seen {
+		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
+			delete(w.seen, k)
+		}
+	}
+}
+
+func (w *guardWorlds) mentioned(params []byte) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range w.names {
+		if bytes.Contains(params, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *guardWorlds) isName(s string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range w.names {
+		if string(n) == s {
+			return true
+		}
+	}
+	return false
+}
+
+func worldKey(session string, id int64) string {
+	return session + "\x00" + strconv.FormatInt(id, 10)
+}

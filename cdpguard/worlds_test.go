@@ -1,0 +1,41 @@
+package cdpguard
+
+import (
+	"testing"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+)
+
+func TestGuardWorldsHide(t *testing.T) {
+	w := newGuardWorlds()
+	name := w.newName("reader")
+	ev := func(session, method, params string) *cdpmsg.Envelope {
+		return &cdpmsg.Envelope{SessionID: session, Method: method, Params: []byte(params)}
+	}
+	created := `{"context":{"id":7,"origin":"","name":"` + name + `","auxData":{"isDefault":false,"type":"isolated","frameId":"F"}}}`
+	cases := []struct {
+		e    *cdpmsg.Envelope
+		hide bool
+	}{
+		{ev("A", "Runtime.executionContextCreated", `{"context":{"id":1,"name":"","auxData":{"isDefault":true}}}`), false},
+		{ev("A", "Runtime.executionContextCreated", `{"context":{"id":2,"name":"__playwright_utility_world__"}}`), false},
+		{ev("A", "Runtime.executionContextCreated", created), true},
+		{ev("A", "Runtime.executionContextCreated", `{"context":{"id":8,"name":"x` + name + `"}}`), false}, // a page's look-alike
+		{ev("B", "Runtime.executionContextDestroyed", `{"executionContextId":7}`), false},                   // another session's id 7
+		{ev("A", "Runtime.executionContextDestroyed", `{"executionContextId":1}`), false},
+		{ev("A", "Runtime.executionContextDestroyed", `{"executionContextId":7}`), true},
+		{ev("A", "Runtime.executionContextDestroyed", `{"executionContextId":7}`), false}, // told once
+		{ev("A", "Runtime.executionContextCreated", `{"context":{"id":9,"name":"` + name + `"`), true}, // unreadable, names the world
+		{ev("A", "Page.frameNavigated", `{"frame":{"name":"`+name+`"}}`), false},
+	}
+	for i, c := range cases {
+		if got := w.hide(c.e); got != c.hide {
+			t.Errorf("case %d (%s %s): hide = %v, want %v", i, c.e.Method, c.e.Params, got, c.hide)
+		}
+	}
+	w.hide(ev("C", "Runtime.executionContextCreated", `{"context":{"id":3,"name":"`+name+`"}}`))
+	w.hide(ev("C", "Runtime.executionContextsCleared", `{}`))
+	if w.hide(ev("C", "Runtime.executionContextDestroyed", `{"executionContextId":3}`)) || len(w.seen) != 0 {
+		t.Errorf("executionContextsCleared did not forget the session's worlds: %v", w.seen)
+	}
+}

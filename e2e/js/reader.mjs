@@ -1,0 +1,69 @@
+// reader.mjs measures the reader on the fixture pages with Playwright:
+// for each page, goto, the size of Playwright's ariaSnapshot of the body,
+// and the whole text of Guard.read (every section, read on a CDP session of
+// the page). It also records the names of every execution context that
+// Playwright's sessions were told about, so the test can check that the
+// guard's isolated world is hidden. Prints one JSON line per page, then one
+// summary line.
+//
+// Environment: CDPGUARD_URL, FIXTURE_BASE (URL prefix; a page is
+// FIXTURE_BASE + name + '/'), FIXTURES (comma-separated names),
+// STEP_TIMEOUT_MS.
+import { chromium } from 'playwright-core';
+
+const endpoint = process.env.CDPGUARD_URL;
+const base = process.env.FIXTURE_BASE;
+const names = (process.env.FIXTURES || '').split(',').filter(Boolean);
+const timeout = Number(process.env.STEP_TIMEOUT_MS || 20000);
+
+const contexts = [];
+const browser = await chromium.connectOverCDP(endpoint, { timeout });
+let ok = true;
+try {
+  const page = await browser.contexts()[0].newPage();
+  page.setDefaultTimeout(timeout);
+  const session = await page.context().newCDPSession(page);
+  session.on('Runtime.executionContextCreated', (e) => contexts.push(e.context.name));
+  await session.send('Runtime.enable');
+  for (const name of names) {
+    const out = { name };
+    try {
+      let t0 = Date.now();
+      await page.goto(base + name + '/', { waitUntil: 'domcontentloaded' });
+      out.gotoMs = Date.now() - t0;
+      t0 = Date.now();
+      out.snapshotChars = (await page.locator('body').ariaSnapshot()).length;
+      out.snapshotMs = Date.now() - t0;
+      const started = Date.now();
+      let text = '';
+      let offset = 0;
+      for (let i = 0; i < 100; i++) {
+        const r = await session.send('Guard.read', { offset });
+        text += r.text;
+        if (r.nextOffset === undefined) {
+          break;
+        }
+        offset = r.nextOffset;
+      }
+      out.readMs = Date.now() - started;
+      out.text = text;
+    } catch (e) {
+      ok = false;
+      out.error = String(e && e.stack || e);
+    }
+    console.log(JSON.stringify(out));
+  }
+  // A session that enables Runtime after the reads is told about every
+  // context that exists, the guard's world included unless it is hidden.
+  const late = await page.context().newCDPSession(page);
+  late.on('Runtime.executionContextCreated', (e) => contexts.push(e.context.name));
+  await late.send('Runtime.enable');
+  await late.send('Runtime.evaluate', { expression: '1' });
+} catch (e) {
+  ok = false;
+  console.log(JSON.stringify({ error: String(e && e.stack || e) }));
+} finally {
+  await browser.close().catch(() => {});
+}
+console.log(JSON.stringify({ summary: true, ok, contexts }));
+process.exit(ok ? 0 : 1);

@@ -1,0 +1,225 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/chromedp"
+
+	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/e2e/testhosts"
+)
+
+// guardReadCmd is the guard's own CDP command, as a chromedp agent sends it.
+var guardReadCmd = cdp.Command[map[string]any, cdpguard.ReadResult]{Method: "Guard.read"}
+
+// guardRead sends Guard.read on the tab's page session, bounded.
+func guardRead(tab context.Context, params map[string]any) (cdpguard.ReadResult, error) {
+	ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+	defer cancel()
+	return chromedp.Call(ctx, guardReadCmd, params)
+}
+
+// readerCDP checks Guard.read as a chromedp agent uses it.
+func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Hosts) {
+	tab := newTab(t, connect(t, g.URL()))
+
+	t.Run("sections stitch", func(t *testing.T) {
+		whole, err := guardRead(tab, map[string]any{"url": origin + "/fx/wikipedia/", "maxChars": 1 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if whole.NextOffset != nil || whole.TotalChars != len([]rune(whole.Text)) || whole.TotalChars < 31000 {
+			t.Fatalf("whole read: nextOffset %v, totalChars %d, text %d chars", whole.NextOffset, whole.TotalChars, len([]rune(whole.Text)))
+		}
+		def, err := guardRead(tab, map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len([]rune(def.Text)); def.NextOffset == nil || n > 30000 || n < 20000 || *def.NextOffset != n {
+			t.Errorf("default section: %d chars, nextOffset %v (want ≤ 30000 and a next offset)", n, def.NextOffset)
+		}
+		var b strings.Builder
+		offset, sections := 0, 0
+		for ; sections < 100; sections++ {
+			r, err := guardRead(tab, map[string]any{"offset": offset, "maxChars": 4000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Offset != offset || r.TotalChars != whole.TotalChars {
+				t.Fatalf("section at %d: offset %d, totalChars %d", offset, r.Offset, r.TotalChars)
+			}
+			b.WriteString(r.Text)
+			if r.NextOffset == nil {
+				break
+			}
+			offset = *r.NextOffset
+		}
+		if b.String() != whole.Text {
+			t.Errorf("%d sections of ≤ 4000 chars do not stitch back to the whole text (%d vs %d chars)", sections+1, len(b.String()), len(whole.Text))
+		}
+		if _, err := guardRead(tab, map[string]any{"offset": whole.TotalChars + 1}); err == nil || !strings.Contains(err.Error(), "past the end") {
+			t.Errorf("offset past the end: %v, want an error saying so", err)
+		}
+	})
+
+	t.Run("links and chrome", func(t *testing.T) {
+		r, err := guardRead(tab, map[string]any{"url": origin + "/links.html"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"Title: Links page\n", "URL: " + origin + "/links.html\n", "external link <http://example.org/ext?a=1>", "same host link", "# Links article", "- first item", "Name | Value"} {
+			if !strings.Contains(r.Text, want) {
+				t.Errorf("text lacks %q:\n%s", want, r.Text)
+			}
+		}
+		for _, bad := range []string{"same host link <", "/other.html", "NAVMARKER", "FORMMARKER", "SELECTMARKER", "BUTTONMARKER", "search results"} {
+			if strings.Contains(r.Text, bad) {
+				t.Errorf("text holds %q:\n%s", bad, r.Text)
+			}
+		}
+	})
+
+	t.Run("search note", func(t *testing.T) {
+		r, err := guardRead(tab, map[string]any{"url": origin + "/search/?q=x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.Text, "Note: this is a search results page. Search results are not a source") {
+			t.Errorf("no search note under --search-url:\n%s", r.Text)
+		}
+		if !strings.Contains(r.Text, "First result <http://example.org/a>") {
+			t.Errorf("search page text lacks its results:\n%s", r.Text)
+		}
+	})
+
+	t.Run("forbidden url refused", func(t *testing.T) {
+		h.Forbidden.Reset()
+		_, err := guardRead(tab, map[string]any{"url": h.Forbidden.Origin() + testhosts.HitPath("reader")})
+		if err == nil {
+			t.Fatal("Guard.read of a forbidden URL succeeded")
+		}
+		for _, want := range []string{testhosts.ForbiddenName, "Reachable origins: " + testhosts.AllowedName} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("refusal %q does not name %q", err, want)
+			}
+		}
+		// Control: an allowed read on the same tab still works.
+		if r, err := guardRead(tab, map[string]any{"url": origin + "/links.html"}); err != nil || !strings.Contains(r.Text, "Links article") {
+			t.Errorf("control read after the refusal: %v", err)
+		}
+		if n, c := h.Forbidden.Total(), h.Forbidden.Conns(); n != 0 || c != 0 {
+			t.Errorf("forbidden listener saw %d requests, %d connections: %v", n, c, h.Forbidden.Log())
+		}
+	})
+
+	t.Run("tampering page", func(t *testing.T) {
+		r, err := guardRead(tab, map[string]any{"url": origin + "/tamper.html"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.Text, "ARTICLEMARKER is in the text") || !strings.Contains(r.Text, "Title: Tamper page") {
+			t.Errorf("the reader lost the page's text:\n%s", r.Text)
+		}
+		if strings.Contains(r.Text, "STEERED") {
+			t.Errorf("the page steered the reader:\n%s", r.Text)
+		}
+		// Control: the page's own world is tampered with.
+		got, err := step(tab, 10*time.Second, chromedp.Evaluate[string](`document.title`))
+		if err != nil || got != "STEEREDTEXT" {
+			t.Errorf("control: the page's world was not tampered with (title %q, %v)", got, err)
+		}
+	})
+
+	t.Run("never loads", func(t *testing.T) {
+		start := time.Now()
+		r, err := guardRead(tab, map[string]any{"url": origin + "/hang.html"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.Text, "Note: the page had not finished loading after 2s") || !strings.Contains(r.Text, "HANGMARKER") {
+			t.Errorf("no load note or no text:\n%s", r.Text)
+		}
+		t.Logf("read of a page that never loads took %v (bound 2s)", time.Since(start).Round(time.Millisecond))
+	})
+
+	t.Run("getPolicy", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(tab, 10*time.Second)
+		defer cancel()
+		p, err := chromedp.Call(ctx, cdp.Command[cdp.Empty, map[string]any]{Method: "Guard.getPolicy"}, cdp.Empty{})
+		if err != nil || p["instructions"] != instructionsMarker || p["searchUrl"] != origin+"/search" {
+			t.Errorf("Guard.getPolicy = %v, %v; want the instructions and the search URL", p, err)
+		}
+	})
+
+	t.Run("no search note elsewhere", func(t *testing.T) {
+		r, err := guardRead(tab, map[string]any{"url": origin + "/links.html"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(r.Text, "Note:") {
+			t.Errorf("a note on a page outside --search-url:\n%s", r.Text)
+		}
+	})
+}
+
+// readerHTTP checks GET /read.
+func readerHTTP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Hosts) {
+	get := func(target string, hdr map[string]string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, g.URL()+"/read?url="+url.QueryEscape(target), nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		c := &http.Client{Timeout: 30 * time.Second}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	user := map[string]string{"X-LibreChat-User": "reader-http"}
+	if code, body := httpDo(t, http.MethodGet, g.URL()+"/policy", ""); code != http.StatusOK || !strings.Contains(body, `"instructions":"`+instructionsMarker+`"`) || !strings.Contains(body, `"searchUrl":"`+origin+`/search"`) {
+		t.Errorf("GET /policy: %d %s; want the instructions and the search URL", code, body)
+	}
+	code, body := get(origin+"/links.html", user)
+	var r cdpguard.ReadResult
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil || !strings.Contains(r.Text, "external link <http://example.org/ext?a=1>") {
+		t.Errorf("GET /read: %d %s", code, body)
+	}
+	h.Forbidden.Reset()
+	code, body = get(h.Forbidden.Origin()+testhosts.HitPath("reader-http"), user)
+	if code != http.StatusForbidden || !strings.Contains(body, testhosts.ForbiddenName) || !strings.Contains(body, "Reachable origins: "+testhosts.AllowedName) {
+		t.Errorf("GET /read of a forbidden URL: %d %s", code, body)
+	}
+	if n, c := h.Forbidden.Total(), h.Forbidden.Conns(); n != 0 || c != 0 {
+		t.Errorf("forbidden listener saw %d requests, %d connections", n, c)
+	}
+	if code, body := get(origin+"/links.html", map[string]string{"Sec-Fetch-Site": "cross-site"}); code != http.StatusForbidden {
+		t.Errorf("GET /read from a web page: %d %s, want 403", code, body)
+	}
+	// The reader tab is the user's: it shows in that user's /json/list only.
+	if _, urls, _ := getList(t, g.URL(), "reader-http"); !containsURL(urls, origin+"/links.html") {
+		t.Errorf("reader tab not in the user's /json/list: %v", urls)
+	}
+	if _, urls, _ := getList(t, g.URL(), "someone-else"); containsURL(urls, origin+"/links.html") {
+		t.Errorf("another user sees the reader tab: %v", urls)
+	}
+}
+
+func containsURL(urls []string, u string) bool {
+	for _, x := range urls {
+		if x == u {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,88 @@
+// Package reader turns the rendered HTML of a page into the text an agent
+// reads: the main content (picked by a Readability port), written out as
+// plain text with headings, list items and table rows kept readable, chrome
+// left out, and links to other hosts annotated with their URL. It also cuts
+// that text into sections.
+package reader
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	readability "codeberg.org/readeck/go-readability/v2"
+	"golang.org/x/net/html"
+)
+
+// minMainChars is the least main-content text the extractor must find for
+// it to be used; below it the whole body is written (a search result page,
+// a short form page), chrome left out.
+const minMainChars = 200
+
+// Page is a rendered page as the guard read it from the browser.
+type Page struct {
+	URL   string // the final URL (location.href)
+	Title string // document.title
+	HTML  string // the rendered DOM serialised
+}
+
+// Extract returns the readable body text of p: its main content, or its
+// whole body when no main content stands out. The title and URL are not
+// part of it (see Compose).
+func Extract(p Page) (string, error) {
+	base, err := url.Parse(p.URL)
+	if err != nil {
+		base = nil
+	}
+	doc, err := html.Parse(strings.NewReader(p.HTML))
+	if err != nil {
+		return "", fmt.Errorf("parse the page: %w", err)
+	}
+	body := findBody(doc)
+	parser := readability.NewParser()
+	parser.DisableJSONLD = true
+	// The parser mutates the tree it gets; the whole body is still needed
+	// when it finds nothing, so it works on its own parse.
+	doc2, err := html.Parse(strings.NewReader(p.HTML))
+	if err != nil {
+		return "", fmt.Errorf("parse the page: %w", err)
+	}
+	if art, err := parser.ParseAndMutate(doc2, base); err == nil && art.Node != nil {
+		if text := writeText(art.Node, base, false); len(text) >= minMainChars {
+			return text, nil
+		}
+	}
+	if body == nil {
+		return "", nil
+	}
+	return writeText(body, base, true), nil
+}
+
+// Compose puts the title, the URL and any notes on top of the body text.
+func Compose(pageURL, title string, notes []string, body string) string {
+	var b strings.Builder
+	if title = strings.TrimSpace(title); title != "" {
+		b.WriteString("Title: " + oneLine(title) + "\n")
+	}
+	b.WriteString("URL: " + pageURL + "\n")
+	for _, n := range notes {
+		b.WriteString("Note: " + n + "\n")
+	}
+	b.WriteString("\n")
+	b.WriteString(body)
+	return b.String()
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func findBody(n *html.Node) *html.Node {
+	if n.Type == html.ElementNode && n.Data == "body" {
+		return n
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if b := findBody(c); b != nil {
+			return b
+		}
+	}
+	return nil
+}
