@@ -167,7 +167,7 @@ func (j *Judge) Paused(sessionID string, params []byte) {
 		return
 	}
 	if !j.arm(sessionID, rp.RequestID) {
-		j.log.Warn("request paused after the judge stopped; failing it", "requestId", rp.RequestID)
+		j.log.Debug("request paused after the judge stopped; failing it", "requestId", rp.RequestID)
 		j.fail(sessionID, rp.RequestID)
 		return
 	}
