@@ -23,11 +23,12 @@ import (
 )
 
 // rawAgent is a CDP client (cdptest.Client underneath) that sends frames
-// exactly as given: the malformed input no real client produces. in gets
-// every message; after done is closed, status and reason say how the
-// connection ended.
+// exactly as given: the malformed input no real client produces. c is the
+// connection (a test may build a rawAgent around a connection it reads
+// itself); in gets every message; after done is closed, status and reason
+// say how the connection ended.
 type rawAgent struct {
-	cl     *cdptest.Client
+	c      *websocket.Conn
 	in     chan rawMsg
 	done   chan struct{}
 	status websocket.StatusCode
@@ -63,7 +64,7 @@ func dialRaw(t *testing.T, wsURL, user string) *rawAgent {
 	if err != nil {
 		t.Fatalf("dial %s: %v", wsURL, err)
 	}
-	r.cl = cl
+	r.c = cl.Conn()
 	go func() {
 		<-cl.Done()
 		r.status, r.reason = cl.CloseStatus()
@@ -76,7 +77,7 @@ func dialRaw(t *testing.T, wsURL, user string) *rawAgent {
 func (r *rawAgent) write(typ websocket.MessageType, b []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return r.cl.WriteRaw(ctx, typ, b)
+	return r.c.Write(ctx, typ, b)
 }
 
 // next returns the next message, or ok=false when the connection closed or

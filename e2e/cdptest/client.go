@@ -184,7 +184,7 @@ func (c *Client) dispatch(m *Message) {
 	if m.ID != 0 {
 		ch, ok := c.pending[m.ID]
 		if !ok {
-			return // an id the caller wrote itself (WriteRaw)
+			return // an id the caller wrote itself (through Conn)
 		}
 		delete(c.pending, m.ID)
 		if m.Error != nil {
@@ -244,12 +244,6 @@ func (c *Client) forget(id int64) {
 	c.mu.Unlock()
 }
 
-// WriteRaw sends one frame exactly as given (malformed JSON, binary frames,
-// ids of the caller's choosing). Answers to it reach only OnMessage.
-func (c *Client) WriteRaw(ctx context.Context, typ websocket.MessageType, b []byte) error {
-	return c.ws.Write(ctx, typ, b)
-}
-
 // Subscribe delivers the params of every later event method on session
 // until cancel is called. Subscribe before triggering the event.
 func (c *Client) Subscribe(session, method string) (<-chan jsonv2.Value, func()) {
@@ -283,6 +277,12 @@ func (c *Client) Wait(ctx context.Context, ch <-chan jsonv2.Value, what string) 
 		return nil, fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 	}
 }
+
+// Conn returns the WebSocket underneath: for frames no real client sends
+// (malformed JSON, binary frames, ids of the caller's choosing; answers to
+// them reach only OnMessage) and for closing with a code of the caller's
+// choosing. Reading from it races with the client's reader.
+func (c *Client) Conn() *websocket.Conn { return c.ws }
 
 // Done is closed when the connection has ended.
 func (c *Client) Done() <-chan struct{} { return c.done }
