@@ -5,17 +5,16 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/cdpguard/cdpguard/e2e/cdptest"
+	"github.com/coder/websocket"
+
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -32,64 +31,16 @@ type rtMsg struct {
 	} `json:"error"`
 }
 
-// rtClient is a raw CDP client (cdptest.Client underneath): it sends
-// exactly what an attacker writes and keeps every event, so tests can look
-// for what must never arrive. events is guarded by mu.
+// rtClient is a raw CDP client (cdptest.Client underneath, see
+// rtclient_test.go): it sends exactly what an attacker writes and keeps
+// every event, so tests can look for what must never arrive. c is the
+// connection; events is guarded by mu.
 type rtClient struct {
-	cl     *cdptest.Client
+	c      *websocket.Conn
+	cl     rtConn
 	mu     sync.Mutex
 	events []rtMsg
 	done   <-chan struct{}
-}
-
-// rtDial connects to the guard's browser endpoint as user.
-func rtDial(t *testing.T, base, user string) *rtClient {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	h := http.Header{userHeader: {user}}
-	ws, err := cdptest.BrowserURL(ctx, base, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rtClient{}
-	cl, err := cdptest.Dial(ctx, ws, cdptest.Options{Header: h, OnMessage: r.record})
-	if err != nil {
-		t.Fatalf("dial %s as %s: %v", ws, user, err)
-	}
-	r.cl, r.done = cl, cl.Done()
-	t.Cleanup(cl.Close)
-	return r
-}
-
-// record keeps every event.
-func (r *rtClient) record(m *cdptest.Message) {
-	if m.Method == "" || m.ID != 0 {
-		return
-	}
-	var e rtMsg
-	if json.Unmarshal(m.Raw, &e) != nil {
-		return
-	}
-	r.mu.Lock()
-	r.events = append(r.events, e)
-	r.mu.Unlock()
-}
-
-// rtError is a CDP error answer.
-type rtError struct{ Msg string }
-
-func (e *rtError) Error() string { return e.Msg }
-
-// call sends method on session and waits up to d for the answer.
-func (r *rtClient) call(session, method string, params any, d time.Duration) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	res, err := r.cl.Call(ctx, session, method, params)
-	if ce := (*cdptest.Error)(nil); errors.As(err, &ce) {
-		return nil, &rtError{Msg: ce.Message}
-	}
-	return json.RawMessage(res), err
 }
 
 // eventsText returns every event received so far, as text.
