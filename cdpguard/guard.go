@@ -248,11 +248,11 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	g.judge = fetchdomain.New(g.mux, fetchdomain.Options{
 		Policy:              g.policy,
 		Instructions:        g.cfg.Instructions,
+		OnShed:              g.metrics.shedCounter().Inc,
 		ErrorForNavigation:  g.cfg.BlockedNavigation == "error",
 		PauseTimeout:        g.cfg.PauseTimeout,
 		Logger:              g.log,
 		OnBlock:             g.onBlock,
-		OnShed:              g.metrics.pausesShed.Inc,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
 	})
 	g.dialogs = dialogs.New(g.mux, g.cfg.DialogGrace, g.log)

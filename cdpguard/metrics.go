@@ -14,7 +14,6 @@ type metrics struct {
 	reg          *prometheus.Registry
 	fetchBlocked *prometheus.CounterVec
 	proxyRefused prometheus.Counter
-	pausesShed   prometheus.Counter
 	handler      http.Handler
 }
 
@@ -30,11 +29,7 @@ func newMetrics(g *Guard) *metrics {
 			Help: "Connections the egress proxy refused.",
 		}),
 	}
-	m.pausesShed = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "cdpguard_paused_requests_shed_total",
-		Help: "Paused requests failed at once because the Fetch judge's queue was full.",
-	})
-	m.reg.MustRegister(m.fetchBlocked, m.proxyRefused, m.pausesShed,
+	m.reg.MustRegister(m.fetchBlocked, m.proxyRefused,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cdpguard_users", Help: "Users with a browser context."},

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -20,10 +19,14 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 )
 
-// rawAgent is a CDP client that sends frames exactly as given: the
-// malformed input no real client produces.
+// rawAgent is a CDP client (cdptest.Client underneath) that sends frames
+// exactly as given: the malformed input no real client produces. c is the
+// connection (a test may build a rawAgent around a connection it reads
+// itself); in gets every message; after done is closed, status and reason
+// say how the connection ended.
 type rawAgent struct {
 	c      *websocket.Conn
 	in     chan rawMsg
@@ -49,34 +52,25 @@ func dialRaw(t *testing.T, wsURL, user string) *rawAgent {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPHeader: http.Header{userHeader: {user}}})
+	r := &rawAgent{in: make(chan rawMsg, 1<<15), done: make(chan struct{})}
+	cl, err := cdptest.Dial(ctx, wsURL, cdptest.Options{Header: http.Header{userHeader: {user}}, OnMessage: func(cm *cdptest.Message) {
+		m := rawMsg{raw: cm.Raw}
+		_ = json.Unmarshal(cm.Raw, &m)
+		select {
+		case r.in <- m:
+		default: // a test that floods reads the counts, not every message
+		}
+	}})
 	if err != nil {
 		t.Fatalf("dial %s: %v", wsURL, err)
 	}
-	c.SetReadLimit(-1)
-	r := &rawAgent{c: c, in: make(chan rawMsg, 1<<15), done: make(chan struct{})}
+	r.c = cl.Conn()
 	go func() {
-		defer close(r.done)
-		for {
-			_, b, err := c.Read(context.Background())
-			if err != nil {
-				var ce websocket.CloseError
-				if errors.As(err, &ce) {
-					r.status, r.reason = ce.Code, ce.Reason
-				} else {
-					r.status, r.reason = -1, err.Error()
-				}
-				return
-			}
-			m := rawMsg{raw: b}
-			_ = json.Unmarshal(b, &m)
-			select {
-			case r.in <- m:
-			default: // a test that floods reads the counts, not every message
-			}
-		}
+		<-cl.Done()
+		r.status, r.reason = cl.CloseStatus()
+		close(r.done)
 	}()
-	t.Cleanup(func() { _ = c.CloseNow() })
+	t.Cleanup(cl.Close)
 	return r
 }
 

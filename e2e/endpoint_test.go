@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -124,53 +123,17 @@ func endpoint(t *testing.T) string {
 	if directMode() {
 		return startChromium(t).URL
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	g, err := cdpguard.Launch(ctx, guardConfig(t))
-	if err != nil {
-		t.Fatalf("cdpguard.Launch: %v", err)
-	}
-	closeGuard(t, g)
-	waitHTTP(t, g.URL()+"/readyz", "ok", 30*time.Second)
-	return g.URL()
+	return cdptest.StartGuard(t, guardConfig(t)).URL()
 }
 
 // closeGuard closes g when t ends and checks that it stops in time.
-func closeGuard(t *testing.T, g *cdpguard.Guard) {
-	t.Cleanup(func() {
-		if err := g.Close(); err != nil {
-			t.Errorf("guard close: %v", err)
-		}
-		select {
-		case <-g.Done():
-		case <-time.After(10 * time.Second):
-			t.Errorf("guard not done 10s after Close")
-		}
-	})
-}
+func closeGuard(t *testing.T, g *cdpguard.Guard) { cdptest.CloseOnCleanup(t, g) }
 
 // waitHTTP polls url until it answers 200 (and, if want is not empty, a body
 // equal to want after trimming space) or d passes.
 func waitHTTP(t *testing.T, url, want string, d time.Duration) {
 	t.Helper()
-	c := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(d)
-	var last string
-	for time.Now().Before(deadline) {
-		resp, err := c.Get(url)
-		if err == nil {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-			resp.Body.Close()
-			last = resp.Status + " " + strings.TrimSpace(string(b))
-			if resp.StatusCode == http.StatusOK && (want == "" || strings.TrimSpace(string(b)) == want) {
-				return
-			}
-		} else {
-			last = err.Error()
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s not ready after %v; last answer: %s", url, d, last)
+	cdptest.WaitHTTP(t, url, want, d)
 }
 
 // tailBuffer keeps the last max bytes written to it; safe for concurrent use.

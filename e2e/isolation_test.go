@@ -21,6 +21,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -38,15 +39,7 @@ func userGuard(t *testing.T, mutate func(*cdpguard.Config)) *cdpguard.Guard {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	g, err := cdpguard.Launch(ctx, cfg)
-	if err != nil {
-		t.Fatalf("cdpguard.Launch: %v", err)
-	}
-	closeGuard(t, g)
-	waitHTTP(t, g.URL()+"/readyz", "ok", 30*time.Second)
-	return g
+	return cdptest.StartGuard(t, cfg)
 }
 
 // userURL is the allowed page with a query naming its user, so that a URL

@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -162,14 +163,7 @@ func launchRTP(t *testing.T, h *testhosts.Hosts, name string, edit func(*cdpguar
 	for _, p := range descendants(os.Getpid()) {
 		seen[p.pid] = true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	g, err := cdpguard.Launch(ctx, cfg)
-	if err != nil {
-		t.Fatalf("cdpguard.Launch (%s): %v", name, err)
-	}
-	closeGuard(t, g)
-	waitHTTP(t, g.URL()+"/readyz", "ok", 30*time.Second)
+	g := cdptest.StartGuard(t, cfg)
 	e := &rtpEnv{name: name, g: g, log: log}
 	for _, p := range descendants(os.Getpid()) {
 		if m := rtpProxyFlag.FindStringSubmatch(p.cmd); m != nil && !seen[p.pid] {

@@ -5,11 +5,9 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -33,112 +31,16 @@ type rtMsg struct {
 	} `json:"error"`
 }
 
-// rtClient is a raw CDP client: it sends exactly what an attacker writes and
-// keeps every event, so tests can look for what must never arrive.
+// rtClient is a raw CDP client (cdptest.Client underneath, see
+// rtclient_test.go): it sends exactly what an attacker writes and keeps
+// every event, so tests can look for what must never arrive. c is the
+// connection; events is guarded by mu.
 type rtClient struct {
 	c      *websocket.Conn
+	cl     rtConn
 	mu     sync.Mutex
-	nextID int64
-	wait   map[int64]chan rtMsg
 	events []rtMsg
-	done   chan struct{}
-}
-
-// rtDial connects to the guard's browser endpoint as user.
-func rtDial(t *testing.T, base, user string) *rtClient {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ws := "ws" + strings.TrimPrefix(base, "http")
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/json/version", nil)
-	req.Header.Set(userHeader, user)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("/json/version: %v", err)
-	}
-	var v struct {
-		WS string `json:"webSocketDebuggerUrl"`
-	}
-	err = json.NewDecoder(resp.Body).Decode(&v)
-	resp.Body.Close()
-	if err != nil || v.WS == "" {
-		t.Fatalf("/json/version: %v %q", err, v.WS)
-	}
-	if i := strings.Index(v.WS, "/devtools/"); i >= 0 {
-		ws += v.WS[i:]
-	}
-	c, _, err := websocket.Dial(ctx, ws, &websocket.DialOptions{HTTPHeader: http.Header{userHeader: {user}}})
-	if err != nil {
-		t.Fatalf("dial %s as %s: %v", ws, user, err)
-	}
-	c.SetReadLimit(-1)
-	r := &rtClient{c: c, nextID: 1, wait: map[int64]chan rtMsg{}, done: make(chan struct{})}
-	go r.read()
-	t.Cleanup(func() { _ = c.CloseNow() })
-	return r
-}
-
-func (r *rtClient) read() {
-	defer close(r.done)
-	for {
-		_, b, err := r.c.Read(context.Background())
-		if err != nil {
-			return
-		}
-		var m rtMsg
-		if json.Unmarshal(b, &m) != nil {
-			continue
-		}
-		r.mu.Lock()
-		if m.ID != nil {
-			if ch, ok := r.wait[*m.ID]; ok {
-				delete(r.wait, *m.ID)
-				ch <- m
-			}
-		} else {
-			r.events = append(r.events, m)
-		}
-		r.mu.Unlock()
-	}
-}
-
-// rtError is a CDP error answer.
-type rtError struct{ Msg string }
-
-func (e *rtError) Error() string { return e.Msg }
-
-// call sends method on session and waits up to d for the answer.
-func (r *rtClient) call(session, method string, params any, d time.Duration) (json.RawMessage, error) {
-	r.mu.Lock()
-	id := r.nextID
-	r.nextID++
-	ch := make(chan rtMsg, 1)
-	r.wait[id] = ch
-	r.mu.Unlock()
-	cmd := map[string]any{"id": id, "method": method}
-	if session != "" {
-		cmd["sessionId"] = session
-	}
-	if params != nil {
-		cmd["params"] = params
-	}
-	b, _ := json.Marshal(cmd)
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	if err := r.c.Write(ctx, websocket.MessageText, b); err != nil {
-		return nil, err
-	}
-	select {
-	case m := <-ch:
-		if m.Error != nil {
-			return nil, &rtError{Msg: m.Error.Message}
-		}
-		return m.Result, nil
-	case <-r.done:
-		return nil, errors.New(method + ": connection closed")
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%s: no answer within %v", method, d)
-	}
+	done   <-chan struct{}
 }
 
 // eventsText returns every event received so far, as text.

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -66,14 +67,7 @@ func launchSide(t *testing.T, name string, edit func(*cdpguard.Config)) *sideEnv
 	}
 	cfg.Logger = slog.New(h)
 	edit(&cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	g, err := cdpguard.Launch(ctx, cfg)
-	if err != nil {
-		t.Fatalf("cdpguard.Launch (%s): %v", name, err)
-	}
-	closeGuard(t, g)
-	waitHTTP(t, g.URL()+"/readyz", "ok", 30*time.Second)
+	g := cdptest.StartGuard(t, cfg)
 	return &sideEnv{name: name, bctx: connect(t, g.URL()), log: log}
 }
 

@@ -2,7 +2,8 @@
 // workloads of issues 2, 3, 5 and 10: page load with 200 subresources from
 // loopback (CPU-bound: Chrome's Fetch domain costs the most there), the same
 // page with every response delayed by a network round trip (latency-bound,
-// as on the real web), Runtime.evaluate round trips, full-page screenshots, WebSocket echo,
+// as on the real web), Runtime.evaluate round trips, full-page screenshots,
+// WebSocket echo,
 // 10 users loading at once, and cdpguard's resident memory with idle users.
 //
 // It must run inside a private network namespace, as the tests do:
@@ -47,20 +48,21 @@ const noiseWarning = "Figures from a shared 2-core machine are noisy; compare ra
 type options struct {
 	chrome, guardBin, only, cpuprofile string
 	jsonOut, verbose                   bool
+	rtt                                time.Duration
+	latencyPairs                       int
 	subresources, evals, wsMessages    int
 	users                              int
 	loadPairs, evalPairs, shotPairs    int
 	wsPairs, usersPairs, profileLoads  int
 	memUsers                           []int
-	memSettle, timeout, rtt            time.Duration
-	latencyPairs                       int
+	memSettle, timeout                 time.Duration
 }
 
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.chrome, "chrome", "", "browser binary (default: $CHROME_PATH, or chromium, chromium-browser, google-chrome on PATH)")
-	fs.StringVar(&o.only, "workloads", "load,latency,eval,shot,ws,users,mem", "comma-separated workloads to run: load, latency, eval, shot, ws, users, mem")
+	fs.StringVar(&o.only, "workloads", "load,eval,shot,ws,users,mem", "comma-separated workloads to run: load, eval, shot, ws, users, mem")
 	fs.BoolVar(&o.jsonOut, "json", false, "write the report as JSON to stdout instead of the table")
 	fs.BoolVar(&o.verbose, "v", false, "log cdpguard at info level to stderr (default: warnings)")
 	fs.IntVar(&o.subresources, "subresources", 200, "subresources of the page-load page")
@@ -69,7 +71,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.users, "users", 10, "users loading at once in the users workload")
 	fs.IntVar(&o.loadPairs, "load-pairs", 15, "page-load pairs")
 	fs.IntVar(&o.latencyPairs, "latency-pairs", 10, "latency-bound page-load pairs")
-	fs.DurationVar(&o.rtt, "rtt", 20*time.Millisecond, "delay of every response of the latency-bound page load (a network round trip)")
+	fs.DurationVar(&o.rtt, "rtt", 20*time.Millisecond, "delay of every response of the latency-bound page load (a network round trip); it runs with the load workload (0: it does not), or alone with -workloads=latency")
 	fs.IntVar(&o.evalPairs, "eval-pairs", 5, "round-trip pairs")
 	fs.IntVar(&o.shotPairs, "shot-pairs", 10, "screenshot pairs")
 	fs.IntVar(&o.wsPairs, "ws-pairs", 5, "WebSocket echo pairs")
@@ -90,13 +92,23 @@ func parseFlags(args []string) (options, error) {
 		}
 		o.memUsers = append(o.memUsers, n)
 	}
-	for _, n := range []int{o.subresources, o.evals, o.wsMessages, o.users, o.loadPairs, o.latencyPairs, o.evalPairs, o.shotPairs, o.wsPairs, o.usersPairs} {
+	for _, n := range []int{o.subresources, o.evals, o.wsMessages, o.users, o.loadPairs, o.evalPairs, o.shotPairs, o.wsPairs, o.usersPairs} {
 		if n < 1 {
 			return o, errors.New("counts and pairs must be at least 1")
 		}
 	}
-	if o.rtt < 0 || o.rtt > maxDelay {
-		return o, fmt.Errorf("-rtt %s: want 0 to %s", o.rtt, maxDelay)
+	if o.rtt < 0 || o.rtt > maxDelay || o.latencyPairs < 1 {
+		return o, fmt.Errorf("-rtt %s, -latency-pairs %d: want 0 to %s and at least 1 pair", o.rtt, o.latencyPairs, maxDelay)
+	}
+	// The latency-bound page load is the load workload's other half: on the
+	// real web a page waits on the network, where the Fetch domain costs less.
+	load, latency := false, false
+	for _, w := range strings.Split(o.only, ",") {
+		load = load || strings.TrimSpace(w) == "load"
+		latency = latency || strings.TrimSpace(w) == "latency"
+	}
+	if o.rtt > 0 && load && !latency {
+		o.only += ",latency"
 	}
 	return o, nil
 }

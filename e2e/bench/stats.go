@@ -125,7 +125,7 @@ func printTable(w io.Writer, rep report) {
 		fmt.Fprintf(tw, "cdpguard RSS\t-\t-\t-\t-\t-\t< 60 MB\tERROR: %s\t\n", oneLine(rep.MemoryError))
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "page load: accepted bar ≤ 1.30x (docs/decisions/2026-11-30-fetch-cost.md: enabling Chrome's Fetch domain is most of the cost).\n")
+	fmt.Fprintf(w, "page load: accepted bar ≤ 1.30x (DESIGN \"Performance floors\": browser-level Fetch alone costs ≈ 1.20x here).\n")
 	fmt.Fprintf(w, "runtime %.0f s. %s\n", rep.RuntimeSec, rep.NoiseWarning)
 }
 

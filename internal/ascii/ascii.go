@@ -1,8 +1,8 @@
 // Package ascii folds ASCII case for protocol words (URL schemes, HTTP
 // header names and values, CDP permission names). It folds only A-Z:
-// strings.EqualFold and strings.ToLower also fold Unicode, so "ſcript"
-// (long s) or "K" (Kelvin sign) would match words that Chrome, which folds
-// ASCII only, reads differently.
+// strings.EqualFold and strings.ToLower also fold Unicode, so the long s
+// (U+017F) or the Kelvin sign (U+212A) would match words that Chrome, which
+// folds ASCII only, reads differently.
 package ascii
 
 // ToLower returns c in lower case if it is an ASCII capital letter.

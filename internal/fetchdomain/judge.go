@@ -44,6 +44,11 @@ type Options struct {
 	// ErrorForNavigation answers blocked top-level navigations with
 	// net::ERR_BLOCKED_BY_CLIENT instead of the explanation page.
 	ErrorForNavigation bool
+	// QueueSize bounds the pauses waiting for the worker; zero means 4096.
+	QueueSize int
+	// OnShed, if set, is told about every request failed at once because
+	// the queue was full (see Judge.Paused). It must not block.
+	OnShed func()
 	// PauseTimeout fails a pause not answered in time; zero means 10 s.
 	PauseTimeout time.Duration
 	Logger       *slog.Logger
@@ -52,11 +57,6 @@ type Options struct {
 	BlockServiceWorkers bool
 	// OnBlock, if set, is told about every refused request. It must not block.
 	OnBlock func(Block)
-	// OnShed, if set, is told about every request failed at once because
-	// the queue was full (see Judge.Paused). It must not block.
-	OnShed func()
-	// QueueSize bounds the pauses waiting for the worker; zero means 4096.
-	QueueSize int
 }
 
 // Judge answers Fetch.requestPaused events.
@@ -167,7 +167,7 @@ func (j *Judge) Paused(sessionID string, params []byte) {
 		return
 	}
 	if !j.arm(sessionID, rp.RequestID) {
-		j.log.Warn("request paused after the judge stopped; failing it", "requestId", rp.RequestID)
+		j.log.Debug("request paused after the judge stopped; failing it", "requestId", rp.RequestID)
 		j.fail(sessionID, rp.RequestID)
 		return
 	}

@@ -61,19 +61,23 @@ type reporter struct {
 
 func report(in io.Reader, out io.Writer, top int) {
 	r := &reporter{out: out, held: map[testKey][]string{}}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		var e event
-		if len(line) == 0 || line[0] != '{' || jsonv2.Unmarshal(line, &e) != nil {
-			fmt.Fprintf(out, "%s\n", line)
-			continue
+	br := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n') // no length limit: a line is never cut or lost
+		if len(line) > 0 {
+			var e event
+			if line[0] != '{' || jsonv2.Unmarshal(line, &e) != nil {
+				_, _ = out.Write(line)
+			} else {
+				r.event(e)
+			}
 		}
-		r.event(e)
-	}
-	if err := sc.Err(); err != nil {
-		fmt.Fprintf(out, "testreport: reading go test output: %v\n", err)
+		if err != nil {
+			if err != io.EOF {
+				fmt.Fprintf(out, "testreport: reading go test output: %v\n", err)
+			}
+			break
+		}
 	}
 	r.finish(top)
 }

@@ -69,3 +69,16 @@ func TestReport(t *testing.T) {
 		}
 	}
 }
+
+// TestLongLine: a line longer than any buffer is passed on whole.
+func TestLongLine(t *testing.T) {
+	long := strings.Repeat("x", 5<<20)
+	in := `{"Action":"output","Package":"ex/a","Test":"TestBig","Output":"` + long + `\n"}` + "\n" +
+		`{"Action":"fail","Package":"ex/a","Test":"TestBig","Elapsed":1}` + "\n" +
+		`{"Action":"output","Package":"ex/a","Output":"FAIL\tex/a\t1.0s\n"}` + "\n"
+	var out bytes.Buffer
+	report(strings.NewReader(in), &out, 5)
+	if !strings.Contains(out.String(), long) || !strings.HasSuffix(out.String(), "FAIL\tex/a\t1.0s\n") {
+		t.Fatalf("long line lost or output cut (%d bytes)", out.Len())
+	}
+}

@@ -1,0 +1,31 @@
+package cdpguard
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// TestShedCounter: the judge's shed counter is on the guard's registry, and
+// a guard started again on the same registry keeps counting on it.
+func TestShedCounter(t *testing.T) {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.shedCounter().Inc()
+	m.shedCounter().Inc()
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "cdpguard_paused_requests_shed_total" {
+			if n := len(mf.GetMetric()); n != 1 {
+				t.Fatalf("%d series, want 1", n)
+			}
+			if v := mf.GetMetric()[0].GetCounter().GetValue(); v != 2 {
+				t.Fatalf("counter = %v after two guards counted once each, want 2", v)
+			}
+			return
+		}
+	}
+	t.Fatal("cdpguard_paused_requests_shed_total is not registered")
+}
