@@ -51,6 +51,9 @@ type Options struct {
 	BlockServiceWorkers bool
 	// OnBlock, if set, is told about every refused request. It must not block.
 	OnBlock func(Block)
+	// OnAnswer, if set, is told how long each pause the worker answered
+	// waited (for the decision latency histogram). It must not block.
+	OnAnswer func(time.Duration)
 }
 
 // Judge answers Fetch.requestPaused events.
@@ -70,6 +73,7 @@ type Judge struct {
 type pause struct {
 	session string
 	rp      requestPaused // decoded once, on the read loop
+	at      time.Time     // when the pause reached the judge
 }
 
 // requestPaused is the part of Fetch.requestPaused the judge reads.
@@ -146,7 +150,7 @@ func (j *Judge) Paused(sessionID string, params []byte) {
 		return
 	}
 	j.arm(sessionID, rp.RequestID)
-	j.queue <- pause{session: sessionID, rp: rp}
+	j.queue <- pause{session: sessionID, rp: rp, at: time.Now()}
 }
 
 // arm starts the deadline for one pause.
@@ -195,6 +199,9 @@ func (j *Judge) answer(p pause) {
 	if !j.claim(rp.RequestID) {
 		return
 	}
+	if j.opts.OnAnswer != nil {
+		defer func() { j.opts.OnAnswer(time.Since(p.at)) }()
+	}
 	d := j.decide(rp.Request.URL)
 	if d.Allowed && j.opts.BlockServiceWorkers && isServiceWorkerScript(rp.Request.Headers) {
 		d.Allowed = false
@@ -210,7 +217,7 @@ func (j *Judge) answer(p pause) {
 	top := rp.ResourceType == "Document" && j.topLevel[rp.FrameID]
 	j.mu.Unlock()
 	b := Block{URL: rp.Request.URL, Reason: d.Reason, ResourceType: rp.ResourceType, FrameID: rp.FrameID, TopLevel: top}
-	j.log.Info("request blocked", "url", b.URL, "reason", b.Reason, "type", b.ResourceType, "topLevel", top, "redirect", rp.RedirectedRequestID != "")
+	j.log.Debug("request blocked", "url", b.URL, "reason", b.Reason, "type", b.ResourceType, "topLevel", top, "redirect", rp.RedirectedRequestID != "")
 	if j.opts.OnBlock != nil {
 		j.opts.OnBlock(b)
 	}
