@@ -151,3 +151,18 @@ func (g *Guard) onAgentStall() {
 	g.metrics.agentsSlowClosed.Inc()
 	g.log.Warn("agent cut off: it did not read its messages", "bound", g.agentWriteTimeout())
 }
+
+// serving reports whether g (possibly nil) is ready and its browser
+// connection is still up: a lost browser is seen here before Close has
+// turned ready off.
+func (g *Guard) serving() bool {
+	if g == nil || !g.ready.Load() {
+		return false
+	}
+	select {
+	case <-g.mux.Done():
+		return false
+	default:
+		return true
+	}
+}

@@ -130,10 +130,7 @@ func Supervise(ctx context.Context, cfg Config, opts SupervisorOptions) (*Superv
 func (s *Supervisor) URL() string { return s.url }
 
 // Ready reports whether a guarded browser serves the endpoint now.
-func (s *Supervisor) Ready() bool {
-	g := s.cur.Load()
-	return g != nil && g.ready.Load()
-}
+func (s *Supervisor) Ready() bool { return s.cur.Load().serving() }
 
 // Done is closed when the supervisor stopped: after Close, or after it gave
 // up relaunching (then Err is not nil).
@@ -151,7 +148,7 @@ func (s *Supervisor) Err() error {
 // (CDP, /json/*, /mcp, /read) get 503, so no agent reaches a browser that is
 // not fully guarded.
 func (s *Supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if g := s.cur.Load(); g != nil && g.ready.Load() {
+	if g := s.cur.Load(); g.serving() {
 		g.ServeHTTP(w, r)
 		return
 	}
