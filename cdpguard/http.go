@@ -369,7 +369,7 @@ func (w *wsAgentConn) Write(ctx context.Context, msg []byte) error {
 	wctx, cancel := context.WithTimeout(ctx, w.writeTimeout)
 	defer cancel()
 	err := w.c.Write(wctx, websocket.MessageText, msg)
-	if err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded) && w.onStall != nil {
+	if err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded) && w.onStall != nil { // the deadline, not the agent ending, stopped it
 		w.onStall()
 	}
 	return err

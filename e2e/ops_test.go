@@ -343,14 +343,21 @@ func waitMetric(t *testing.T, base, name string, want float64) {
 	t.Helper()
 	var got float64
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		for _, m := range metricLine.FindAllStringSubmatch(httpBody(t, base+"/metrics", ""), -1) {
-			if m[1] == name {
-				got, _ = strconv.ParseFloat(m[2], 64)
-			}
-		}
-		if got >= want {
+		if got = metricValue(t, base, name); got >= want {
 			return
 		}
 	}
 	t.Errorf("metric %s = %v, want >= %v", name, got, want)
+}
+
+// metricValue reads an unlabelled metric from /metrics (0 when absent).
+func metricValue(t *testing.T, base, name string) float64 {
+	t.Helper()
+	for _, m := range metricLine.FindAllStringSubmatch(httpBody(t, base+"/metrics", ""), -1) {
+		if m[1] == name {
+			v, _ := strconv.ParseFloat(m[2], 64)
+			return v
+		}
+	}
+	return 0
 }
