@@ -246,7 +246,7 @@ const statusGoingAway = 1001
 
 // shutdownDrain bounds how long Close lets in-flight HTTP requests (MCP tool
 // calls, /read) finish once the listener is closed.
-const shutdownDrain = 3 * time.Second
+const shutdownDrain = 2 * time.Second
 
 // Close stops the supervisor within a bound: the endpoint stops accepting
 // and reports not ready, every agent is closed with a reason, in-flight HTTP
