@@ -66,8 +66,8 @@ func TestServeLifecycle(t *testing.T) {
 		t.Fatalf("no `listening on` line within 2 min:\n%s", srv.out)
 	}
 	waitHTTP(t, base+"/readyz", "ok", 30*time.Second)
-	if strings.Contains(cmdline(cmd.Process.Pid), "bash") {
-		t.Errorf("serve.sh did not exec cdpguard: pid %d is %q", cmd.Process.Pid, cmdline(cmd.Process.Pid))
+	if exe, err := os.Readlink("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/exe"); err != nil || filepath.Base(exe) != "cdpguard" {
+		t.Errorf("serve.sh did not exec cdpguard: pid %d runs %q (%v): signals would not reach cdpguard", cmd.Process.Pid, exe, err)
 	}
 
 	// The Playwright session, polling throughout.
