@@ -151,6 +151,7 @@ func TestServeLifecycle(t *testing.T) {
 	// SIGKILL the browser: agents closed with a reason, 503, then ok.
 	watcher := dialRaw(t, browserWS(t, base), "watcher")
 	browserPid := managedBrowser(t, cmd.Process.Pid)
+	firstBrowser := descendants(cmd.Process.Pid)
 	if err := syscall.Kill(browserPid, syscall.SIGKILL); err != nil {
 		t.Fatalf("SIGKILL browser %d: %v", browserPid, err)
 	}
@@ -170,6 +171,11 @@ func TestServeLifecycle(t *testing.T) {
 	expect("disconnected", 1, 10*time.Second)
 	waitHTTP(t, base+"/readyz", "ok", 45*time.Second)
 	waitMetric(t, base, "cdpguard_browser_restarts_total", 1)
+	for _, p := range firstBrowser { // the dead browser's helpers went with it
+		if alive(p) {
+			t.Errorf("process %d of the killed browser outlived its relaunch: %.200s", p.pid, p.cmd)
+		}
+	}
 	if e := expect("polling", 2, 45*time.Second); e["pagesBefore"] != float64(0) {
 		t.Errorf("the reconnected user's context had %v pages before newPage, want a fresh one (0)", e["pagesBefore"])
 	}
