@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 // TestSupervisorGivesUp kills the managed browser twice with MaxFailures 1:
@@ -17,7 +19,7 @@ func TestSupervisorGivesUp(t *testing.T) {
 	needBrowser(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := Supervise(ctx, Config{}, SupervisorOptions{MaxFailures: 1, Window: time.Minute, Backoff: 50 * time.Millisecond})
+	s, err := Supervise(ctx, Config{}, SupervisorOptions{MaxFailures: 1, Window: time.Minute, Backoff: 500 * time.Millisecond}) // the 503 checks run within the backoff
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,19 @@ func TestSupervisorGivesUp(t *testing.T) {
 		}
 	}
 	first := s.cur.Load()
+	ws := first.WebSocketURL()
 	kill()
+	// Between browsers every endpoint request is refused, fail closed.
+	for _, path := range []string{"/json/version", "/json/list", "/devtools/browser/" + first.id} {
+		resp, err := http.Get(s.URL() + path)
+		if err != nil {
+			t.Fatalf("GET %s between browsers: %v", path, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("GET %s between browsers: %d, want 503", path, resp.StatusCode)
+		}
+	}
 	for end := time.Now().Add(30 * time.Second); !s.Ready() || s.cur.Load() == first; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatal("no relaunched browser within 30s")
@@ -49,6 +63,9 @@ func TestSupervisorGivesUp(t *testing.T) {
 		t.Fatalf("/readyz after the relaunch: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	if _, _, err := websocket.Dial(ctx, ws, nil); err == nil {
+		t.Error("the dead browser's WebSocket URL still connects after the relaunch")
+	}
 	kill()
 	select {
 	case <-s.Done():
