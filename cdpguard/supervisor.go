@@ -184,7 +184,7 @@ func (s *Supervisor) watch(g *Guard) {
 				return
 			}
 			s.cur.CompareAndSwap(g, nil)
-			s.log.Error("the browser died; every agent connection was closed; relaunching it")
+			s.log.Error("the browser died; every agent connection was closed; relaunching it", "exit", g.proc.ExitErr())
 		}
 		now := time.Now()
 		failures = append(failures, now)
@@ -195,7 +195,7 @@ func (s *Supervisor) watch(g *Guard) {
 			s.giveUp(fmt.Errorf("%w: %d failures within %v", ErrGaveUp, len(failures), s.opts.Window))
 			return
 		}
-		delay := min(s.opts.Backoff<<(len(failures)-1), 30*time.Second)
+		delay := s.backoff(len(failures))
 		select {
 		case <-time.After(delay):
 		case <-s.ctx.Done():
@@ -208,7 +208,7 @@ func (s *Supervisor) watch(g *Guard) {
 			if s.ctx.Err() != nil {
 				return
 			}
-			s.log.Error("relaunching the browser failed", "err", err, "retry_in", min(s.opts.Backoff<<len(failures), 30*time.Second))
+			s.log.Error("relaunching the browser failed", "err", err)
 			g = nil
 			continue
 		}
@@ -220,6 +220,16 @@ func (s *Supervisor) watch(g *Guard) {
 		s.log.Info("the browser was relaunched; the endpoint is ready again")
 		g = next
 	}
+}
+
+// backoff is the wait before a relaunch after n failures in the window:
+// Backoff doubled n-1 times, at most 30 s.
+func (s *Supervisor) backoff(n int) time.Duration {
+	d := s.opts.Backoff
+	for i := 1; i < n && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
 }
 
 // install makes g the current guard unless the supervisor is closing.

@@ -79,3 +79,12 @@ func TestSupervisorGivesUp(t *testing.T) {
 		t.Error("the endpoint still answers after the supervisor gave up")
 	}
 }
+
+func TestSupervisorBackoff(t *testing.T) {
+	s := &Supervisor{opts: SupervisorOptions{MaxFailures: 1000}.withDefaults()}
+	for n, want := range map[int]time.Duration{1: 500 * time.Millisecond, 2: time.Second, 3: 2 * time.Second, 7: 30 * time.Second, 999: 30 * time.Second} {
+		if got := s.backoff(n); got != want {
+			t.Errorf("backoff(%d) = %v, want %v", n, got, want)
+		}
+	}
+}
