@@ -355,7 +355,10 @@ type wsAgentConn struct {
 }
 
 func (w *wsAgentConn) Read(ctx context.Context) ([]byte, error) {
-	typ, b, err := w.c.Read(ctx)
+	// Not ctx itself: a cancelled read drops the TCP connection at once,
+	// racing the close frame that tells the agent why (relay cancels reads
+	// as it closes an agent). Close ends this read instead.
+	typ, b, err := w.c.Read(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +379,7 @@ func (w *wsAgentConn) Write(ctx context.Context, msg []byte) error {
 }
 
 func (w *wsAgentConn) Close(code int, reason string) error {
-	return w.c.Close(websocket.StatusCode(code), truncateReason(reason))
+	return closeBounded(w.c, websocket.StatusCode(code), truncateReason(reason))
 }
 
 // truncateReason keeps a close reason within the 123 bytes a close frame allows.

@@ -283,6 +283,7 @@ func (s *Supervisor) Close() error {
 		}
 		<-drained
 		if g != nil {
+			g.closeAgents(statusGoingAway, "cdpguard: shutting down") // those that finished connecting meanwhile
 			if err := g.Close(); err != nil {
 				s.log.Warn("stopping the browser", "err", err)
 			}

@@ -150,6 +150,9 @@ func TestServeLifecycle(t *testing.T) {
 
 	// SIGKILL the browser: agents closed with a reason, 503, then ok.
 	watcher := dialRaw(t, browserWS(t, base), "watcher")
+	if _, err := watcher.call(t, 10*time.Second, 1, "", "Browser.getVersion", nil); err != nil {
+		t.Fatal(err) // the agent is set up, not still connecting
+	}
 	browserPid := managedBrowser(t, cmd.Process.Pid)
 	firstBrowser := descendants(cmd.Process.Pid)
 	if err := syscall.Kill(browserPid, syscall.SIGKILL); err != nil {
@@ -184,6 +187,9 @@ func TestServeLifecycle(t *testing.T) {
 
 	// SIGTERM the script's process only.
 	watcher = dialRaw(t, browserWS(t, base), "watcher")
+	if _, err := watcher.call(t, 10*time.Second, 1, "", "Browser.getVersion", nil); err != nil {
+		t.Fatal(err)
+	}
 	found := append([]proc{}, descendants(cmd.Process.Pid)...)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
