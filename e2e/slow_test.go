@@ -18,7 +18,7 @@ import (
 // TestSlowConsumer: an agent that stops reading its socket while its page
 // streams console events (~0.8 MB/s) is cut off once a write to it stalls for
 // AgentWriteTimeout (3 s here; 10 s by default), and meanwhile a second
-// agent's Runtime.evaluate round trips stay within 2x of their median while
+// agent's Runtime.evaluate round trips stay within 2x (+2 ms) of their median while
 // the same stream went to an agent that read it (the stream's own cost is in
 // both), and its navigations (which wait on the guard's Fetch decisions)
 // still complete.
@@ -91,8 +91,12 @@ func TestSlowConsumer(t *testing.T) {
 	}
 	after := median(during)
 	t.Logf("fast agent: median round trip %v idle, %v while the stream's agent read, %v after it stopped reading (%d samples, %d navigations)", idle, before, after, len(during), navigations)
-	if after > 2*before {
-		t.Errorf("fast agent's median round trip %v after the other agent stopped reading is over 2x its %v before", after, before)
+	// 2x, plus 2 ms of slack: the medians are around a millisecond, and on a
+	// shared 2-core machine (CI runs packages in parallel) one scheduling
+	// delay is of that order. A stalled agent that stalled the relay would
+	// cost far more: every round trip would wait for its 3 s write bound.
+	if limit := 2*before + 2*time.Millisecond; after > limit {
+		t.Errorf("fast agent's median round trip %v after the other agent stopped reading is over %v (2x its %v before, plus 2 ms)", after, limit, before)
 	}
 	sample(3) // the guard still serves it
 }
