@@ -80,6 +80,10 @@ type Config struct {
 	// from (DOM.setFileInputFiles, dropped files), after links are
 	// resolved. Empty refuses every upload of a local file.
 	UploadDir string
+	// AgentWriteTimeout cuts off an agent that does not read its socket: a
+	// message that cannot be written within it closes the connection. Zero
+	// means 10 s.
+	AgentWriteTimeout time.Duration
 	// ChromeStderr receives the launched browser's output; nil discards it.
 	ChromeStderr io.Writer
 	// Logger receives the guard's logs; nil discards them.

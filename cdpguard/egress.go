@@ -76,6 +76,7 @@ func (g *Guard) proxyFlags() []string {
 // onRefuse reports a proxy refusal like a Fetch block.
 func (g *Guard) onRefuse(r egress.Refusal) {
 	g.metrics.proxyRefused.Inc()
+	g.logProxyRefusal(r)
 	g.notifyBlock(map[string]any{
 		"url": fmt.Sprintf("%s:%d", r.Host, r.Port), "reason": r.Reason,
 		"resourceType": "Connection", "layer": "egress-proxy",

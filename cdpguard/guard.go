@@ -51,6 +51,7 @@ type Guard struct {
 	rd        *readState
 	id        string // the browser id in /devtools/browser/<id>
 	version   browser.Version
+	endpoint  string // set when a Supervisor serves the endpoint: its address
 
 	ln  net.Listener
 	srv *http.Server
@@ -120,9 +121,23 @@ func (st *agentState) touch(g *Guard) {
 // Launch starts a managed Chromium over --remote-debugging-pipe, guards it,
 // and serves the endpoint. ctx bounds start-up only; Close ends the guard.
 func Launch(ctx context.Context, cfg Config) (*Guard, error) {
+	return launchGuard(ctx, cfg, launchOptions{})
+}
+
+// launchOptions are what a Supervisor gives each guard it launches.
+type launchOptions struct {
+	endpoint string   // the supervisor's listen address; "" makes the guard listen itself
+	metrics  *metrics // shared across relaunches; nil makes the guard's own
+}
+
+func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, error) {
 	g, err := newGuard(cfg)
 	if err != nil {
 		return nil, err
+	}
+	g.endpoint = lo.endpoint
+	if lo.metrics != nil {
+		g.metrics = lo.metrics
 	}
 	if err := g.startProxy(); err != nil {
 		_ = g.Close()
@@ -233,7 +248,7 @@ func newGuard(cfg Config) (*Guard, error) {
 		stop()
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	g.metrics = newMetrics(g)
+	g.metrics = newMetrics(func() *Guard { return g })
 	g.fg = newFileGuard(g)
 	g.worlds = newGuardWorlds()
 	g.rd = newReadState(g.worlds)
@@ -253,6 +268,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		PauseTimeout:        g.cfg.PauseTimeout,
 		Logger:              g.log,
 		OnBlock:             g.onBlock,
+		OnAnswer:            g.metrics.decision,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
 	})
 	g.dialogs = dialogs.New(g.mux, g.cfg.DialogGrace, g.log)

@@ -23,6 +23,9 @@ import (
 const agentReadLimit = 64 << 20
 
 func (g *Guard) listen() error {
+	if g.endpoint != "" {
+		return g.useEndpoint(g.endpoint) // a Supervisor serves it
+	}
 	addr := g.cfg.Listen
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -305,7 +308,7 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 		return // Accept has answered
 	}
 	c.SetReadLimit(agentReadLimit)
-	conn := &wsAgentConn{c: c}
+	conn := &wsAgentConn{c: c, writeTimeout: g.agentWriteTimeout(), onStall: g.onAgentStall}
 	ctx := g.ctx
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -333,7 +336,7 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 		OnActivity:  func() { st.touch(g) },
 		Share:       g.share(key),
 		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
-			return g.intercept(ctx, a, st, cmd)
+			return g.countRefusal(cmd, g.intercept(ctx, a, st, cmd))
 		},
 	})
 	cancel()
@@ -356,11 +359,19 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 	g.log.Info("agent disconnected", "remote", r.RemoteAddr, "user", key, "err", err)
 }
 
-// wsAgentConn adapts a WebSocket to relay.AgentConn.
-type wsAgentConn struct{ c *websocket.Conn }
+// wsAgentConn adapts a WebSocket to relay.AgentConn. A write that cannot
+// finish within writeTimeout (the agent does not read) closes the socket.
+type wsAgentConn struct {
+	c            *websocket.Conn
+	writeTimeout time.Duration
+	onStall      func()
+}
 
 func (w *wsAgentConn) Read(ctx context.Context) ([]byte, error) {
-	typ, b, err := w.c.Read(ctx)
+	// Not ctx itself: a cancelled read drops the TCP connection at once,
+	// racing the close frame that tells the agent why (relay cancels reads
+	// as it closes an agent). Close ends this read instead.
+	typ, b, err := w.c.Read(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -371,11 +382,17 @@ func (w *wsAgentConn) Read(ctx context.Context) ([]byte, error) {
 }
 
 func (w *wsAgentConn) Write(ctx context.Context, msg []byte) error {
-	return w.c.Write(ctx, websocket.MessageText, msg)
+	wctx, cancel := context.WithTimeout(ctx, w.writeTimeout)
+	defer cancel()
+	err := w.c.Write(wctx, websocket.MessageText, msg)
+	if err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded) && w.onStall != nil { // the deadline, not the agent ending, stopped it
+		w.onStall()
+	}
+	return err
 }
 
 func (w *wsAgentConn) Close(code int, reason string) error {
-	return w.c.Close(websocket.StatusCode(code), truncateReason(reason))
+	return closeBounded(w.c, websocket.StatusCode(code), truncateReason(reason))
 }
 
 // truncateReason keeps a close reason within the 123 bytes a close frame

@@ -61,6 +61,8 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 				g.judge.AddPage(p.TargetInfo.TargetID)
 			}
 		}
+	case "Target.targetCrashed":
+		g.onTargetCrashed(e.Params)
 	case "Target.targetDestroyed":
 		var p struct {
 			TargetID string `json:"targetId"`
@@ -142,6 +144,7 @@ func (g *Guard) targets(ctx context.Context) ([]targetInfo, error) {
 // onBlock counts a refused request and tells agents that asked.
 func (g *Guard) onBlock(b fetchdomain.Block) {
 	g.metrics.fetchBlocked.WithLabelValues(b.ResourceType).Inc()
+	g.logFetchBlock(b)
 	g.notifyBlock(b)
 }
 

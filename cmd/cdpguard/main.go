@@ -197,11 +197,11 @@ func serve(c *cli.Context) error {
 	cfg.UserDataDir = c.String("user-data-dir")
 	ctx, cancel := context.WithTimeout(c.Context, 60*time.Second)
 	defer cancel()
-	g, err := cdpguard.Launch(ctx, cfg)
+	s, err := cdpguard.Supervise(ctx, cfg, cdpguard.SupervisorOptions{})
 	if err != nil {
 		return err
 	}
-	return run(c, log, g)
+	return runSupervised(log, s)
 }
 
 func attach(c *cli.Context) error {

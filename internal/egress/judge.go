@@ -114,7 +114,7 @@ func (p *Proxy) report(v *verdict) {
 	if r.Addr.IsValid() {
 		attrs = append(attrs, slog.String("address", r.Addr.String()))
 	}
-	p.log.LogAttrs(context.Background(), slog.LevelInfo, "egress refused", attrs...)
+	p.log.LogAttrs(context.Background(), slog.LevelDebug, "egress refused", attrs...) // the guard logs the canonical "blocked" line
 	if p.opts.OnRefuse != nil {
 		p.opts.OnRefuse(r)
 	}

@@ -57,6 +57,9 @@ type Options struct {
 	BlockServiceWorkers bool
 	// OnBlock, if set, is told about every refused request. It must not block.
 	OnBlock func(Block)
+	// OnAnswer, if set, is told how long each pause the worker answered
+	// waited (for the decision latency histogram). It must not block.
+	OnAnswer func(time.Duration)
 }
 
 // Judge answers Fetch.requestPaused events.
@@ -83,6 +86,7 @@ type deadline struct {
 type pause struct {
 	session string
 	rp      requestPaused // decoded once, on the read loop
+	at      time.Time     // when the pause reached the judge
 }
 
 // requestPaused is the part of Fetch.requestPaused the judge reads.
@@ -172,7 +176,7 @@ func (j *Judge) Paused(sessionID string, params []byte) {
 		return
 	}
 	select {
-	case j.queue <- pause{session: sessionID, rp: rp}:
+	case j.queue <- pause{session: sessionID, rp: rp, at: time.Now()}:
 	default:
 		if j.claim(rp.RequestID) {
 			j.log.Warn("too many paused requests waiting; failing this one", "requestId", rp.RequestID, "url", rp.Request.URL)
@@ -252,6 +256,9 @@ func (j *Judge) answer(p pause) {
 	if !j.claim(rp.RequestID) {
 		return
 	}
+	if j.opts.OnAnswer != nil {
+		defer func() { j.opts.OnAnswer(time.Since(p.at)) }()
+	}
 	d := j.decide(rp.Request.URL)
 	if d.Allowed && j.opts.BlockServiceWorkers && isServiceWorkerScript(rp.Request.Headers) {
 		d.Allowed = false
@@ -267,7 +274,7 @@ func (j *Judge) answer(p pause) {
 	top := rp.ResourceType == "Document" && j.topLevel[rp.FrameID]
 	j.mu.Unlock()
 	b := Block{URL: rp.Request.URL, Reason: d.Reason, ResourceType: rp.ResourceType, FrameID: rp.FrameID, TopLevel: top}
-	j.log.Info("request blocked", "url", b.URL, "reason", b.Reason, "type", b.ResourceType, "topLevel", top, "redirect", rp.RedirectedRequestID != "")
+	j.log.Debug("request blocked", "url", b.URL, "reason", b.Reason, "type", b.ResourceType, "topLevel", top, "redirect", rp.RedirectedRequestID != "")
 	if j.opts.OnBlock != nil {
 		j.opts.OnBlock(b)
 	}

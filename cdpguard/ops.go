@@ -1,0 +1,189 @@
+package cdpguard
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/coder/websocket"
+
+	"github.com/cdpguard/cdpguard/internal/egress"
+	"github.com/cdpguard/cdpguard/internal/fetchdomain"
+	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/relay"
+)
+
+// Block log fields: every refused request is logged once, by the guard, as
+// msg="blocked" with exactly these keys (as JSON keys with --log-format
+// json), whichever layer refused it. Operators grep and alert on them; keep
+// the names stable.
+const (
+	BlockedMsg        = "blocked"
+	FieldURL          = "url"
+	FieldHost         = "host"
+	FieldReason       = "reason"
+	FieldResourceType = "resource_type"
+	FieldUser         = "user"
+	FieldTarget       = "target"
+	FieldLayer        = "layer"
+)
+
+// Layers named in the block log line's layer field.
+const (
+	LayerFetch       = "fetch"        // the browser-level Fetch judge
+	LayerEgressProxy = "egress-proxy" // the egress proxy (WebSockets, preconnects, ...)
+)
+
+// logFetchBlock logs the canonical line for a request the Fetch judge
+// refused. The target (and so the user) is known when the request came from
+// a tab's main frame, whose frame id is the target id.
+func (g *Guard) logFetchBlock(b fetchdomain.Block) {
+	host := ""
+	if u, err := url.Parse(b.URL); err == nil {
+		host = u.Hostname()
+	}
+	user, target := "", ""
+	if key, ok := g.users.OwnerKey(b.FrameID); ok {
+		user, target = key, b.FrameID
+	}
+	g.logBlocked(b.URL, host, b.Reason, b.ResourceType, user, target, LayerFetch)
+}
+
+// logProxyRefusal logs the canonical line for a connection the egress proxy
+// refused. The proxy sees connections, not tabs: user and target are empty.
+func (g *Guard) logProxyRefusal(r egress.Refusal) {
+	u := r.Host
+	if r.Port != 0 {
+		u = net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+	}
+	g.logBlocked(u, r.Host, r.Reason, "Connection", "", "", LayerEgressProxy)
+}
+
+func (g *Guard) logBlocked(u, host, reason, resourceType, user, target, layer string) {
+	g.log.LogAttrs(context.Background(), slog.LevelInfo, BlockedMsg,
+		slog.String(FieldURL, u),
+		slog.String(FieldHost, host),
+		slog.String(FieldReason, reason),
+		slog.String(FieldResourceType, resourceType),
+		slog.String(FieldUser, user),
+		slog.String(FieldTarget, target),
+		slog.String(FieldLayer, layer),
+	)
+}
+
+// onTargetCrashed closes a tab whose renderer crashed (Target.targetCrashed
+// on the guard's root session): a crashed tab serves nobody, and closing it
+// tells the agents attached to it (Target.detachedFromTarget,
+// Target.targetDestroyed) instead of leaving them waiting. The rest of the
+// browser keeps running. Runs on the read loop: the close is only sent.
+func (g *Guard) onTargetCrashed(params []byte) {
+	var p struct {
+		TargetID  string `json:"targetId"`
+		Status    string `json:"status"`
+		ErrorCode int    `json:"errorCode"`
+	}
+	if err := jsonv2.Unmarshal(params, &p); err != nil || p.TargetID == "" {
+		g.log.Error("unreadable Target.targetCrashed", "err", err)
+		return
+	}
+	g.metrics.rendererCrashes.Inc()
+	user, _ := g.users.OwnerKey(p.TargetID)
+	g.log.Warn("renderer crashed; closing the tab", "target", p.TargetID, "user", user, "status", p.Status, "errorCode", p.ErrorCode)
+	if err := g.mux.Send("", "Target.closeTarget", map[string]any{"targetId": p.TargetID}); err != nil {
+		g.log.Debug("closing a crashed tab failed", "target", p.TargetID, "err", err)
+	}
+}
+
+// countRefusal counts an agent command the guard refused, by firewall rule
+// name; refusals without a rule of their own (per-user isolation) count as
+// "isolation". Label values come from the firewall table only, so the
+// metric's cardinality stays bounded.
+func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
+	if v.Refuse != "" {
+		rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
+		if name == "" || rule.Action == firewall.Pass {
+			name = "isolation"
+		}
+		g.metrics.cdpRefused.WithLabelValues(name).Inc()
+	}
+	return v
+}
+
+// closeAgents ends every agent connection with code and reason (shutdown,
+// browser restart), so that clients learn why rather than seeing a bare
+// close. Agents' in-flight commands fail with them.
+func (g *Guard) closeAgents(code int, reason string) {
+	g.agentsMu.Lock()
+	defer g.agentsMu.Unlock()
+	for a := range g.agents {
+		a.Close(code, reason)
+	}
+}
+
+// useEndpoint records the address a Supervisor serves the endpoint on,
+// instead of listening: the guard serves through the supervisor.
+func (g *Guard) useEndpoint(addr string) error {
+	g.url = "http://" + addr
+	if ap, err := netip.ParseAddrPort(addr); err == nil && g.proxy != nil {
+		g.proxy.Deny(ap) // pages never reach the endpoint through the proxy
+	}
+	return nil
+}
+
+// agentWriteTimeout bounds one write to an agent's socket: an agent that
+// does not read for this long while messages wait for it is cut off (its
+// queue, relay.AgentOptions.QueueSize messages, is the other bound).
+func (g *Guard) agentWriteTimeout() time.Duration {
+	if g.cfg.AgentWriteTimeout > 0 {
+		return g.cfg.AgentWriteTimeout
+	}
+	return defaultAgentWriteTimeout
+}
+
+const defaultAgentWriteTimeout = 10 * time.Second
+
+// onAgentStall counts and logs an agent cut off for not reading.
+func (g *Guard) onAgentStall() {
+	g.metrics.agentsSlowClosed.Inc()
+	g.log.Warn("agent cut off: it did not read its messages", "bound", g.agentWriteTimeout())
+}
+
+// serving reports whether g (possibly nil) is ready and its browser
+// connection is still up: a lost browser is seen here before Close has
+// turned ready off.
+func (g *Guard) serving() bool {
+	if g == nil || !g.ready.Load() {
+		return false
+	}
+	select {
+	case <-g.mux.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// closeHandshakeWait bounds the WebSocket close handshake with an agent: the
+// close frame (code and reason) is written first, and an agent that does not
+// answer it in time (it does not read) is dropped, so shutdown stays bounded.
+const closeHandshakeWait = time.Second
+
+// closeBounded closes c with a close frame, dropping the connection if the
+// handshake takes longer than closeHandshakeWait.
+func closeBounded(c *websocket.Conn, code websocket.StatusCode, reason string) error {
+	done := make(chan error, 1)
+	go func() { done <- c.Close(code, reason) }() // ends at the latest when CloseNow below closes the socket
+	t := time.NewTimer(closeHandshakeWait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return c.CloseNow()
+	}
+}

@@ -1,0 +1,90 @@
+package cdpguard
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// TestSupervisorGivesUp kills the managed browser twice with MaxFailures 1:
+// the first death is followed by a relaunch (counted in
+// cdpguard_browser_restarts_total), the second makes the supervisor give
+// up, with ErrGaveUp, so that `cdpguard serve` exits non-zero.
+func TestSupervisorGivesUp(t *testing.T) {
+	needBrowser(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := Supervise(ctx, Config{}, SupervisorOptions{MaxFailures: 1, Window: time.Minute, Backoff: 500 * time.Millisecond}) // the 503 checks run within the backoff
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	kill := func() {
+		t.Helper()
+		g := s.cur.Load()
+		if g == nil || g.proc == nil {
+			t.Fatal("no current guard with a launched browser")
+		}
+		if err := syscall.Kill(g.proc.Pid(), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-g.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("guard not done 10s after its browser was killed")
+		}
+	}
+	first := s.cur.Load()
+	ws := first.WebSocketURL()
+	kill()
+	// Between browsers every endpoint request is refused, fail closed.
+	for _, path := range []string{"/json/version", "/json/list", "/devtools/browser/" + first.id} {
+		resp, err := http.Get(s.URL() + path)
+		if err != nil {
+			t.Fatalf("GET %s between browsers: %v", path, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("GET %s between browsers: %d, want 503", path, resp.StatusCode)
+		}
+	}
+	for end := time.Now().Add(30 * time.Second); !s.Ready() || s.cur.Load() == first; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("no relaunched browser within 30s")
+		}
+	}
+	resp, err := http.Get(s.URL() + "/readyz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/readyz after the relaunch: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if _, _, err := websocket.Dial(ctx, ws, nil); err == nil {
+		t.Error("the dead browser's WebSocket URL still connects after the relaunch")
+	}
+	kill()
+	select {
+	case <-s.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("supervisor did not give up after the second death")
+	}
+	if err := s.Err(); !errors.Is(err, ErrGaveUp) {
+		t.Fatalf("Err() = %v, want ErrGaveUp", err)
+	}
+	if _, err := http.Get(s.URL() + "/readyz"); err == nil {
+		t.Error("the endpoint still answers after the supervisor gave up")
+	}
+}
+
+func TestSupervisorBackoff(t *testing.T) {
+	s := &Supervisor{opts: SupervisorOptions{MaxFailures: 1000}.withDefaults()}
+	for n, want := range map[int]time.Duration{1: 500 * time.Millisecond, 2: time.Second, 3: 2 * time.Second, 7: 30 * time.Second, 999: 30 * time.Second} {
+		if got := s.backoff(n); got != want {
+			t.Errorf("backoff(%d) = %v, want %v", n, got, want)
+		}
+	}
+}
