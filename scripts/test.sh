@@ -12,6 +12,7 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v unshare >/dev/null 2>&1 || need_apt+=(util-linux)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
+command -v haproxy >/dev/null 2>&1 || need_apt+=(haproxy)
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
@@ -19,9 +20,10 @@ fi
 
 (cd e2e && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 go mod download
+(cd deploy && go mod download) # deploy/ is its own module (Kubernetes types)
 go build ./...
 
 export CDPGUARD_E2E="${CDPGUARD_E2E:-1}"
 # Inside the namespace nothing can be downloaded: fail fast instead of hanging.
 export GOPROXY=off GOFLAGS=-mod=readonly
-exec unshare --net -- bash -c 'ip link set lo up && go test -race -count=1 -timeout 30m "$@" ./...' _ "$@"
+exec unshare --net -- bash -c 'ip link set lo up && go test -race -count=1 -timeout 30m "$@" ./... && (cd deploy && go test -count=1 -timeout 5m ./...)' _ "$@"
