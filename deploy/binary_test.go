@@ -2,7 +2,9 @@ package deploy
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -16,15 +18,51 @@ type flagInfo struct {
 	env       []string
 }
 
+// cdpguardBinary builds ./cmd/cdpguard once per test binary into a
+// directory every user can read (TestImageEnvironmentServes runs it as the
+// image's uid); TestMain removes it.
+var cdpguardBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "cdpguard-deploy-")
+	if err != nil {
+		return "", err
+	}
+	binDir = dir
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin := filepath.Join(dir, "cdpguard")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/cdpguard")
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", &helpError{err: err, out: string(out)}
+	}
+	return bin, nil
+})
+
+// binDir is where cdpguardBinary built, removed by TestMain.
+var binDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 // serveFlags are the flags of `cdpguard serve`, read once per test binary
 // from the help of the binary built from this repository (so the checks
 // follow the code, not a copy of its defaults).
 var serveFlags = sync.OnceValues(func() (map[string]flagInfo, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	bin, err := cdpguardBinary()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "run", "./cmd/cdpguard", "serve", "--help")
-	cmd.Dir = ".."
-	out, err := cmd.CombinedOutput()
+	out, err := exec.CommandContext(ctx, bin, "serve", "--help").CombinedOutput()
 	if err != nil {
 		return nil, &helpError{err: err, out: string(out)}
 	}
@@ -36,7 +74,7 @@ type helpError struct {
 	out string
 }
 
-func (e *helpError) Error() string { return "cdpguard serve --help: " + e.err.Error() + "\n" + e.out }
+func (e *helpError) Error() string { return "cdpguard: " + e.err.Error() + "\n" + e.out }
 
 var (
 	helpFlagRE    = regexp.MustCompile(`^\s+--([a-z0-9-]+)`)
