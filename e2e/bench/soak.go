@@ -39,8 +39,8 @@ const (
 	soakFDGrowth        = 30 // open fds of cdpguard
 	soakHeapGrowthMB    = 24 // MB of Go heap in use (or 50%, whichever is larger)
 	soakProcBase        = 12 // Chromium processes with no tab (browser, zygotes, GPU, network, storage, ...)
-	soakProcPerUser     = 5  // renderers per user with one tab: one per site it visits, the one a navigation leaves lingering
-	soakIdleSeconds     = 5  // --session-idle: contexts of agents that left are disposed, so "after" compares with idle
+	soakProcPerUser     = 6  // renderers per user with one tab (10-minute soak: at most 5.5): one per site it visits, one a navigation leaves lingering
+	soakIdleSeconds     = 3  // --session-idle: contexts of agents that left are disposed, so "after" compares with idle
 	soakAfterSlack      = 12 // goroutines or fds above idle once every context is gone
 	// soakPoolDrain: the egress proxy keeps idle upstream connections for
 	// 90 s, up to 64 per host (internal/egress/proxy.go), each one fd and

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestSoakShort is the soak's short mode, run by CI: ten agents for 15 s
+// TestSoakShort is the soak's short mode, run by CI: ten agents for 12 s
 // against the cdpguard binary, every bound of the full soak checked
 // (growth of goroutines, heap, fds and Chromium processes between the two
 // halves, the state after the agents left, errors, the forbidden listener
@@ -23,7 +23,7 @@ func TestSoakShort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	o := options{chrome: chrome}
-	cfg := soakConfig{users: 10, duration: 15 * time.Second, sample: time.Second, think: 250 * time.Millisecond, settle: time.Second, opsPerConn: 10}
+	cfg := soakConfig{users: 10, duration: 12 * time.Second, sample: time.Second, think: 250 * time.Millisecond, settle: time.Second, opsPerConn: 10}
 	rep, err := soakRun(ctx, o, cfg)
 	if err != nil {
 		t.Fatal(err)
