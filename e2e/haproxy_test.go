@@ -158,6 +158,19 @@ func TestHAProxyScaleOut(t *testing.T) {
 		}
 	}
 
+	// A real client through the balancer: chromedp reads /json/version
+	// without the header, then dials with it.
+	for _, u := range users {
+		if home[u] != victim {
+			bctx, cancel := connectUser(t, lbURL, u)
+			if !containsUser(targetURLs(t, bctx), u) {
+				t.Errorf("%s: chromedp through the balancer does not see its tab", u)
+			}
+			cancel() // Browser.close: closes this user's tabs, nobody else's
+			break
+		}
+	}
+
 	for _, u := range users { // the control: every page reached the allowed sink
 		if h.Sink.Hits(testhosts.HitPath(u)) == 0 {
 			t.Errorf("%s: its page never reached the allowed sink, so zero forbidden hits proves nothing", u)
