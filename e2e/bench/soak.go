@@ -236,10 +236,13 @@ func soakRun(ctx context.Context, o options, cfg soakConfig) (*soakReport, error
 	for i := range cfg.users {
 		wg.Go(func() { s.user(uctx, ep, i, ready) })
 	}
+	rampUp := time.After(2 * opTimeout)
 	for range cfg.users {
 		select {
 		case <-ready:
-		case <-time.After(2 * opTimeout):
+		case <-rampUp:
+			stopUsers()
+			_ = waitAgents(&wg)
 			return nil, errors.New("soak: agents did not open their tabs within their bound")
 		}
 	}
@@ -263,12 +266,8 @@ func soakRun(ctx context.Context, o options, cfg soakConfig) (*soakReport, error
 		}
 	}
 	tick.Stop()
-	waited := make(chan struct{})
-	go func() { wg.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-time.After(opTimeout + closeWait):
-		return rep, errors.New("soak: agents did not stop within their bound")
+	if err := waitAgents(&wg); err != nil {
+		return rep, err
 	}
 	if cfg.drain > 0 {
 		fmt.Fprintf(os.Stderr, "soak: agents left; waiting %v for idle pools to drain\n", cfg.drain)
@@ -283,6 +282,18 @@ func soakRun(ctx context.Context, o options, cfg soakConfig) (*soakReport, error
 	s.mu.Unlock()
 	rep.Failures = s.check(rep)
 	return rep, nil
+}
+
+// waitAgents waits, bounded, for the agents to return once told to stop.
+func waitAgents(wg *sync.WaitGroup) error {
+	waited := make(chan struct{})
+	go func() { wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+		return nil
+	case <-time.After(opTimeout + closeWait):
+		return errors.New("soak: agents did not stop within their bound")
+	}
 }
 
 // probeRead reports whether the guard answers Guard.read on a page session.

@@ -175,6 +175,13 @@ func printSoak(w io.Writer, rep *soakReport) {
 	first, second := halves(rep)
 	steady := append(append([]soakSample{}, first...), second...)
 	fmt.Fprintf(w, "soak: %d users for %.0fs; operations %v\n", rep.Users, rep.DurationSec, rep.Ops)
+	if len(rep.Samples) == 0 {
+		fmt.Fprintln(w, "no samples: the run was shorter than -soak-sample or every reading failed")
+		for _, e := range rep.Errors {
+			fmt.Fprintf(w, "error: %s\n", oneLine(e))
+		}
+		return
+	}
 	fmt.Fprintf(w, "%-28s %10s %10s %10s %10s\n", "", "idle", "steady max", "last", "after")
 	last := rep.Samples[len(rep.Samples)-1]
 	row := func(name string, f func(soakSample) float64) {
