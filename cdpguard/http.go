@@ -96,8 +96,12 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "/json/activate/"):
 		g.serveTargetAction(w, r, "Target.activateTarget", strings.TrimPrefix(path, "/json/activate/"), "Target activated")
 	case strings.HasPrefix(path, "/devtools/browser/"):
-		if strings.TrimPrefix(path, "/devtools/browser/") != g.id {
-			http.Error(w, "cdpguard: unknown browser id", http.StatusNotFound)
+		// Any id is accepted (Chrome 404s on a foreign one): behind a load
+		// balancer a client reads /json/version from one instance, often
+		// without the user header (chromedp), and its WebSocket is hashed
+		// to another (e2e/haproxy_test.go). The id is no secret.
+		if id := strings.TrimPrefix(path, "/devtools/browser/"); id == "" || strings.Contains(id, "/") {
+			http.Error(w, "cdpguard: bad browser id", http.StatusNotFound)
 			return
 		}
 		g.serveAgent(w, r, "")

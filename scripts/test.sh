@@ -12,6 +12,7 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v unshare >/dev/null 2>&1 || need_apt+=(util-linux)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
+command -v haproxy >/dev/null 2>&1 || need_apt+=(haproxy)
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
@@ -19,12 +20,14 @@ fi
 
 (cd e2e && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 go mod download
+(cd deploy && go mod download) # deploy/ is its own module (Kubernetes types)
 go build ./...
 bash scripts/lint.sh # vet, staticcheck, dead code (downloads its tools: before unshare)
 
 export CDPGUARD_E2E="${CDPGUARD_E2E:-1}"
 # Inside the namespace nothing can be downloaded: fail fast instead of hanging.
 export GOPROXY=off GOFLAGS=-mod=readonly
-# testreport prints what plain go test prints, the slowest tests, then the
-# package ok/FAIL lines last; pipefail keeps go test's exit status.
-exec unshare --net -- bash -c 'set -o pipefail; ip link set lo up && go test -json -race -count=1 -timeout 30m "$@" ./... | go run ./scripts/testreport' _ "$@"
+# deploy/ (its own module) is checked first; then testreport prints what
+# plain go test prints, the slowest tests, then the package ok/FAIL lines
+# last; pipefail keeps go test's exit status.
+exec unshare --net -- bash -c 'set -o pipefail; ip link set lo up && (cd deploy && go test -count=1 -timeout 5m ./...) && go test -json -race -count=1 -timeout 30m "$@" ./... | go run ./scripts/testreport' _ "$@"

@@ -56,6 +56,8 @@ type options struct {
 	wsPairs, usersPairs, profileLoads  int
 	memUsers                           []int
 	memSettle, timeout                 time.Duration
+	soak                               bool
+	soakFor, soakSample, soakThink     time.Duration
 }
 
 func parseFlags(args []string) (options, error) {
@@ -82,6 +84,10 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "after the pairs, profile this process (in-process cdpguard) during extra cdpguard page loads and write the CPU profile here")
 	fs.IntVar(&o.profileLoads, "profile-loads", 20, "cdpguard page loads profiled with -cpuprofile")
 	fs.DurationVar(&o.timeout, "timeout", 15*time.Minute, "bound on the whole run")
+	fs.BoolVar(&o.soak, "soak", false, "run the soak instead of the comparison: -users agents doing mixed work against the cdpguard binary (soak.go)")
+	fs.DurationVar(&o.soakFor, "soak-for", 10*time.Minute, "soak length")
+	fs.DurationVar(&o.soakSample, "soak-sample", 10*time.Second, "soak sampling interval")
+	fs.DurationVar(&o.soakThink, "soak-think", time.Second, "each soak agent's pause between operations")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -155,6 +161,9 @@ func run(o options) error {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
+	if o.soak {
+		return runSoak(ctx, o)
+	}
 	selected := map[string]bool{}
 	for _, k := range strings.Split(o.only, ",") {
 		selected[strings.TrimSpace(k)] = true

@@ -52,10 +52,11 @@ func repoRoot(ctx context.Context) string {
 	return "."
 }
 
-// startGuardBinary runs `cdpguard serve` and waits for its listening line.
-func startGuardBinary(ctx context.Context, bin, chrome string) (*guardBinary, error) {
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--allow", siteHost,
-		"--host-map", "*.test=127.0.0.1", "--chrome", chrome)
+// startGuardBinary runs `cdpguard serve` (with extra flags) and waits for
+// its listening line.
+func startGuardBinary(ctx context.Context, bin, chrome string, extra ...string) (*guardBinary, error) {
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--allow", siteHost,
+		"--host-map", "*.test=127.0.0.1", "--chrome", chrome}, extra...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// procTree lists the pids below root (Chromium and its helpers, for the
+// guard binary), read from /proc.
+func procTree(root int) []int {
+	parent := map[int]int{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, d := range dirs {
+		pid, ppid, ok := statPPID(d)
+		if ok {
+			parent[pid] = ppid
+		}
+	}
+	var out []int
+	for pid := range parent {
+		for p, hops := parent[pid], 0; p != 0 && hops < 64; p, hops = parent[p], hops+1 {
+			if p == root {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// statFields returns the fields of /proc/<pid>/stat after the command name
+// (which may hold spaces), so that index 0 is the state.
+func statFields(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(s[i+1:])
+}
+
+func statPPID(path string) (pid, ppid int, ok bool) {
+	pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+	f := statFields(path)
+	if err != nil || len(f) < 2 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return pid, ppid, err == nil
+}
+
+// cpuSec is the CPU time of pid and of its children it has waited for
+// (utime, stime, cutime, cstime), in seconds. Helpers that exited and were
+// reaped by Chromium are counted through their parent; what a process
+// that is itself gone used is lost, so this is a lower bound.
+func cpuSec(pid int) float64 {
+	f := statFields(fmt.Sprintf("/proc/%d/stat", pid))
+	if len(f) < 15 {
+		return 0
+	}
+	var ticks float64
+	for _, k := range []int{11, 12, 13, 14} { // utime stime cutime cstime
+		v, _ := strconv.ParseFloat(f[k], 64)
+		ticks += v
+	}
+	return ticks / clockTicks
+}
+
+// pssMB is pid's proportional set size (shared pages divided among the
+// processes sharing them), so that summing it over Chromium's processes
+// does not count shared memory several times.
+func pssMB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 2 {
+				kb, _ := strconv.ParseFloat(f[0], 64)
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
+
+// halves returns the steady samples (after the first fifth of the run)
+// split in two.
+func halves(rep *soakReport) (first, second []soakSample) {
+	var steady []soakSample
+	for _, s := range rep.Samples {
+		if s.At >= rep.DurationSec/5 {
+			steady = append(steady, s)
+		}
+	}
+	n := len(steady) / 2
+	return steady[:n], steady[n:]
+}
+
+func maxOf(ss []soakSample, f func(soakSample) float64) float64 {
+	m := 0.0
+	for _, s := range ss {
+		m = max(m, f(s))
+	}
+	return m
+}
+
+// check compares the samples with the bounds and lists what broke.
+func (s *soak) check(rep *soakReport) []string {
+	var fails []string
+	first, second := halves(rep)
+	if len(first) == 0 || len(second) == 0 {
+		return []string{fmt.Sprintf("only %d samples: lengthen the run or shorten -soak-sample", len(rep.Samples))}
+	}
+	growth := func(name string, f func(soakSample) float64, bound float64) {
+		a, b := maxOf(first, f), maxOf(second, f)
+		if b-a > bound {
+			fails = append(fails, fmt.Sprintf("%s grew from %.1f to %.1f (bound +%.0f)", name, a, b, bound))
+		}
+	}
+	growth("goroutines", func(x soakSample) float64 { return x.Goroutines }, soakGoroutineGrowth)
+	growth("open fds", func(x soakSample) float64 { return x.FDs }, soakFDGrowth)
+	heap := func(x soakSample) float64 { return x.HeapMB }
+	growth("heap in use (MB)", heap, max(soakHeapGrowthMB, maxOf(first, heap)/2))
+	procs := func(x soakSample) float64 { return float64(x.ChromeProcs) }
+	growth("Chromium processes", procs, float64(rep.Users)) // one navigation in flight per user
+	if limit := float64(soakProcBase + soakProcPerUser*rep.Users); maxOf(rep.Samples, procs) > limit {
+		fails = append(fails, fmt.Sprintf("%.0f Chromium processes, bound %.0f (%d + %d per user)", maxOf(rep.Samples, procs), limit, soakProcBase, soakProcPerUser))
+	}
+	// Once every agent has left and the idle timeout has disposed every
+	// user's context, cdpguard is back to its idle goroutines and fds.
+	if rep.After.Users != 0 {
+		fails = append(fails, fmt.Sprintf("%.0f users still have a context %ds after the last agent left", rep.After.Users, soakIdleSeconds))
+	}
+	gSlack, fSlack := float64(soakAfterSlack), float64(soakAfterSlack)
+	if !rep.Drained { // the proxy's idle upstream pool (one host) may still be there
+		gSlack, fSlack = gSlack+2*soakPoolPerHost, fSlack+soakPoolPerHost
+	}
+	if rep.After.Goroutines > rep.Idle.Goroutines+gSlack {
+		fails = append(fails, fmt.Sprintf("%.0f goroutines after every user was disposed, %.0f before any came (bound +%.0f)", rep.After.Goroutines, rep.Idle.Goroutines, gSlack))
+	}
+	if rep.After.FDs > rep.Idle.FDs+fSlack {
+		fails = append(fails, fmt.Sprintf("%.0f open fds after every user was disposed, %.0f before any came (bound +%.0f)", rep.After.FDs, rep.Idle.FDs, fSlack))
+	}
+	if rep.After.ChromeProcs > rep.Idle.ChromeProcs+2 {
+		fails = append(fails, fmt.Sprintf("%d Chromium processes after every user was disposed, %d before any came (bound +2)", rep.After.ChromeProcs, rep.Idle.ChromeProcs))
+	}
+	total := rep.After.Ops
+	if total == 0 {
+		fails = append(fails, "no operation completed")
+	} else if share := float64(rep.After.Errors) / float64(total); share > soakMaxErrorShare {
+		fails = append(fails, fmt.Sprintf("%d of %d operations failed (bound %.0f%%)", rep.After.Errors, total, 100*soakMaxErrorShare))
+	}
+	if rep.Ops["navigate"] == 0 || rep.Ops["blocked"] == 0 {
+		fails = append(fails, "navigations did not run")
+	}
+	if rep.ForbiddenHit != 0 {
+		fails = append(fails, fmt.Sprintf("the forbidden listener was reached %d times", rep.ForbiddenHit))
+	}
+	return fails
+}
+
+// printSoak writes the figures docs/scaling.md quotes.
+func printSoak(w io.Writer, rep *soakReport) {
+	first, second := halves(rep)
+	steady := append(append([]soakSample{}, first...), second...)
+	fmt.Fprintf(w, "soak: %d users for %.0fs; operations %v\n", rep.Users, rep.DurationSec, rep.Ops)
+	if len(rep.Samples) == 0 {
+		fmt.Fprintln(w, "no samples: the run was shorter than -soak-sample or every reading failed")
+		for _, e := range rep.Errors {
+			fmt.Fprintf(w, "error: %s\n", oneLine(e))
+		}
+		return
+	}
+	fmt.Fprintf(w, "%-28s %10s %10s %10s %10s\n", "", "idle", "steady max", "last", "after")
+	last := rep.Samples[len(rep.Samples)-1]
+	row := func(name string, f func(soakSample) float64) {
+		fmt.Fprintf(w, "%-28s %10.1f %10.1f %10.1f %10.1f\n", name, f(rep.Idle), maxOf(steady, f), f(last), f(rep.After))
+	}
+	row("goroutines", func(x soakSample) float64 { return x.Goroutines })
+	row("Go heap in use (MB)", func(x soakSample) float64 { return x.HeapMB })
+	row("open fds", func(x soakSample) float64 { return x.FDs })
+	row("cdpguard RSS (MB)", func(x soakSample) float64 { return x.GuardRSSMB })
+	row("Chromium processes", func(x soakSample) float64 { return float64(x.ChromeProcs) })
+	row("Chromium PSS (MB)", func(x soakSample) float64 { return x.ChromePSSMB })
+	if len(steady) >= 2 {
+		a, b := steady[0], steady[len(steady)-1]
+		secs := b.At - a.At
+		guard, chrome := (b.GuardCPU-a.GuardCPU)/secs, (b.ChromeCPU-a.ChromeCPU)/secs
+		var pss, rss float64
+		for _, s := range steady {
+			pss += s.ChromePSSMB
+			rss += s.GuardRSSMB
+		}
+		pss, rss = pss/float64(len(steady)), rss/float64(len(steady))
+		fmt.Fprintf(w, "CPU while active: cdpguard %.2f cores, Chromium %.2f cores (a lower bound); %.0f millicores per user\n", guard, chrome, 1000*(guard+chrome)/float64(rep.Users))
+		fmt.Fprintf(w, "memory while active (mean): cdpguard RSS %.1f MB, Chromium PSS %.1f MB; %.1f MB per user above idle\n", rss, pss,
+			(rss+pss-rep.Idle.GuardRSSMB-rep.Idle.ChromePSSMB)/float64(rep.Users))
+		fmt.Fprintf(w, "operations: %.1f per second (%d errors)\n", float64(b.Ops-a.Ops)/secs, b.Errors)
+	}
+	fmt.Fprintf(w, "forbidden listener hits: %d\n", rep.ForbiddenHit)
+	for _, s := range rep.Skipped {
+		fmt.Fprintf(w, "skipped: %s\n", s)
+	}
+	for _, e := range rep.Errors {
+		fmt.Fprintf(w, "error: %s\n", oneLine(e))
+	}
+	if !rep.Drained {
+		fmt.Fprintf(w, "after: read %ds after the last agent left, before the egress proxy's idle pool expires (bounds allow it)\n", soakIdleSeconds)
+	}
+	if len(rep.Failures) == 0 {
+		fmt.Fprintln(w, "bounds: all held")
+	}
+	for _, f := range rep.Failures {
+		fmt.Fprintf(w, "BOUND BROKEN: %s\n", f)
+	}
+}
