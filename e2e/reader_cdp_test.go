@@ -49,7 +49,7 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 		var b strings.Builder
 		offset, sections := 0, 0
 		for ; sections < 100; sections++ {
-			r, err := guardRead(tab, map[string]any{"offset": offset, "maxChars": 4000})
+			r, err := guardRead(tab, map[string]any{"offset": offset, "maxChars": 12000})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +63,7 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 			offset = *r.NextOffset
 		}
 		if b.String() != whole.Text {
-			t.Errorf("%d sections of ≤ 4000 chars do not stitch back to the whole text (%d vs %d chars)", sections+1, len(b.String()), len(whole.Text))
+			t.Errorf("%d sections of ≤ 12000 chars do not stitch back to the whole text (%d vs %d chars)", sections+1, len(b.String()), len(whole.Text))
 		}
 		if _, err := guardRead(tab, map[string]any{"offset": whole.TotalChars + 1}); err == nil || !strings.Contains(err.Error(), "past the end") {
 			t.Errorf("offset past the end: %v, want an error saying so", err)
