@@ -61,7 +61,7 @@ type readState struct {
 // navigating it at once.
 type readerTab struct {
 	mu       sync.Mutex
-	targetID string
+	targetID string // written under mu and readState.mu
 }
 
 func newReadState(w *guardWorlds) *readState {
@@ -75,11 +75,16 @@ func (r *readState) pageAttached(targetID, sessionID string) {
 	r.mu.Unlock()
 }
 
-// pageGone forgets a page that was destroyed.
+// pageGone forgets a page that was destroyed, and the reader tab it was.
 func (r *readState) pageGone(targetID string) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	delete(r.sessions, targetID)
-	r.mu.Unlock()
+	for user, tab := range r.tabs {
+		if tab.targetID == targetID {
+			delete(r.tabs, user)
+		}
+	}
 }
 
 func (r *readState) session(targetID string) string {
@@ -163,7 +168,9 @@ func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int
 		if err := g.awaitSetup(ctx, c.TargetID); err != nil {
 			return ReadResult{}, err
 		}
+		g.rd.mu.Lock() // pageGone reads targetID under rd.mu
 		tab.targetID = c.TargetID
+		g.rd.mu.Unlock()
 	}
 	return g.readTarget(ctx, tab.targetID, readParams{URL: url, Offset: offset, MaxChars: maxChars})
 }
@@ -311,14 +318,19 @@ func (g *Guard) snapshot(ctx context.Context, session string) (page reader.Page,
 	}
 	for _, visibleOnly := range []bool{true, false} {
 		var p struct {
-			URL   string `json:"url"`
-			Title string `json:"title"`
-			HTML  string `json:"html"`
+			URL       string `json:"url"`
+			Title     string `json:"title"`
+			HTML      string `json:"html"`
+			Truncated bool   `json:"truncated"`
 		}
 		if err := g.inWorld(ctx, session, frame.ID, "Runtime.callFunctionOn", map[string]any{
-			"functionDeclaration": js.Read, "arguments": []any{map[string]any{"value": visibleOnly}},
+			"functionDeclaration": js.Read,
+			"arguments":           []any{map[string]any{"value": visibleOnly}, map[string]any{"value": maxReadHTML}},
 		}, &p); err != nil {
 			return reader.Page{}, "", nil, err
+		}
+		if p.Truncated {
+			notes = append(notes, fmt.Sprintf("the page is larger than %d million characters of HTML; only its first part was read.", maxReadHTML/1_000_000))
 		}
 		page = reader.Page{URL: p.URL, Title: p.Title, HTML: p.HTML}
 		if body, err = reader.Extract(page); err != nil {
@@ -328,11 +340,20 @@ func (g *Guard) snapshot(ctx context.Context, session string) (page reader.Page,
 			break
 		}
 		if visibleOnly {
-			notes = []string{"the page shows almost no text; this is the text in its DOM, shown or not."}
+			notes = append(notes, "the page shows almost no text; this is the text in its DOM, shown or not.")
+		}
+		if p.Truncated {
+			break // too large to read twice
 		}
 	}
 	return page, body, notes, nil
 }
+
+// maxReadHTML bounds the HTML the page script returns, in UTF-16 code
+// units: a reply over the browser connection's message limit would end the
+// connection for every user. JSON-escaped, 4 Mi units stay under 26 MB,
+// and extraction stays around a second.
+const maxReadHTML = 4 << 20
 
 // hiddenPageChars is the least visible text under which a page is read
 // again with its hidden text.

@@ -138,6 +138,17 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 		}
 	})
 
+	t.Run("huge page is cut", func(t *testing.T) {
+		r, err := guardRead(tab, map[string]any{"url": origin + "/huge.html", "maxChars": 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.Text, "Note: the page is larger than 4 million characters of HTML; only its first part was read.") ||
+			!strings.Contains(r.Text, "Note: the page shows almost no text") || r.TotalChars > 4<<20 {
+			t.Errorf("no truncation note, or %d chars:\n%s", r.TotalChars, r.Text)
+		}
+	})
+
 	t.Run("never loads", func(t *testing.T) {
 		start := time.Now()
 		r, err := guardRead(tab, map[string]any{"url": origin + "/hang.html"})
