@@ -50,7 +50,8 @@ type readParams struct {
 
 // readState is the reader's part of a Guard.
 type readState struct {
-	world string // the reader's isolated world name (hidden from agents)
+	world  string // the reader's isolated world name (hidden from agents)
+	worlds *guardWorlds
 
 	mu       sync.Mutex
 	sessions map[string]string     // page target id → the guard's session on it
@@ -65,7 +66,7 @@ type readerTab struct {
 }
 
 func newReadState(w *guardWorlds) *readState {
-	return &readState{world: w.newName("reader"), sessions: map[string]string{}, tabs: map[string]*readerTab{}}
+	return &readState{world: w.newName("reader"), worlds: w, sessions: map[string]string{}, tabs: map[string]*readerTab{}}
 }
 
 // pageAttached records the guard's own session on a page.
@@ -80,6 +81,7 @@ func (r *readState) pageGone(targetID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.sessions, targetID)
+	r.worlds.frameGone(targetID)
 	for user, tab := range r.tabs {
 		if tab.targetID == targetID {
 			delete(r.tabs, user)
@@ -375,6 +377,7 @@ func (g *Guard) inWorld(ctx context.Context, session, frameID, method string, pa
 	if err := jsonv2.Unmarshal(res, &w); err != nil {
 		return fmt.Errorf("reader world: %w", err)
 	}
+	g.worlds.madeIn(frameID, w.ID)
 	if method == "Runtime.evaluate" {
 		params["contextId"] = w.ID
 	} else {

@@ -106,15 +106,16 @@ func TestReader(t *testing.T) {
 }
 
 type fixtureRead struct {
-	Name          string `json:"name"`
-	SnapshotChars int    `json:"snapshotChars"`
-	ReadMS        int    `json:"readMs"`
-	Text          string `json:"text"`
-	InnerText     string `json:"innerText"`
-	Error         string `json:"error"`
-	Summary       bool   `json:"summary"`
-	OK            bool   `json:"ok"`
-	Contexts      []string
+	Name            string   `json:"name"`
+	SnapshotChars   int      `json:"snapshotChars"`
+	ReadMS          int      `json:"readMs"`
+	Text            string   `json:"text"`
+	InnerText       string   `json:"innerText"`
+	Error           string   `json:"error"`
+	Summary         bool     `json:"summary"`
+	OK              bool     `json:"ok"`
+	Contexts        []string // summary: names of every context Playwright's sessions were told about
+	IsolatedScripts []string // summary: the start of every isolated-world script the debugger reported
 }
 
 // readerFixtures prints per page and mean token precision/recall of the
@@ -164,10 +165,11 @@ func readerFixtures(t *testing.T, g *cdpguard.Guard, origin string) {
 			continue
 		}
 		var c struct {
-			Contexts []string `json:"contexts"`
+			Contexts        []string `json:"contexts"`
+			IsolatedScripts []string `json:"isolatedScripts"`
 		}
 		_ = json.Unmarshal(sc.Bytes(), &c)
-		r.Contexts = c.Contexts
+		r.Contexts, r.IsolatedScripts = c.Contexts, c.IsolatedScripts
 		if r.Summary {
 			summary = &r
 			continue
@@ -223,6 +225,12 @@ func readerFixtures(t *testing.T, g *cdpguard.Guard, origin string) {
 	if len(summary.Contexts) == 0 {
 		t.Errorf("control: Playwright's session saw no execution context at all")
 	}
+	for _, src := range summary.IsolatedScripts {
+		if strings.Contains(src, "cdpguard") || strings.Contains(src, "readyState") {
+			t.Errorf("the debugger showed an agent the guard's script %q", src)
+		}
+	}
+	t.Logf("hidden worlds: %d execution contexts and %d isolated-world scripts reported to the agent", len(summary.Contexts), len(summary.IsolatedScripts))
 	if !summary.OK {
 		t.Errorf("node reader.mjs failed: %v\nstderr:\n%s", runErr, stderr.String())
 	}

@@ -17,6 +17,7 @@ const names = (process.env.FIXTURES || '').split(',').filter(Boolean);
 const timeout = Number(process.env.STEP_TIMEOUT_MS || 20000);
 
 const contexts = [];
+const isolatedScripts = [];
 const workers = Number(process.env.READER_WORKERS || 3);
 const browser = await chromium.connectOverCDP(endpoint, { timeout });
 let ok = true;
@@ -59,6 +60,16 @@ try {
     const session = await page.context().newCDPSession(page);
     session.on('Runtime.executionContextCreated', (e) => contexts.push(e.context.name));
     await session.send('Runtime.enable');
+    // Every script in an isolated world that the debugger reports: the
+    // guard's must not be among them.
+    session.on('Debugger.scriptParsed', (e) => {
+      if (e.executionContextAuxData && e.executionContextAuxData.type === 'isolated') {
+        isolatedScripts.push(session.send('Debugger.getScriptSource', { scriptId: e.scriptId })
+          .then((r) => r.scriptSource.slice(0, 200), () => ''));
+      }
+    });
+    await session.send('Debugger.enable');
+    await session.send('Debugger.setSkipAllPauses', { skip: true });
     for (let name = queue.shift(); name; name = queue.shift()) {
       await readPage(page, session, name);
     }
@@ -72,8 +83,8 @@ try {
 } catch (e) {
   ok = false;
   console.log(JSON.stringify({ error: String(e && e.stack || e) }));
-} finally {
-  await browser.close().catch(() => {});
 }
-console.log(JSON.stringify({ summary: true, ok, contexts }));
+const scripts = await Promise.all(isolatedScripts);
+await browser.close().catch(() => {});
+console.log(JSON.stringify({ summary: true, ok, contexts, isolatedScripts: scripts }));
 process.exit(ok ? 0 : 1);
