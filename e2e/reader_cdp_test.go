@@ -32,7 +32,7 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 	tab := newTab(t, connect(t, g.URL()))
 
 	t.Run("sections stitch", func(t *testing.T) {
-		whole, err := guardRead(tab, map[string]any{"url": origin + "/fx/wikipedia/", "maxChars": 1 << 30})
+		whole, err := guardRead(tab, map[string]any{"url": origin + "/fx/ietf-1/", "maxChars": 1 << 30})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,8 +143,7 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(r.Text, "Note: the page is larger than 4 million characters of HTML; only its first part was read.") ||
-			!strings.Contains(r.Text, "Note: the page shows almost no text") || r.TotalChars > 4<<20 {
+		if !strings.Contains(r.Text, "Note: the page is larger than 4 million characters of HTML; only its first part was read.") || r.TotalChars > 4<<20 {
 			t.Errorf("no truncation note, or %d chars:\n%s", r.TotalChars, r.Text)
 		}
 	})
