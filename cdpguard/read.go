@@ -139,6 +139,9 @@ func (g *Guard) guardRead(st *agentState, cmd relay.Command) relay.Verdict {
 // refused with an error wrapping ErrReadRefused that names the host and the
 // reachable origins; nothing is sent to that host.
 func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int) (ReadResult, error) {
+	if url == "" {
+		return ReadResult{}, errors.New("read: a url is needed")
+	}
 	if msg := g.readRefusal(url); msg != "" {
 		return ReadResult{}, fmt.Errorf("%w: %s", ErrReadRefused, msg)
 	}
