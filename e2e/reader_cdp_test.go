@@ -120,6 +120,35 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 		}
 	})
 
+	t.Run("redirect to a forbidden host", func(t *testing.T) {
+		h.Forbidden.Reset()
+		target := h.Forbidden.Origin() + testhosts.HitPath("reader-redirect")
+		r, err := guardRead(tab, map[string]any{"url": h.PageURL("/redirect?to=" + url.QueryEscape(target))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range expectedExplanation() {
+			if !strings.Contains(r.Text, want) {
+				t.Errorf("the read of a redirect to a forbidden host is not the explanation page (lacks %q):\n%s", want, r.Text)
+			}
+		}
+		if n, c := h.Forbidden.Total(), h.Forbidden.Conns(); n != 0 || c != 0 {
+			t.Errorf("forbidden listener saw %d requests, %d connections", n, c)
+		}
+		if h.Allowed.Hits("/redirect") == 0 {
+			t.Errorf("control: the allowed redirector was not reached")
+		}
+	})
+
+	t.Run("browser session refused", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(tab, 10*time.Second)
+		defer cancel()
+		_, err := chromedp.CallBrowser(ctx, guardReadCmd, map[string]any{})
+		if err == nil || !strings.Contains(err.Error(), "Guard.read works on a page session") {
+			t.Errorf("Guard.read on the browser session: %v, want a refusal", err)
+		}
+	})
+
 	t.Run("tampering page", func(t *testing.T) {
 		r, err := guardRead(tab, map[string]any{"url": origin + "/tamper.html"})
 		if err != nil {
