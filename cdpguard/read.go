@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/reader"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/js"
@@ -182,18 +183,34 @@ func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int
 
 // readRefusal returns why url may not be read, naming the host and the
 // reachable origins, or "".
-func (g *Guard) readRefusal(url string) string {
+func (g *Guard) readRefusal(url string) string { return readRefusal(g.policy, url) }
+
+func readRefusal(p *policy.Policy, url string) string {
 	if msg := urlRefusal("read", url); msg != "" {
 		return strings.TrimPrefix(msg, "cdpguard: ")
 	}
-	if d := g.policy.Decide(url); !d.Allowed {
+	if d := p.Decide(url); !d.Allowed {
 		origins := "none (the allowlist is empty)"
-		if o := g.policy.Origins(); len(o) > 0 {
+		if o := p.Origins(); len(o) > 0 {
 			origins = strings.Join(o, ", ")
 		}
 		return fmt.Sprintf("%s (%s); nothing was sent to it. Reachable origins: %s", d.Reason, truncateReason(url), origins)
 	}
 	return ""
+}
+
+// CheckRead returns the error Read would refuse url with under cfg's
+// policy (wrapping ErrReadRefused, or the policy's parse error), without a
+// browser: `cdpguard read` refuses before it starts one.
+func CheckRead(cfg Config, url string) error {
+	p, err := policy.Parse(cfg.Allow, cfg.Block)
+	if err != nil {
+		return err
+	}
+	if msg := readRefusal(p, url); msg != "" {
+		return fmt.Errorf("%w: %s", ErrReadRefused, msg)
+	}
+	return nil
 }
 
 // readTarget navigates a page to p.URL when given (waiting for the load,
