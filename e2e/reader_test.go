@@ -125,7 +125,10 @@ func readerFixtures(t *testing.T, g *cdpguard.Guard, origin string) {
 	node := needNode(t)
 	dirs, err := filepath.Glob(filepath.Join(fixtureDir, "*", "expected.html"))
 	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no fixtures under %s (CI clones shared/ beside the repo): %v", fixtureDir, err)
+		if !strict() {
+			t.Skipf("skipping: no fixtures under %s (CI clones shared/ beside the repo)", fixtureDir)
+		}
+		t.Fatalf("CDPGUARD_E2E=1: no fixtures under %s (CI clones shared/ beside the repo): %v", fixtureDir, err)
 	}
 	var names []string
 	want := map[string]string{}
