@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/reader"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/js"
@@ -50,7 +51,8 @@ type readParams struct {
 
 // readState is the reader's part of a Guard.
 type readState struct {
-	world string // the reader's isolated world name (hidden from agents)
+	world  string // the reader's isolated world name (hidden from agents)
+	worlds *guardWorlds
 
 	mu       sync.Mutex
 	sessions map[string]string     // page target id → the guard's session on it
@@ -61,11 +63,11 @@ type readState struct {
 // navigating it at once.
 type readerTab struct {
 	mu       sync.Mutex
-	targetID string
+	targetID string // written under mu and readState.mu
 }
 
 func newReadState(w *guardWorlds) *readState {
-	return &readState{world: w.newName("reader"), sessions: map[string]string{}, tabs: map[string]*readerTab{}}
+	return &readState{world: w.newName("reader"), worlds: w, sessions: map[string]string{}, tabs: map[string]*readerTab{}}
 }
 
 // pageAttached records the guard's own session on a page.
@@ -75,11 +77,17 @@ func (r *readState) pageAttached(targetID, sessionID string) {
 	r.mu.Unlock()
 }
 
-// pageGone forgets a page that was destroyed.
+// pageGone forgets a page that was destroyed, and the reader tab it was.
 func (r *readState) pageGone(targetID string) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	delete(r.sessions, targetID)
-	r.mu.Unlock()
+	r.worlds.frameGone(targetID)
+	for user, tab := range r.tabs {
+		if tab.targetID == targetID {
+			delete(r.tabs, user)
+		}
+	}
 }
 
 func (r *readState) session(targetID string) string {
@@ -132,6 +140,9 @@ func (g *Guard) guardRead(st *agentState, cmd relay.Command) relay.Verdict {
 // refused with an error wrapping ErrReadRefused that names the host and the
 // reachable origins; nothing is sent to that host.
 func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int) (ReadResult, error) {
+	if url == "" {
+		return ReadResult{}, errors.New("read: a url is needed")
+	}
 	if msg := g.readRefusal(url); msg != "" {
 		return ReadResult{}, fmt.Errorf("%w: %s", ErrReadRefused, msg)
 	}
@@ -163,25 +174,43 @@ func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int
 		if err := g.awaitSetup(ctx, c.TargetID); err != nil {
 			return ReadResult{}, err
 		}
+		g.rd.mu.Lock() // pageGone reads targetID under rd.mu
 		tab.targetID = c.TargetID
+		g.rd.mu.Unlock()
 	}
 	return g.readTarget(ctx, tab.targetID, readParams{URL: url, Offset: offset, MaxChars: maxChars})
 }
 
 // readRefusal returns why url may not be read, naming the host and the
 // reachable origins, or "".
-func (g *Guard) readRefusal(url string) string {
+func (g *Guard) readRefusal(url string) string { return readRefusal(g.policy, url) }
+
+func readRefusal(p *policy.Policy, url string) string {
 	if msg := urlRefusal("read", url); msg != "" {
 		return strings.TrimPrefix(msg, "cdpguard: ")
 	}
-	if d := g.policy.Decide(url); !d.Allowed {
+	if d := p.Decide(url); !d.Allowed {
 		origins := "none (the allowlist is empty)"
-		if o := g.policy.Origins(); len(o) > 0 {
+		if o := p.Origins(); len(o) > 0 {
 			origins = strings.Join(o, ", ")
 		}
 		return fmt.Sprintf("%s (%s); nothing was sent to it. Reachable origins: %s", d.Reason, truncateReason(url), origins)
 	}
 	return ""
+}
+
+// CheckRead returns the error Read would refuse url with under cfg's
+// policy (wrapping ErrReadRefused, or the policy's parse error), without a
+// browser: `cdpguard read` refuses before it starts one.
+func CheckRead(cfg Config, url string) error {
+	p, err := policy.Parse(cfg.Allow, cfg.Block)
+	if err != nil {
+		return err
+	}
+	if msg := readRefusal(p, url); msg != "" {
+		return fmt.Errorf("%w: %s", ErrReadRefused, msg)
+	}
+	return nil
 }
 
 // readTarget navigates a page to p.URL when given (waiting for the load,
@@ -311,14 +340,19 @@ func (g *Guard) snapshot(ctx context.Context, session string) (page reader.Page,
 	}
 	for _, visibleOnly := range []bool{true, false} {
 		var p struct {
-			URL   string `json:"url"`
-			Title string `json:"title"`
-			HTML  string `json:"html"`
+			URL       string `json:"url"`
+			Title     string `json:"title"`
+			HTML      string `json:"html"`
+			Truncated bool   `json:"truncated"`
 		}
 		if err := g.inWorld(ctx, session, frame.ID, "Runtime.callFunctionOn", map[string]any{
-			"functionDeclaration": js.Read, "arguments": []any{map[string]any{"value": visibleOnly}},
+			"functionDeclaration": js.Read,
+			"arguments":           []any{map[string]any{"value": visibleOnly}, map[string]any{"value": maxReadHTML}},
 		}, &p); err != nil {
 			return reader.Page{}, "", nil, err
+		}
+		if p.Truncated {
+			notes = append(notes, fmt.Sprintf("the page is larger than %d million characters of HTML; only its first part was read.", maxReadHTML/1_000_000))
 		}
 		page = reader.Page{URL: p.URL, Title: p.Title, HTML: p.HTML}
 		if body, err = reader.Extract(page); err != nil {
@@ -328,11 +362,20 @@ func (g *Guard) snapshot(ctx context.Context, session string) (page reader.Page,
 			break
 		}
 		if visibleOnly {
-			notes = []string{"the page shows almost no text; this is the text in its DOM, shown or not."}
+			notes = append(notes, "the page shows almost no text; this is the text in its DOM, shown or not.")
+		}
+		if p.Truncated {
+			break // too large to read twice
 		}
 	}
 	return page, body, notes, nil
 }
+
+// maxReadHTML bounds the HTML the page script returns, in UTF-16 code
+// units: a reply over the browser connection's message limit would end the
+// connection for every user. JSON-escaped, 4 Mi units stay under 26 MB,
+// and extraction stays around a second.
+const maxReadHTML = 4 << 20
 
 // hiddenPageChars is the least visible text under which a page is read
 // again with its hidden text.
@@ -354,6 +397,7 @@ func (g *Guard) inWorld(ctx context.Context, session, frameID, method string, pa
 	if err := jsonv2.Unmarshal(res, &w); err != nil {
 		return fmt.Errorf("reader world: %w", err)
 	}
+	g.worlds.madeIn(frameID, w.ID)
 	if method == "Runtime.evaluate" {
 		params["contextId"] = w.ID
 	} else {

@@ -23,9 +23,32 @@ type guardWorlds struct {
 	// executionContextCreated was kept from that agent, so that the matching
 	// executionContextDestroyed is kept from it too.
 	seen map[string]bool
+	// made holds, per frame, the context ids of the guard's worlds there:
+	// Debugger.scriptParsed names a script's context by id and frame only.
+	made map[string]map[int64]bool
 }
 
-func newGuardWorlds() *guardWorlds { return &guardWorlds{seen: map[string]bool{}} }
+func newGuardWorlds() *guardWorlds {
+	return &guardWorlds{seen: map[string]bool{}, made: map[string]map[int64]bool{}}
+}
+
+// made records a guard world's context in a frame.
+func (w *guardWorlds) madeIn(frameID string, contextID int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.made[frameID] == nil {
+		w.made[frameID] = map[int64]bool{}
+	}
+	w.made[frameID][contextID] = true
+}
+
+// frameGone forgets the worlds of a frame that no longer exists (a page's
+// main frame id is its target id).
+func (w *guardWorlds) frameGone(frameID string) {
+	w.mu.Lock()
+	delete(w.made, frameID)
+	w.mu.Unlock()
+}
 
 // newName returns a fresh random world name for purpose and hides it.
 func (w *guardWorlds) newName(purpose string) string {
@@ -79,6 +102,22 @@ func (w *guardWorlds) hide(e *cdpmsg.Envelope) bool {
 		}
 	case "Runtime.executionContextsCleared":
 		w.forgetSession(e.SessionID)
+	case "Debugger.scriptParsed", "Debugger.scriptFailedToParse":
+		if !bytes.Contains(e.Params, []byte(`"isolated"`)) {
+			return false
+		}
+		var p struct {
+			ContextID int64 `json:"executionContextId"`
+			AuxData   struct {
+				FrameID string `json:"frameId"`
+			} `json:"executionContextAuxData"`
+		}
+		if jsonv2.Unmarshal(e.Params, &p) != nil {
+			return false
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.made[p.AuxData.FrameID][p.ContextID]
 	}
 	return false
 }

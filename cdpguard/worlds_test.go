@@ -1,6 +1,7 @@
 package cdpguard
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
@@ -20,12 +21,12 @@ func TestGuardWorldsHide(t *testing.T) {
 		{ev("A", "Runtime.executionContextCreated", `{"context":{"id":1,"name":"","auxData":{"isDefault":true}}}`), false},
 		{ev("A", "Runtime.executionContextCreated", `{"context":{"id":2,"name":"__playwright_utility_world__"}}`), false},
 		{ev("A", "Runtime.executionContextCreated", created), true},
-		{ev("A", "Runtime.executionContextCreated", `{"context":{"id":8,"name":"x` + name + `"}}`), false}, // a page's look-alike
-		{ev("B", "Runtime.executionContextDestroyed", `{"executionContextId":7}`), false},                   // another session's id 7
+		{ev("A", "Runtime.executionContextCreated", `{"context":{"id":8,"name":"x`+name+`"}}`), false}, // a page's look-alike
+		{ev("B", "Runtime.executionContextDestroyed", `{"executionContextId":7}`), false},              // another session's id 7
 		{ev("A", "Runtime.executionContextDestroyed", `{"executionContextId":1}`), false},
 		{ev("A", "Runtime.executionContextDestroyed", `{"executionContextId":7}`), true},
-		{ev("A", "Runtime.executionContextDestroyed", `{"executionContextId":7}`), false}, // told once
-		{ev("A", "Runtime.executionContextCreated", `{"context":{"id":9,"name":"` + name + `"`), true}, // unreadable, names the world
+		{ev("A", "Runtime.executionContextDestroyed", `{"executionContextId":7}`), false},          // told once
+		{ev("A", "Runtime.executionContextCreated", `{"context":{"id":9,"name":"`+name+`"`), true}, // unreadable, names the world
 		{ev("A", "Page.frameNavigated", `{"frame":{"name":"`+name+`"}}`), false},
 	}
 	for i, c := range cases {
@@ -37,5 +38,16 @@ func TestGuardWorldsHide(t *testing.T) {
 	w.hide(ev("C", "Runtime.executionContextsCleared", `{}`))
 	if w.hide(ev("C", "Runtime.executionContextDestroyed", `{"executionContextId":3}`)) || len(w.seen) != 0 {
 		t.Errorf("executionContextsCleared did not forget the session's worlds: %v", w.seen)
+	}
+	w.madeIn("F1", 5)
+	parsed := func(ctx int, frame string) *cdpmsg.Envelope {
+		return ev("A", "Debugger.scriptParsed", `{"scriptId":"1","executionContextId":`+strconv.Itoa(ctx)+`,"executionContextAuxData":{"isDefault":false,"type":"isolated","frameId":"`+frame+`"}}`)
+	}
+	if !w.hide(parsed(5, "F1")) || w.hide(parsed(5, "F2")) || w.hide(parsed(6, "F1")) {
+		t.Error("Debugger.scriptParsed: the guard world's scripts are not hidden, or others are")
+	}
+	w.frameGone("F1")
+	if w.hide(parsed(5, "F1")) {
+		t.Error("frameGone did not forget the frame's worlds")
 	}
 }

@@ -49,7 +49,6 @@ func BenchmarkReadLoaded(b *testing.B) {
 	if err != nil || !strings.Contains(r.Text, "URL: "+origin) {
 		b.Fatalf("first read: %v", err)
 	}
-	b.ReportMetric(float64(r.TotalChars), "chars")
 	for b.Loop() {
 		if _, err := guardRead(tab, map[string]any{}); err != nil {
 			b.Fatal(err)

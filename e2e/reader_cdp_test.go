@@ -32,7 +32,7 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 	tab := newTab(t, connect(t, g.URL()))
 
 	t.Run("sections stitch", func(t *testing.T) {
-		whole, err := guardRead(tab, map[string]any{"url": origin + "/fx/wikipedia/", "maxChars": 1 << 30})
+		whole, err := guardRead(tab, map[string]any{"url": origin + "/fx/ietf-1/", "maxChars": 1 << 30})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,7 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 		var b strings.Builder
 		offset, sections := 0, 0
 		for ; sections < 100; sections++ {
-			r, err := guardRead(tab, map[string]any{"offset": offset, "maxChars": 4000})
+			r, err := guardRead(tab, map[string]any{"offset": offset, "maxChars": 12000})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +63,7 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 			offset = *r.NextOffset
 		}
 		if b.String() != whole.Text {
-			t.Errorf("%d sections of ≤ 4000 chars do not stitch back to the whole text (%d vs %d chars)", sections+1, len(b.String()), len(whole.Text))
+			t.Errorf("%d sections of ≤ 12000 chars do not stitch back to the whole text (%d vs %d chars)", sections+1, len(b.String()), len(whole.Text))
 		}
 		if _, err := guardRead(tab, map[string]any{"offset": whole.TotalChars + 1}); err == nil || !strings.Contains(err.Error(), "past the end") {
 			t.Errorf("offset past the end: %v, want an error saying so", err)
@@ -120,6 +120,35 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 		}
 	})
 
+	t.Run("redirect to a forbidden host", func(t *testing.T) {
+		h.Forbidden.Reset()
+		target := h.Forbidden.Origin() + testhosts.HitPath("reader-redirect")
+		r, err := guardRead(tab, map[string]any{"url": h.PageURL("/redirect?to=" + url.QueryEscape(target))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range expectedExplanation() {
+			if !strings.Contains(r.Text, want) {
+				t.Errorf("the read of a redirect to a forbidden host is not the explanation page (lacks %q):\n%s", want, r.Text)
+			}
+		}
+		if n, c := h.Forbidden.Total(), h.Forbidden.Conns(); n != 0 || c != 0 {
+			t.Errorf("forbidden listener saw %d requests, %d connections", n, c)
+		}
+		if h.Allowed.Hits("/redirect") == 0 {
+			t.Errorf("control: the allowed redirector was not reached")
+		}
+	})
+
+	t.Run("browser session refused", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(tab, 10*time.Second)
+		defer cancel()
+		_, err := chromedp.CallBrowser(ctx, guardReadCmd, map[string]any{})
+		if err == nil || !strings.Contains(err.Error(), "Guard.read works on a page session") {
+			t.Errorf("Guard.read on the browser session: %v, want a refusal", err)
+		}
+	})
+
 	t.Run("tampering page", func(t *testing.T) {
 		r, err := guardRead(tab, map[string]any{"url": origin + "/tamper.html"})
 		if err != nil {
@@ -135,6 +164,16 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 		got, err := step(tab, 10*time.Second, chromedp.Evaluate[string](`document.title`))
 		if err != nil || got != "STEEREDTEXT" {
 			t.Errorf("control: the page's world was not tampered with (title %q, %v)", got, err)
+		}
+	})
+
+	t.Run("huge page is cut", func(t *testing.T) {
+		r, err := guardRead(tab, map[string]any{"url": origin + "/huge.html", "maxChars": 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.Text, "Note: the page is larger than 4 million characters of HTML; only its first part was read.") || r.TotalChars > 4<<20 {
+			t.Errorf("no truncation note, or %d chars:\n%s", r.TotalChars, r.Text)
 		}
 	})
 

@@ -3,16 +3,34 @@
 // cannot steer it). It returns the page's final URL, its title and the DOM
 // serialised without the contents of scripts and styles. With visibleOnly
 // it leaves out what is not rendered (display: none, visibility: hidden,
-// the hidden attribute; a closed <details> is kept). It never changes the
+// the hidden attribute; a closed <details> is kept). It stops after
+// maxLength characters of HTML (truncated: true), so that no page can make
+// the reply too large for the browser connection. It never changes the
 // page: no clone (cloning would run the page's custom element
 // constructors), no attributes set.
-(function read(visibleOnly) {
+(function read(visibleOnly, maxLength) {
   const VOID = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input',
     'link', 'meta', 'source', 'track', 'wbr']);
   const SKIP = new Set(['script', 'style', 'template', 'noscript']);
   const esc = (s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
   const escAttr = (s) => esc(s).replace(/"/g, '&quot;');
   const out = [];
+  let length = 0;
+  let truncated = false;
+  const put = (...parts) => {
+    for (const s of parts) {
+      if (truncated) {
+        return;
+      }
+      if (s.length > maxLength - length) {
+        out.push(s.slice(0, maxLength - length));
+        truncated = true;
+        return;
+      }
+      length += s.length;
+      out.push(s);
+    }
+  };
   // shown reports whether el is rendered; elements with display: contents
   // have no box of their own but their children do.
   const shown = (el) => el.checkVisibility({ visibilityProperty: true }) ||
@@ -28,23 +46,23 @@
     if (visibleOnly && !trusted && name !== 'head' && name !== 'html' && !shown(el)) {
       return;
     }
-    out.push('<', name);
+    put('<', name);
     for (const a of el.attributes) {
-      out.push(' ', a.name, '="', escAttr(a.value), '"');
+      put(' ', a.name, '="', escAttr(a.value), '"');
     }
-    out.push('>');
+    put('>');
     if (VOID.has(name)) {
       return;
     }
     children(el, trusted || name === 'head' || name === 'details');
-    out.push('</', name, '>');
+    put('</', name, '>');
   };
   const children = (node, trusted) => {
-    for (let c = node.firstChild; c; c = c.nextSibling) {
+    for (let c = node.firstChild; c && !truncated; c = c.nextSibling) {
       if (c.nodeType === Node.ELEMENT_NODE) {
         element(c, trusted);
       } else if (c.nodeType === Node.TEXT_NODE) {
-        out.push(esc(c.data));
+        put(esc(c.data));
       }
     }
   };
@@ -52,5 +70,5 @@
   if (root) {
     element(root, false);
   }
-  return { url: location.href, title: document.title, html: out.join('') };
+  return { url: location.href, title: document.title, html: out.join(''), truncated };
 })

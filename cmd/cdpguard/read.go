@@ -49,6 +49,9 @@ func readPage(c *cli.Context) error {
 	cfg.Headed = c.Bool("headed")
 	cfg.ChromeFlags = splitChromeFlags(c.StringSlice("chrome-flag"))
 	cfg.UserDataDir = c.String("user-data-dir")
+	if err := cdpguard.CheckRead(cfg, c.Args().First()); err != nil {
+		return err // before a browser starts
+	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
 	g, err := cdpguard.Launch(ctx, cfg)

@@ -38,20 +38,19 @@ func Extract(p Page) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("parse the page: %w", err)
 	}
-	body := findBody(doc)
 	parser := readability.NewParser()
 	parser.DisableJSONLD = true
-	// The parser mutates the tree it gets; the whole body is still needed
-	// when it finds nothing, so it works on its own parse.
-	doc2, err := html.Parse(strings.NewReader(p.HTML))
-	if err != nil {
-		return "", fmt.Errorf("parse the page: %w", err)
-	}
-	if art, err := parser.ParseAndMutate(doc2, base); err == nil && art.Node != nil {
+	if art, err := parser.ParseAndMutate(doc, base); err == nil && art.Node != nil {
 		if text := writeText(art.Node, base, false); len(text) >= minMainChars {
 			return text, nil
 		}
 	}
+	// The parser mutated its tree; the whole body is written from a fresh
+	// parse.
+	if doc, err = html.Parse(strings.NewReader(p.HTML)); err != nil {
+		return "", fmt.Errorf("parse the page: %w", err)
+	}
+	body := findBody(doc)
 	if body == nil {
 		return "", nil
 	}

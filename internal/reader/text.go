@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -265,12 +266,12 @@ func (w *textWriter) text(s string) {
 		}
 		return
 	}
-	if unicode.IsSpace(rune(s[0])) {
+	if r, _ := utf8.DecodeRuneInString(s); unicode.IsSpace(r) {
 		w.space = true
 	}
 	w.flush()
 	w.b.WriteString(strings.Join(fields, " "))
-	if unicode.IsSpace(rune(s[len(s)-1])) {
+	if r, _ := utf8.DecodeLastRuneInString(s); unicode.IsSpace(r) {
 		w.space = true
 	}
 }
