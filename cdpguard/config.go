@@ -73,6 +73,8 @@ type Config struct {
 	// from (DOM.setFileInputFiles, dropped files), after links are
 	// resolved. Empty refuses every upload of a local file.
 	UploadDir string
+	// DisableMCP turns off the MCP server at /mcp (--mcp=false).
+	DisableMCP bool
 	// ChromeStderr receives the launched browser's output; nil discards it.
 	ChromeStderr io.Writer
 	// Logger receives the guard's logs; nil discards them.

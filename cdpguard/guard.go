@@ -68,6 +68,8 @@ type Guard struct {
 	agentsMu sync.Mutex
 	agents   map[*relay.Agent]*agentState
 
+	mcp mcpState // the MCP server at /mcp
+
 	closeOnce sync.Once
 	closeErr  error
 	done      chan struct{}

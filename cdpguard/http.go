@@ -88,6 +88,8 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveTargetAction(w, r, "Target.closeTarget", strings.TrimPrefix(path, "/json/close/"), "Target is closing")
 	case strings.HasPrefix(path, "/json/activate/"):
 		g.serveTargetAction(w, r, "Target.activateTarget", strings.TrimPrefix(path, "/json/activate/"), "Target activated")
+	case path == "/mcp" || path == "/mcp/":
+		g.serveMCP(w, r)
 	case strings.HasPrefix(path, "/devtools/browser/"):
 		if strings.TrimPrefix(path, "/devtools/browser/") != g.id {
 			http.Error(w, "cdpguard: unknown browser id", http.StatusNotFound)
