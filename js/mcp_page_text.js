@@ -1,7 +1,18 @@
-// Evaluated by the MCP server's browser_read fallback and browser_wait_for:
-// the page's rendered text, as a user sees it.
-({
-  url: location.href,
-  title: document.title,
-  text: document.body ? document.body.innerText : '',
-})
+// Evaluated by the MCP server's browser_read fallback (used while the
+// reader is not in the build) and by browser_wait_for: the rendered text of
+// the page's main region (main, article or body), with the URL of each link
+// to another site written after its text.
+(() => {
+  const root = document.querySelector('main, article, [role=main]') || document.body;
+  let text = root ? root.innerText : '';
+  if (root) {
+    for (const a of root.querySelectorAll('a[href]')) {
+      let href;
+      try { href = new URL(a.getAttribute('href'), location.href); } catch (e) { continue; }
+      const label = a.innerText.trim();
+      if (href.origin === location.origin || !label) continue;
+      text = text.replace(label, label + ' (' + href.href + ')');
+    }
+  }
+  return { url: location.href, title: document.title, text };
+})()
