@@ -50,7 +50,11 @@ func (u *user) prepare(ctx context.Context, t *tab, ref string, needEnabled bool
 	last := "not visible"
 	for {
 		_ = call0(ctx, t.s, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: id})
-		var st struct{ Visible, Enabled, Gone bool }
+		var st struct {
+			Visible bool `json:"visible"`
+			Enabled bool `json:"enabled"`
+			Gone    bool `json:"gone"`
+		}
 		if err := callOn(ctx, t, el.obj, js.MCPActionable, nil, &st); err != nil {
 			return nil, goneErr(ref)
 		}
@@ -235,7 +239,11 @@ func pageText(ctx context.Context, t *tab) (url, title, text string, err error) 
 	if res.ExceptionDetails != nil {
 		return "", "", "", errors.New(exceptionText(res.ExceptionDetails))
 	}
-	var v struct{ URL, Title, Text string }
+	var v struct {
+		URL   string `json:"url"`
+		Title string `json:"title"`
+		Text  string `json:"text"`
+	}
 	if res.Result != nil && len(res.Result.Value) > 0 {
 		if err := jsonv2.Unmarshal(res.Result.Value, &v); err != nil {
 			return "", "", "", err

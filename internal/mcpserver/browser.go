@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,7 @@ type user struct {
 	cur      *tab
 	tabs     map[string]*tab // attached tabs by target id
 	snap     *snapshot       // refs of the last snapshot
+	order    []string        // tab order shown to the model (target ids)
 
 	mu      sync.Mutex // guards the fields below and every tab's console
 	notes   []string   // things to tell the model with the next result (dialogs)
@@ -234,12 +236,35 @@ func (u *user) pages(ctx context.Context) ([]*target.Info, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Chrome lists recently active tabs first; the model needs indices
+	// that stay put, so tabs keep the order they were first seen in.
+	rank := map[string]int{}
+	for i, id := range u.order {
+		rank[id] = i
+	}
 	var out []*target.Info
-	for _, t := range res.TargetInfos {
-		if t.Type == "page" {
-			out = append(out, t)
+	for i := len(res.TargetInfos) - 1; i >= 0; i-- {
+		t := res.TargetInfos[i]
+		if t.Type != "page" {
+			continue
+		}
+		if _, ok := rank[string(t.TargetID)]; !ok {
+			rank[string(t.TargetID)] = len(u.order)
+			u.order = append(u.order, string(t.TargetID))
+		}
+		out = append(out, t)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return rank[string(out[i].TargetID)] < rank[string(out[j].TargetID)] })
+	live := u.order[:0]
+	for _, id := range u.order {
+		for _, t := range out {
+			if string(t.TargetID) == id {
+				live = append(live, id)
+				break
+			}
 		}
 	}
+	u.order = live
 	return out, nil
 }
 

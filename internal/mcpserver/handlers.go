@@ -314,6 +314,11 @@ func (s *Server) toolTabs(ctx context.Context, u *user, in tabsIn) (*mcp.CallToo
 			return nil, err
 		}
 		u.forget(id)
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if ps, err = u.pages(ctx); err != nil || !hasTarget(ps, id) {
+				break // closing is asynchronous in Chrome
+			}
+		}
 	default:
 		return nil, fmt.Errorf("action %q is not one of list, new, select, close", clip(in.Action, 20))
 	}
@@ -427,3 +432,12 @@ func (s *Server) toolUpload(ctx context.Context, u *user, in uploadIn) (*mcp.Cal
 }
 
 var _ = jsonv2.Marshal
+
+func hasTarget(ps []*target.Info, id string) bool {
+	for _, p := range ps {
+		if string(p.TargetID) == id {
+			return true
+		}
+	}
+	return false
+}
