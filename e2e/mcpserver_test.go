@@ -294,6 +294,9 @@ func TestMCPServer(t *testing.T) {
 		mustContain(t, "parallel read 1", outs[1], "SECOND-PAGE-MARKER")
 		mustContain(t, "parallel read 2", outs[2], "Contact form")
 	})
+	t.Run("node", func(t *testing.T) {
+		runNodeSteps(t, base, h, []string{"MCP_PAGES=" + page("")}, []string{"connect", "read", "snapshotClick", "form", "blocked", "isolated", "parallel"}, "mcpserver.mjs")
+	})
 	t.Run("close", func(t *testing.T) {
 		c := mcpConnect(t, base, "mcp-carol")
 		call(t, c, "browser_navigate", map[string]any{"url": page("article.html")}, false)
