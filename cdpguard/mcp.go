@@ -13,6 +13,10 @@ import (
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
+// mcpBodyLimit bounds one MCP request: tool arguments are URLs, refs,
+// text to type and small functions.
+const mcpBodyLimit = 4 << 20
+
 // mcpState is the guard's MCP server (/mcp), built on first use.
 type mcpState struct {
 	once sync.Once
@@ -31,6 +35,7 @@ func (g *Guard) serveMCP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cdpguard: the "+g.cfg.SessionHeader+" header is required (--require-session-header)", http.StatusBadRequest)
 		return
 	}
+	r.Body = http.MaxBytesReader(w, r.Body, mcpBodyLimit)
 	srv := g.mcpServer()
 	if srv == nil {
 		http.Error(w, "cdpguard: shutting down", http.StatusServiceUnavailable)

@@ -1,11 +1,14 @@
 package cdpguard
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
@@ -69,5 +72,39 @@ func TestMCPOff(t *testing.T) {
 	g.serveMCP(rec, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(initializeBody)))
 	if rec.Code != http.StatusNotFound {
 		t.Fatalf("--mcp=false: %d", rec.Code)
+	}
+}
+
+// TestMCPSessionIdle: a user's MCP connection lets go of the browser
+// context after the linger, so --session-idle disposes it as for CDP.
+func TestMCPSessionIdle(t *testing.T) {
+	g := launch(t, Config{SessionIdle: 400 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.URL() + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "browser_tabs", Arguments: map[string]any{"action": "new"}}); err != nil || res.IsError {
+		t.Fatalf("browser_tabs new: %v %+v", err, res)
+	}
+	if st := g.users.Stats(); st.Users != 1 {
+		t.Fatalf("users after the call: %+v", st)
+	}
+	for g.users.Stats().Disposed == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the idle MCP user's context was never disposed: %+v", g.users.Stats())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "browser_tabs", Arguments: map[string]any{"action": "list"}})
+	if err != nil || res.IsError {
+		t.Fatalf("after disposal: %v %+v", err, res)
+	}
+	if txt := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(txt, "No tabs") {
+		t.Errorf("tabs after disposal: %s", txt)
 	}
 }

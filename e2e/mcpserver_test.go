@@ -300,8 +300,13 @@ func TestMCPServer(t *testing.T) {
 	t.Run("close", func(t *testing.T) {
 		c := mcpConnect(t, base, "mcp-carol")
 		call(t, c, "browser_navigate", map[string]any{"url": page("article.html")}, false)
+		call(t, c, "browser_evaluate", map[string]any{"function": "() => localStorage.setItem('who', 'carol')"}, false)
 		call(t, c, "browser_close", nil, false)
 		out := call(t, c, "browser_snapshot", nil, true)
 		mustContain(t, "after close", out, "browser_navigate")
+		call(t, c, "browser_navigate", map[string]any{"url": page("article.html")}, false)
+		if out := call(t, c, "browser_evaluate", map[string]any{"function": "() => String(localStorage.getItem('who'))"}, false); !strings.Contains(out, "null") {
+			t.Errorf("storage survived browser_close: %s", out)
+		}
 	})
 }
