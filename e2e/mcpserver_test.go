@@ -201,6 +201,10 @@ func TestMCPServer(t *testing.T) {
 		before := h.Forbidden.Total() + h.Forbidden.Conns()
 		out := call(t, s, "browser_navigate", map[string]any{"url": h.Forbidden.Origin() + "/hit/mcp-nav"}, true)
 		mustContain(t, "blocked", out, testhosts.ForbiddenName, testhosts.AllowedName, "Reachable origins")
+		// A redirect from an allowed page to the forbidden host: the guard
+		// answers with its explanation page, the tool with the same error.
+		out = call(t, s, "browser_navigate", map[string]any{"url": h.PageURL("/redirect?to=" + h.Forbidden.Origin() + "/hit/mcp-redirect")}, true)
+		mustContain(t, "blocked redirect", out, testhosts.ForbiddenName, "Reachable origins")
 		if n := h.Forbidden.Total() + h.Forbidden.Conns(); n != before {
 			t.Errorf("forbidden listener saw %d hits", n-before)
 		}
@@ -278,6 +282,15 @@ func TestMCPServer(t *testing.T) {
 		_, _ = body.ReadFrom(res.Body)
 		res.Body.Close()
 		mustContain(t, "alice's /json/list", body.String(), "article.html")
+		actx, cancel := connectUser(t, base, "mcp-alice")
+		defer cancel()
+		urls := strings.Join(targetURLs(t, actx), " ")
+		mustContain(t, "chromedp as alice", urls, "article.html")
+		bctx, cancelB := connectUser(t, base, "mcp-bob")
+		defer cancelB()
+		if urls := strings.Join(targetURLs(t, bctx), " "); strings.Contains(urls, "article.html") {
+			t.Errorf("chromedp as bob sees alice's tab: %s", urls)
+		}
 	})
 	t.Run("parallel", func(t *testing.T) {
 		var wg sync.WaitGroup

@@ -75,10 +75,19 @@ func (u *user) touch() {
 	u.mu.Unlock()
 }
 
+// maxNotes bounds what a page can queue for the next result (a page may
+// open a dialog every few milliseconds).
+const maxNotes = 20
+
 func (u *user) note(s string) {
 	u.mu.Lock()
-	u.notes = append(u.notes, s)
-	u.mu.Unlock()
+	defer u.mu.Unlock()
+	switch {
+	case len(u.notes) < maxNotes:
+		u.notes = append(u.notes, s)
+	case len(u.notes) == maxNotes:
+		u.notes = append(u.notes, "(the page opened more dialogs; they were answered the same way)")
+	}
 }
 
 func (u *user) takeNotes() []string {

@@ -143,7 +143,7 @@ func (s *Server) toolSnapshot(ctx context.Context, u *user, _ noIn) (*mcp.CallTo
 
 // onElement prepares ref's element and runs act on it while watching for a
 // navigation it starts.
-func (s *Server) onElement(ctx context.Context, u *user, ref string, needEnabled bool, act func(t *tab, el *element) error) (*mcp.CallToolResult, error) {
+func (s *Server) onElement(ctx context.Context, u *user, ref string, needEnabled bool, window time.Duration, act func(t *tab, el *element) error) (*mcp.CallToolResult, error) {
 	if len(ref) > 40 {
 		return nil, errors.New("ref is too long; use a ref shown as [ref=eN] by browser_snapshot")
 	}
@@ -155,7 +155,7 @@ func (s *Server) onElement(ctx context.Context, u *user, ref string, needEnabled
 	if err != nil {
 		return nil, err
 	}
-	err = u.whileNavigating(ctx, t, func() error { return act(t, el) })
+	err = u.whileNavigatingFor(ctx, t, window, func() error { return act(t, el) })
 	u.release(ctx, t)
 	if err != nil {
 		return nil, err
@@ -164,13 +164,13 @@ func (s *Server) onElement(ctx context.Context, u *user, ref string, needEnabled
 }
 
 func (s *Server) toolClick(ctx context.Context, u *user, in clickIn) (*mcp.CallToolResult, error) {
-	return s.onElement(ctx, u, in.Ref, true, func(t *tab, el *element) error {
+	return s.onElement(ctx, u, in.Ref, true, startedWait, func(t *tab, el *element) error {
 		return u.click(ctx, t, el, in.Button, in.DoubleClick)
 	})
 }
 
 func (s *Server) toolHover(ctx context.Context, u *user, in refIn) (*mcp.CallToolResult, error) {
-	return s.onElement(ctx, u, in.Ref, false, func(t *tab, el *element) error {
+	return s.onElement(ctx, u, in.Ref, false, quietWait, func(t *tab, el *element) error {
 		return mouse(ctx, t, "mouseMoved", el, "none", 0)
 	})
 }
@@ -179,7 +179,11 @@ func (s *Server) toolType(ctx context.Context, u *user, in typeIn) (*mcp.CallToo
 	if len(in.Text) > maxText {
 		return nil, fmt.Errorf("text is %d bytes; the limit is %d", len(in.Text), maxText)
 	}
-	return s.onElement(ctx, u, in.Ref, true, func(t *tab, el *element) error {
+	window := quietWait
+	if in.Submit {
+		window = startedWait
+	}
+	return s.onElement(ctx, u, in.Ref, true, window, func(t *tab, el *element) error {
 		if err := u.typeText(ctx, t, el, in.Text); err != nil {
 			return err
 		}
@@ -195,7 +199,7 @@ func (s *Server) toolSelect(ctx context.Context, u *user, in selectIn) (*mcp.Cal
 		return nil, errors.New("values must list 1 to 100 option values or labels")
 	}
 	var picked []string
-	res, err := s.onElement(ctx, u, in.Ref, true, func(t *tab, el *element) error {
+	res, err := s.onElement(ctx, u, in.Ref, true, quietWait, func(t *tab, el *element) error {
 		var r struct {
 			Picked []string `json:"picked"`
 			Error  string   `json:"error"`

@@ -17,7 +17,8 @@ import (
 // Bounds of the waits around navigations.
 const (
 	loadWait     = 20 * time.Second       // a navigation's load event
-	startedWait  = 700 * time.Millisecond // an action starting a navigation
+	startedWait  = 700 * time.Millisecond // a click or key starting a navigation
+	quietWait    = 200 * time.Millisecond // typing, selecting, hovering
 	blockedTitle = "Blocked by cdpguard"  // the guard's explanation page
 )
 
@@ -96,8 +97,12 @@ func (u *user) checkLanded(ctx context.Context, t *tab, raw string) error {
 	if err != nil {
 		return err
 	}
-	if strings.HasPrefix(info.Title, blockedTitle) {
-		return u.srv.blockedError(strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(info.Title, blockedTitle), ":")), "the page or a redirect led there from "+raw)
+	// The guard serves its explanation page at the blocked URL; a page that
+	// merely titles itself so, on an allowed URL, is not believed.
+	if strings.HasPrefix(info.Title, blockedTitle) && u.srv.opts.Decide != nil {
+		if ok, reason := u.srv.opts.Decide(info.URL); !ok {
+			return u.srv.blockedError(info.URL, reason+"; reached from "+clip(raw, 200))
+		}
 	}
 	return nil
 }
@@ -129,6 +134,12 @@ func (u *user) info(ctx context.Context, t *tab) (*target.Info, error) {
 // whileNavigating runs act and, if act starts a navigation of the main
 // frame, waits (bounded) until the new page has loaded.
 func (u *user) whileNavigating(ctx context.Context, t *tab, act func() error) error {
+	return u.whileNavigatingFor(ctx, t, startedWait, act)
+}
+
+// whileNavigatingFor is whileNavigating with the wait for a navigation to
+// start: shorter for actions that rarely navigate (typing, selecting).
+func (u *user) whileNavigatingFor(ctx context.Context, t *tab, window time.Duration, act func() error) error {
 	var started []<-chan jsonv2.Value
 	var stops []func()
 	for _, m := range []string{"Page.frameRequestedNavigation", "Page.frameStartedNavigating", "Page.frameStartedLoading"} {
@@ -145,7 +156,7 @@ func (u *user) whileNavigating(ctx context.Context, t *tab, act func() error) er
 	if err := act(); err != nil {
 		return err
 	}
-	tm := time.NewTimer(startedWait)
+	tm := time.NewTimer(window)
 	defer tm.Stop()
 	for {
 		var ev jsonv2.Value
