@@ -16,6 +16,15 @@ import (
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
+// vectorDoneJS is what a model would pass to browser_evaluate to wait
+// (bounded) until a leak-suite vector page has made its attempt.
+const vectorDoneJS = `() => new Promise((resolve) => {
+  const t0 = Date.now();
+  const left = () => !location.pathname.startsWith('/vector/'); // a navigation vector left its page
+  const poll = () => (window.__vectorDone || left() || Date.now() - t0 > 1500) ? resolve(!!window.__vectorDone) : setTimeout(poll, 50);
+  poll();
+})`
+
 // headerRT adds the user header to every request, as LibreChat's
 // requestInit.headers does.
 type headerRT struct{ user string }
@@ -232,6 +241,37 @@ func TestMCPServer(t *testing.T) {
 		defer cancel()
 		if err := h.Sink.WaitHits(ctx, "/hit/hostile-fetch", 1); err != nil {
 			t.Fatalf("control: the allowed sink saw no hit: %v", err)
+		}
+		// The leak suite's vector pages, opened by the MCP tools: each tries
+		// its side channel to the forbidden host; two controls aim at the sink.
+		for _, v := range []struct{ page, target string }{
+			{"fetch", h.Sink.Origin()}, {"img", h.Sink.Origin()},
+			{"nav", ""}, {"img", ""}, {"script", ""}, {"fetch", ""}, {"xhr", ""},
+			{"iframe", ""}, {"redirect-nav", ""}, {"form", ""}, {"beacon", ""},
+			{"eventsource", ""}, {"worker", ""}, {"websocket", ""},
+		} {
+			target := v.target
+			if target == "" {
+				target = h.Forbidden.Origin()
+			}
+			t0 := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			_, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "browser_navigate", Arguments: map[string]any{"url": h.VectorURL(v.page, target, "mcp-"+v.page)}})
+			if err == nil {
+				_, err = s.CallTool(ctx, &mcp.CallToolParams{Name: "browser_evaluate", Arguments: map[string]any{"function": vectorDoneJS}})
+			}
+			cancel()
+			t.Logf("vector %s → %s: %v", v.page, target, time.Since(t0).Round(time.Millisecond))
+			if err != nil {
+				t.Errorf("vector %s: %v", v.page, err)
+			}
+			if v.target != "" {
+				wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				if err := h.Sink.WaitHits(wctx, testhosts.HitPath("mcp-"+v.page), 1); err != nil {
+					t.Errorf("control %s: the allowed sink saw no hit: %v", v.page, err)
+				}
+				cancel()
+			}
 		}
 		call(t, s, "browser_tabs", map[string]any{"action": "list"}, false)
 		if n := h.Forbidden.Total() + h.Forbidden.Conns(); n != before {

@@ -137,7 +137,6 @@ func (p *Pipe) Call(ctx context.Context, session, method string, params, res any
 
 // CDPError is an error reply of the browser or the guard.
 type CDPError struct {
-	Method  string
 	Code    int64  `json:"code"`
 	Message string `json:"message"`
 }

@@ -19,7 +19,6 @@ type snapshot struct {
 	target string
 	loader string // the main frame's loader when taken; a navigation changes it
 	refs   map[string]cdp.BackendNodeID
-	roles  map[string]string
 }
 
 // actionable are the roles that get a ref: what click, type, select and
@@ -35,7 +34,7 @@ var actionable = map[string]bool{
 // children are shown in their place.
 var flattened = map[string]bool{
 	"generic": true, "none": true, "presentation": true, "InlineTextBox": true,
-	"LineBreak": true, "RootWebArea": true, "WebArea": true, "group": false,
+	"LineBreak": true, "RootWebArea": true, "WebArea": true,
 }
 
 // states are the boolean or token properties shown in brackets.
@@ -67,7 +66,7 @@ func (u *user) takeSnapshot(ctx context.Context, t *tab) (string, error) {
 	for _, n := range res.Nodes {
 		byID[n.NodeID] = n
 	}
-	snap := &snapshot{target: t.id, loader: loader, refs: map[string]cdp.BackendNodeID{}, roles: map[string]string{}}
+	snap := &snapshot{target: t.id, loader: loader, refs: map[string]cdp.BackendNodeID{}}
 	var b strings.Builder
 	if len(res.Nodes) > 0 {
 		render(&b, snap, byID, res.Nodes[0], 0, false)
@@ -109,7 +108,6 @@ func render(b *strings.Builder, snap *snapshot, byID map[accessibility.NodeID]*a
 			if actionable[role] && n.BackendDOMNodeID != 0 {
 				ref := "e" + strconv.Itoa(len(snap.refs)+1)
 				snap.refs[ref] = n.BackendDOMNodeID
-				snap.roles[ref] = role
 				b.WriteString(" [ref=" + ref + "]")
 			}
 			if v := strings.TrimSpace(axString(n.Value)); v != "" && v != name {
