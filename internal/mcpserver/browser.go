@@ -105,9 +105,9 @@ func (u *user) connect(ctx context.Context) error {
 	if u.pipe != nil {
 		select {
 		case <-u.pipe.Done():
-			err := u.pipe.Call(ctx, "", "Target.getTargets", nil, nil) // the close reason
+			err := u.pipe.Call(ctx, "", "Target.getTargets", nil, nil) // ErrClosed with the reason
 			u.reset()
-			return fmt.Errorf("%w; the next call opens a new one (tabs may be gone if the browser restarted)", err)
+			return err
 		default:
 			return nil
 		}
@@ -167,6 +167,9 @@ func (u *user) onEvent(session, method string, params []byte) {
 			return
 		}
 		p := u.pipeForEvents()
+		if p == nil {
+			return // the connection is being replaced; the guard answers
+		}
 		accept := d.Type == page.DialogTypeBeforeunload
 		u.srv.goBounded(func(ctx context.Context) { // answered at once, so no call hangs on it
 			_ = p.Call(ctx, session, page.CommandHandleJavaScriptDialog, &page.HandleJavaScriptDialogParams{Accept: accept}, nil)
@@ -200,8 +203,8 @@ func (u *user) onEvent(session, method string, params []byte) {
 }
 
 // pipeForEvents returns the pipe events arrive on. onEvent runs while a
-// call may hold sem, so it reads the pipe under mu-free conditions: the
-// pipe field only changes under sem, and a stale pipe fails fast.
+// call holds sem and may change u.pipe, so it reads this copy under mu; a
+// pipe closed meanwhile fails the answer fast.
 func (u *user) pipeForEvents() *Pipe {
 	u.mu.Lock()
 	defer u.mu.Unlock()

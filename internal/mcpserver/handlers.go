@@ -351,7 +351,7 @@ func (s *Server) toolScreenshot(ctx context.Context, u *user, in screenshotIn) (
 	if in.FullPage {
 		m, err := cdp.Call(ctx, t.s, page.GetLayoutMetrics, cdp.Empty{})
 		if err == nil && m.CSSContentSize != nil {
-			p.Clip = &page.Viewport{Width: m.CSSContentSize.Width, Height: min(m.CSSContentSize.Height, 16384), Scale: 1}
+			p.Clip = &page.Viewport{Width: min(m.CSSContentSize.Width, 4096), Height: min(m.CSSContentSize.Height, 16384), Scale: 1}
 			p.CaptureBeyondViewport = ptr(true)
 		}
 	}

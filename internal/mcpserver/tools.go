@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -41,6 +42,11 @@ func addTool[In any](s *Server, name, desc string, readOnly bool, h handler[In])
 		}()
 		res, err = h(ctx, u, in)
 		notes := u.takeNotes()
+		if errors.Is(err, ErrClosed) {
+			// This call reported the loss; the next one starts afresh.
+			u.reset()
+			err = fmt.Errorf("%w; the next call opens a new browser connection (tabs are gone if the browser restarted)", err)
+		}
 		if err != nil {
 			if len(notes) > 0 {
 				err = fmt.Errorf("%w\n%s", err, strings.Join(notes, "\n"))
