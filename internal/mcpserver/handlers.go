@@ -434,7 +434,6 @@ func (s *Server) toolUpload(ctx context.Context, u *user, in uploadIn) (*mcp.Cal
 	return textResult("Files set."), nil
 }
 
-
 func hasTarget(ps []*target.Info, id string) bool {
 	for _, p := range ps {
 		if string(p.TargetID) == id {
