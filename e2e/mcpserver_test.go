@@ -150,6 +150,11 @@ func TestMCPServer(t *testing.T) {
 		mustContain(t, "next page", call(t, s, "browser_read", nil, false), "SECOND-PAGE-MARKER")
 		out := call(t, s, "browser_click", map[string]any{"element": "stale", "ref": ref}, true)
 		mustContain(t, "stale ref", out, "snapshot")
+		mustContain(t, "console", call(t, s, "browser_console_messages", nil, false), "CONSOLE-MARKER")
+		mustContain(t, "back", call(t, s, "browser_navigate_back", nil, false), "article.html")
+		mustContain(t, "read after back", call(t, s, "browser_read", nil, false), "ARTICLE-BODY-MARKER")
+		snap = call(t, s, "browser_snapshot", nil, false)
+		call(t, s, "browser_hover", map[string]any{"element": "survey link", "ref": refOf(t, snap, `link "Otter Survey project"`)}, false)
 	})
 	t.Run("dialog", func(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": page("next.html")}, false)
@@ -161,9 +166,9 @@ func TestMCPServer(t *testing.T) {
 	t.Run("form", func(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": page("form.html")}, false)
 		snap := call(t, s, "browser_snapshot", nil, false)
-		call(t, s, "browser_type", map[string]any{"element": "name", "ref": refOf(t, snap, "textbox", "Name"), "text": "Ada"}, false)
 		call(t, s, "browser_select_option", map[string]any{"element": "colour", "ref": refOf(t, snap, "combobox", "Colour"), "values": []string{"Green"}}, false)
-		call(t, s, "browser_click", map[string]any{"element": "send", "ref": refOf(t, snap, `button "Send"`)}, false)
+		call(t, s, "browser_type", map[string]any{"element": "name", "ref": refOf(t, snap, "textbox", "Name"), "text": "Ada"}, false)
+		call(t, s, "browser_press_key", map[string]any{"key": "Enter"}, false) // submits the form
 		mustContain(t, "result", call(t, s, "browser_read", nil, false), "RESULT name=Ada colour=g")
 	})
 	t.Run("tabs", func(t *testing.T) {

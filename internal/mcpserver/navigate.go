@@ -148,6 +148,12 @@ func (u *user) whileNavigatingFor(ctx context.Context, t *tab, window time.Durat
 	}
 	loads, stop := t.s.Subscribe(page.LoadEventFired.Method)
 	stops = append(stops, stop)
+	// Navigations that fire no load event: a page restored from the
+	// back/forward cache, and same-document ones.
+	committed, stop := t.s.Subscribe("Page.frameNavigated")
+	stops = append(stops, stop)
+	within, stop := t.s.Subscribe("Page.navigatedWithinDocument")
+	stops = append(stops, stop)
 	defer func() {
 		for _, s := range stops {
 			s()
@@ -179,8 +185,42 @@ func (u *user) whileNavigatingFor(ctx context.Context, t *tab, window time.Durat
 			continue // a subframe: the main document stays
 		}
 		u.snap = nil
-		waitLoad(ctx, loads)
+		waitSettled(ctx, t.id, loads, committed, within)
 		return nil
+	}
+}
+
+// waitSettled waits (bounded) until the main frame's navigation has loaded,
+// was restored from the back/forward cache, or stayed in the document.
+func waitSettled(ctx context.Context, frame string, loads, committed, within <-chan jsonv2.Value) {
+	tm := time.NewTimer(loadWait)
+	defer tm.Stop()
+	for {
+		select {
+		case <-loads:
+			return
+		case ev := <-committed:
+			var n struct {
+				Frame struct {
+					ID string `json:"id"`
+				} `json:"frame"`
+				Type string `json:"type"`
+			}
+			if jsonv2.Unmarshal(ev, &n) == nil && n.Frame.ID == frame && n.Type == "BackForwardCacheRestore" {
+				return
+			}
+		case ev := <-within:
+			var n struct {
+				FrameID string `json:"frameId"`
+			}
+			if jsonv2.Unmarshal(ev, &n) == nil && n.FrameID == frame {
+				return
+			}
+		case <-tm.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

@@ -206,3 +206,19 @@ func TestOneCallAtATime(t *testing.T) {
 		t.Fatalf("%d commands of one user were in flight at once", fb.maxSeen.Load())
 	}
 }
+
+// TestUploadToolOnlyWithUploadDir: no tool touches local files unless the
+// operator named an upload directory.
+func TestUploadToolOnlyWithUploadDir(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		s := New(Options{Backend: &fakeBrowser{}, UploadEnabled: on})
+		if s.known["browser_file_upload"] != on {
+			t.Errorf("UploadEnabled=%v: browser_file_upload registered=%v", on, s.known["browser_file_upload"])
+		}
+		for name := range s.known {
+			if strings.Contains(name, "run_code") || strings.Contains(name, "install") {
+				t.Errorf("tool %s runs code outside the browser", name)
+			}
+		}
+	}
+}
