@@ -34,6 +34,7 @@ type user struct {
 	tabs     map[string]*tab // attached tabs by target id
 	snap     *snapshot       // refs of the last snapshot
 	order    []string        // tab order shown to the model (target ids)
+	retired  bool            // swept: calls look the user up again
 
 	mu      sync.Mutex // guards the fields below and every tab's console
 	notes   []string   // things to tell the model with the next result (dialogs)

@@ -152,6 +152,7 @@ func (s *Server) sweep() {
 		u.mu.Unlock()
 		if idle {
 			u.reset()
+			u.retired = true
 			delete(s.users, k)
 		}
 		<-u.sem
@@ -167,6 +168,22 @@ func (s *Server) goBounded(f func(ctx context.Context)) {
 		defer cancel()
 		f(ctx)
 	}()
+}
+
+// lockUser returns the request's user, locked for one call. A user the
+// sweep retired between the lookup and the lock is looked up again, so no
+// call runs on state the sweep no longer sees.
+func (s *Server) lockUser(ctx context.Context, h http.Header) (*user, error) {
+	for {
+		u := s.userFor(h)
+		if err := u.lock(ctx); err != nil {
+			return nil, err
+		}
+		if !u.retired {
+			return u, nil
+		}
+		u.unlock()
+	}
 }
 
 // userFor returns the state of the user the request's header names.

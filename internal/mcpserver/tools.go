@@ -27,10 +27,10 @@ func addTool[In any](s *Server, name, desc string, readOnly bool, h handler[In])
 		if req.Extra != nil {
 			hdr = req.Extra.Header
 		}
-		u := s.userFor(hdr)
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
-		if err := u.lock(ctx); err != nil {
+		u, err := s.lockUser(ctx, hdr)
+		if err != nil {
 			return nil, nil, err
 		}
 		defer u.unlock()
