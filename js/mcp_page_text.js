@@ -1,9 +1,15 @@
 // Evaluated by the MCP server's browser_read fallback (used while the
 // reader is not in the build) and by browser_wait_for: the rendered text of
-// the page's main region (main, article or body), with the URL of each link
-// to another site written after its text.
+// the page's main region (the main, article or role=main element with the
+// most text, else body), with the URL of each link to another site written
+// after its text.
 (() => {
-  const root = document.querySelector('main, article, [role=main]') || document.body;
+  let root = document.body;
+  let best = 0;
+  for (const el of document.querySelectorAll('main, article, [role=main]')) {
+    const n = el.innerText.length;
+    if (n > best) { best = n; root = el; }
+  }
   let text = root ? root.innerText : '';
   if (root) {
     for (const a of root.querySelectorAll('a[href]')) {
