@@ -76,7 +76,8 @@ func TestMCPOff(t *testing.T) {
 }
 
 // TestMCPSessionIdle: a user's MCP connection lets go of the browser
-// context after the linger, so --session-idle disposes it as for CDP.
+// context after the linger, so --session-idle disposes it as for CDP; and a
+// guard that closes ends a tool call in flight instead of hanging it.
 func TestMCPSessionIdle(t *testing.T) {
 	g := launch(t, Config{SessionIdle: 400 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -106,5 +107,29 @@ func TestMCPSessionIdle(t *testing.T) {
 	}
 	if txt := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(txt, "No tabs") {
 		t.Errorf("tabs after disposal: %s", txt)
+	}
+
+	// A call in flight (waiting for text that never comes) when the guard
+	// closes ends, and so does Close.
+	if res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "browser_tabs", Arguments: map[string]any{"action": "new"}}); err != nil || res.IsError {
+		t.Fatalf("browser_tabs new: %v %+v", err, res)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "browser_wait_for", Arguments: map[string]any{"text": "never there", "time": 25}})
+		ended <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- g.Close() }()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a tool call in flight outlived the guard's Close by 10 s")
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return with an MCP call in flight")
 	}
 }
