@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
@@ -120,6 +120,9 @@ func (u *user) connect(ctx context.Context) error {
 		return fmt.Errorf("cannot reach the browser: %w", err)
 	}
 	u.pipe, u.released = p, released
+	u.mu.Lock()
+	u.evPipe = p
+	u.mu.Unlock()
 	return nil
 }
 
@@ -154,7 +157,7 @@ func (u *user) onEvent(session, method string, params []byte) {
 	switch method {
 	case "Target.detachedFromTarget":
 		var d target.EventDetachedFromTarget
-		if json.Unmarshal(params, &d) == nil && d.SessionID != "" {
+		if jsonv2.Unmarshal(params, &d) == nil && d.SessionID != "" {
 			u.mu.Lock()
 			if u.gone == nil {
 				u.gone = map[string]bool{}
@@ -164,7 +167,7 @@ func (u *user) onEvent(session, method string, params []byte) {
 		}
 	case "Page.javascriptDialogOpening":
 		var d page.EventJavascriptDialogOpening
-		if json.Unmarshal(params, &d) != nil {
+		if jsonv2.Unmarshal(params, &d) != nil {
 			return
 		}
 		p := u.pipeForEvents()
@@ -182,7 +185,7 @@ func (u *user) onEvent(session, method string, params []byte) {
 		u.note(fmt.Sprintf("The page opened a %s dialog saying %q; it was %s.", d.Type, clip(d.Message, 500), verb))
 	case "Runtime.consoleAPICalled":
 		var c runtime.EventConsoleAPICalled
-		if json.Unmarshal(params, &c) != nil {
+		if jsonv2.Unmarshal(params, &c) != nil {
 			return
 		}
 		parts := make([]string, 0, len(c.Args))
@@ -192,7 +195,7 @@ func (u *user) onEvent(session, method string, params []byte) {
 		u.logConsole(session, fmt.Sprintf("[%s] %s", c.Type, clip(strings.Join(parts, " "), 2000)))
 	case "Runtime.exceptionThrown":
 		var e runtime.EventExceptionThrown
-		if json.Unmarshal(params, &e) != nil || e.ExceptionDetails == nil {
+		if jsonv2.Unmarshal(params, &e) != nil || e.ExceptionDetails == nil {
 			return
 		}
 		msg := e.ExceptionDetails.Text
@@ -232,7 +235,7 @@ func remoteText(a *runtime.RemoteObject) string {
 	}
 	if len(a.Value) > 0 {
 		var s string
-		if json.Unmarshal(a.Value, &s) == nil {
+		if jsonv2.Unmarshal(a.Value, &s) == nil {
 			return s
 		}
 		return string(a.Value)
@@ -332,7 +335,6 @@ func (u *user) attach(ctx context.Context, id string) (*tab, error) {
 	}
 	t := &tab{id: id, s: Session{p: u.pipe, ID: string(res.SessionID)}}
 	u.mu.Lock()
-	u.evPipe = u.pipe
 	u.evTabs = append(u.evTabs, t)
 	u.mu.Unlock()
 	// Page events make the guard's dialog grace apply to this agent; it

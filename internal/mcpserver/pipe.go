@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -184,14 +183,14 @@ func (s Session) Subscribe(method string) (<-chan jsonv2.Value, func()) {
 // deliver routes one message from the guard.
 func (p *Pipe) deliver(msg []byte) {
 	var m struct {
-		ID        *int64          `json:"id"`
-		SessionID string          `json:"sessionId"`
-		Method    string          `json:"method"`
-		Params    json.RawMessage `json:"params"`
-		Result    json.RawMessage `json:"result"`
-		Error     *CDPError       `json:"error"`
+		ID        *int64       `json:"id"`
+		SessionID string       `json:"sessionId"`
+		Method    string       `json:"method"`
+		Params    jsonv2.Value `json:"params"`
+		Result    jsonv2.Value `json:"result"`
+		Error     *CDPError    `json:"error"`
 	}
-	if err := json.Unmarshal(msg, &m); err != nil {
+	if err := jsonv2.Unmarshal(msg, &m); err != nil {
 		return
 	}
 	if m.ID == nil {

@@ -161,6 +161,9 @@ func (s *Server) sweep() {
 
 // goBounded runs f in a goroutine the server owns, with a bounded context.
 func (s *Server) goBounded(f func(ctx context.Context)) {
+	if s.ctx.Err() != nil {
+		return // Run has ended: the connections are closed
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
