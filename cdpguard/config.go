@@ -84,6 +84,8 @@ type Config struct {
 	// message that cannot be written within it closes the connection. Zero
 	// means 10 s.
 	AgentWriteTimeout time.Duration
+	// DisableMCP turns off the MCP server at /mcp (--mcp=false).
+	DisableMCP bool
 	// ChromeStderr receives the launched browser's output; nil discards it.
 	ChromeStderr io.Writer
 	// Logger receives the guard's logs; nil discards them.

@@ -70,6 +70,8 @@ type Guard struct {
 	shares   sync.Map // user key → *relay.Share of all the user's connections
 	fx       *effects // browser sends that filters decide on (effects.go)
 
+	mcp mcpState // the MCP server at /mcp
+
 	closeOnce sync.Once
 	closeErr  error
 	done      chan struct{}

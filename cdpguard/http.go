@@ -95,6 +95,8 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveTargetAction(w, r, "Target.closeTarget", strings.TrimPrefix(path, "/json/close/"), "Target is closing")
 	case strings.HasPrefix(path, "/json/activate/"):
 		g.serveTargetAction(w, r, "Target.activateTarget", strings.TrimPrefix(path, "/json/activate/"), "Target activated")
+	case path == "/mcp" || path == "/mcp/":
+		g.serveMCP(w, r)
 	case strings.HasPrefix(path, "/devtools/browser/"):
 		// Any id is accepted (Chrome 404s on a foreign one): behind a load
 		// balancer a client reads /json/version from one instance, often

@@ -94,6 +94,7 @@ func commonFlags() []cli.Flag {
 		&cli.IntFlag{Name: "session-idle", Value: int(cdpguard.DefaultSessionIdle / time.Second), Usage: "seconds without connection or activity after which a user's contexts are disposed (0: never)", EnvVars: []string{"SESSION_IDLE_SECONDS"}},
 		&cli.StringSliceFlag{Name: "allow-private", Usage: "CIDR the egress proxy may dial although it is loopback/private/link-local (repeatable)", EnvVars: []string{"CDPGUARD_ALLOW_PRIVATE"}},
 		&cli.StringFlag{Name: "service-workers", Value: "block", Usage: "block (registration refused) or guard (run, all traffic judged)", EnvVars: []string{"CDPGUARD_SERVICE_WORKERS"}},
+		&cli.BoolFlag{Name: "mcp", Value: true, Usage: "serve the MCP server at /mcp", EnvVars: []string{"CDPGUARD_MCP"}},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"CDPGUARD_LOG_FORMAT"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"CDPGUARD_LOG_LEVEL"}},
 	)
@@ -142,6 +143,7 @@ func config(c *cli.Context, log *slog.Logger) cdpguard.Config {
 		SessionIdle:          sessionIdle(c.Int("session-idle")),
 		AllowPrivate:         c.StringSlice("allow-private"), // split by the package
 		ServiceWorkers:       c.String("service-workers"),
+		DisableMCP:           !c.Bool("mcp"),
 		Logger:               log,
 	}
 }

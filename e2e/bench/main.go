@@ -64,7 +64,7 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.chrome, "chrome", "", "browser binary (default: $CHROME_PATH, or chromium, chromium-browser, google-chrome on PATH)")
-	fs.StringVar(&o.only, "workloads", "load,eval,shot,ws,users,mem", "comma-separated workloads to run: load, eval, shot, ws, users, mem")
+	fs.StringVar(&o.only, "workloads", "load,eval,shot,ws,users,mem,mcp", "comma-separated workloads to run: load, eval, shot, ws, users, mem, mcp")
 	fs.BoolVar(&o.jsonOut, "json", false, "write the report as JSON to stdout instead of the table")
 	fs.BoolVar(&o.verbose, "v", false, "log cdpguard at info level to stderr (default: warnings)")
 	fs.IntVar(&o.subresources, "subresources", 200, "subresources of the page-load page")
@@ -178,6 +178,14 @@ func run(o options) error {
 		if err != nil {
 			rep.MemoryError = err.Error()
 			fmt.Fprintln(os.Stderr, "memory:", err)
+		}
+	}
+	if selected["mcp"] {
+		fmt.Fprintln(os.Stderr, "mcp: cdpguard binary's /mcp")
+		rep.MCP, err = measureMCP(ctx, o)
+		if err != nil {
+			rep.MCP.Error = err.Error()
+			fmt.Fprintln(os.Stderr, "mcp:", err)
 		}
 	}
 	rep.RuntimeSec = time.Since(start).Seconds()

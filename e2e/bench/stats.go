@@ -45,6 +45,7 @@ type report struct {
 	Results      []result    `json:"results"`
 	Memory       []memResult `json:"memory,omitzero"`
 	MemoryError  string      `json:"memoryError,omitzero"`
+	MCP          *mcpReport  `json:"mcp,omitzero"`
 	RuntimeSec   float64     `json:"runtimeSeconds"`
 	NoiseWarning string      `json:"note"`
 }
@@ -125,6 +126,7 @@ func printTable(w io.Writer, rep report) {
 		fmt.Fprintf(tw, "cdpguard RSS\t-\t-\t-\t-\t-\t< 60 MB\tERROR: %s\t\n", oneLine(rep.MemoryError))
 	}
 	_ = tw.Flush()
+	printMCP(w, rep.MCP)
 	fmt.Fprintf(w, "page load: accepted bar ≤ 1.30x (DESIGN \"Performance floors\": browser-level Fetch alone costs ≈ 1.20x here).\n")
 	fmt.Fprintf(w, "runtime %.0f s. %s\n", rep.RuntimeSec, rep.NoiseWarning)
 }

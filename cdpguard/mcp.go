@@ -1,0 +1,170 @@
+package cdpguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/cdpguard/cdpguard/internal/mcpserver"
+	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/users"
+)
+
+// mcpBodyLimit bounds one MCP request: tool arguments are URLs, refs,
+// text to type and small functions.
+const mcpBodyLimit = 4 << 20
+
+// mcpState is the guard's MCP server (/mcp), built on first use.
+type mcpState struct {
+	once sync.Once
+	srv  *mcpserver.Server
+}
+
+// serveMCP serves /mcp. ServeHTTP has refused foreign Hosts and web
+// pages. There is no auth gate: a 401 would start an MCP client's OAuth
+// flow; a missing required user header is a 400 naming it.
+func (g *Guard) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if g.cfg.DisableMCP {
+		http.Error(w, "cdpguard: the MCP server is off (--mcp=false)", http.StatusNotFound)
+		return
+	}
+	if r.Header.Get(g.cfg.SessionHeader) == "" && g.cfg.RequireSessionHeader {
+		http.Error(w, "cdpguard: the "+g.cfg.SessionHeader+" header is required (--require-session-header)", http.StatusBadRequest)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, mcpBodyLimit)
+	srv := g.mcpServer()
+	if srv == nil {
+		http.Error(w, "cdpguard: shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	srv.Handler().ServeHTTP(w, r)
+}
+
+// mcpServer builds the MCP server once; nil when the guard is closing.
+func (g *Guard) mcpServer() *mcpserver.Server {
+	g.mcp.once.Do(func() {
+		srv := mcpserver.New(mcpserver.Options{
+			Backend: mcpBackend{g},
+			Origins: g.policy.Origins(),
+			Decide: func(u string) (bool, string) {
+				d := g.policy.Decide(u)
+				return d.Allowed, d.Reason
+			},
+			Instructions:  g.cfg.Instructions,
+			SessionHeader: g.cfg.SessionHeader,
+			UploadEnabled: g.cfg.UploadDir != "",
+			Linger:        mcpLinger(g.cfg.SessionIdle),
+			Version:       g.version.Browser,
+			Logger:        g.log,
+		})
+		g.agentsMu.Lock()
+		defer g.agentsMu.Unlock()
+		if g.ctx.Err() != nil {
+			return
+		}
+		g.wg.Add(1)
+		go func() { // closes the MCP connections at Close
+			defer g.wg.Done()
+			srv.Run(g.ctx)
+		}()
+		g.mcp.srv = srv
+	})
+	return g.mcp.srv
+}
+
+// mcpLinger keeps an MCP user's agent connection open between tool calls,
+// but short enough that --session-idle disposal still happens about on time.
+func mcpLinger(idle time.Duration) time.Duration {
+	if idle > 0 && idle/4 < time.Minute {
+		return max(idle/4, 50*time.Millisecond)
+	}
+	return time.Minute
+}
+
+// mcpBackend connects the MCP tools to the guard as an in-process agent.
+type mcpBackend struct{ g *Guard }
+
+// Open relays the pipe as one agent of user, exactly as serveAgent relays a
+// WebSocket: same interceptor (firewall, isolation), same event filter,
+// same registration for dialogs and blocked-request events.
+func (b mcpBackend) Open(ctx context.Context, key string, p *mcpserver.Pipe) (<-chan struct{}, error) {
+	g := b.g
+	if !g.ready.Load() {
+		return nil, errors.New("cdpguard: not ready (the browser is starting or restarting); try again shortly")
+	}
+	g.agentsMu.Lock()
+	if g.ctx.Err() != nil {
+		g.agentsMu.Unlock()
+		return nil, errors.New("cdpguard: shutting down")
+	}
+	g.wg.Add(1)
+	g.agentsMu.Unlock()
+	ok := false
+	defer func() {
+		if !ok {
+			g.wg.Done()
+		}
+	}()
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	u, err := g.users.Acquire(actx, key)
+	if err != nil {
+		return nil, fmt.Errorf("cdpguard: %w", err)
+	}
+	st := &agentState{user: u}
+	a, err := g.mux.NewAgent(actx, p.AgentSide(), relay.AgentOptions{
+		Name:        "mcp",
+		FilterEvent: g.filterEvent(u, st),
+		OnActivity:  func() { st.touch(g) },
+		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
+			return g.intercept(ctx, a, st, cmd)
+		},
+	})
+	if err != nil {
+		g.users.Release(u)
+		return nil, fmt.Errorf("cdpguard: %w", err)
+	}
+	g.agentsMu.Lock()
+	g.agents[a] = st
+	g.agentsMu.Unlock()
+	g.log.Info("agent connected", "remote", "mcp", "user", key)
+	released := make(chan struct{})
+	ok = true
+	go func() { // the agent: ends when the pipe closes or the guard closes it
+		defer g.wg.Done()
+		defer close(released)
+		err := a.Serve(g.ctx)
+		g.agentsMu.Lock()
+		delete(g.agents, a)
+		g.agentsMu.Unlock()
+		g.users.Release(u)
+		if errors.Is(err, mcpserver.ErrClosed) {
+			err = nil
+		}
+		g.log.Info("agent disconnected", "remote", "mcp", "user", key, "err", err)
+	}()
+	return released, nil
+}
+
+// Dispose disposes the user's context at once (browser_close), or closes
+// the user's tabs when a CDP client still holds the context.
+func (b mcpBackend) Dispose(ctx context.Context, key string) (string, error) {
+	g := b.g
+	err := g.users.DisposeNow(ctx, key)
+	if !errors.Is(err, users.ErrInUse) {
+		if err != nil {
+			return "", fmt.Errorf("cdpguard: closing the browser: %w", err)
+		}
+		return "The browser was closed: tabs, cookies and storage are gone. browser_navigate starts afresh.", nil
+	}
+	if u := g.users.Lookup(key); u != nil {
+		for _, id := range g.users.Targets(u) {
+			_, _ = g.mux.Call(ctx, "", "Target.closeTarget", map[string]any{"targetId": id})
+		}
+	}
+	return "The tabs were closed. Another connection of this user still holds the browser context, so its cookies and storage stay until it ends.", nil
+}

@@ -1,0 +1,377 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
+)
+
+// consoleKeep bounds the console messages kept per tab.
+const consoleKeep = 200
+
+// user is one user's browser as the tools see it: an in-process agent
+// connection to the guard, the selected tab and the last snapshot's refs.
+// Its tool calls run one at a time (sem).
+type user struct {
+	key string
+	srv *Server
+	sem chan struct{} // one tool call at a time
+
+	// The fields below are used by the call holding sem, except where noted.
+	pipe     *Pipe
+	released <-chan struct{} // closed once the guard let go of pipe's agent
+	cur      *tab
+	tabs     map[string]*tab // attached tabs by target id
+	snap     *snapshot       // refs of the last snapshot
+	order    []string        // tab order shown to the model (target ids)
+	retired  bool            // swept: calls look the user up again
+
+	mu      sync.Mutex // guards the fields below and every tab's console
+	notes   []string   // things to tell the model with the next result (dialogs)
+	lastUse time.Time
+	evPipe  *Pipe           // the pipe events arrive on
+	evTabs  []*tab          // the attached tabs, for events
+	gone    map[string]bool // sessions the browser detached (tab closed)
+}
+
+type tab struct {
+	id      string // target id (also the main frame id)
+	s       Session
+	console []string // guarded by user.mu
+}
+
+func newUser(srv *Server, key string) *user {
+	return &user{key: key, srv: srv, sem: make(chan struct{}, 1), tabs: map[string]*tab{}, lastUse: time.Now()}
+}
+
+// lock waits for the user's previous call to end.
+func (u *user) lock(ctx context.Context) error {
+	select {
+	case u.sem <- struct{}{}:
+		u.touch()
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("another browser tool call of this user is still running: %w", ctx.Err())
+	}
+}
+
+func (u *user) unlock() {
+	u.touch()
+	<-u.sem
+}
+
+func (u *user) touch() {
+	u.mu.Lock()
+	u.lastUse = time.Now()
+	u.mu.Unlock()
+}
+
+// maxNotes bounds what a page can queue for the next result (a page may
+// open a dialog every few milliseconds).
+const maxNotes = 20
+
+func (u *user) note(s string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	switch {
+	case len(u.notes) < maxNotes:
+		u.notes = append(u.notes, s)
+	case len(u.notes) == maxNotes:
+		u.notes = append(u.notes, "(the page opened more dialogs; they were answered the same way)")
+	}
+}
+
+func (u *user) takeNotes() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	n := u.notes
+	u.notes = nil
+	return n
+}
+
+// connect opens the agent connection when there is none. A connection the
+// guard closed is reported once (browser restart, shutdown); the next call
+// opens a fresh one.
+func (u *user) connect(ctx context.Context) error {
+	if u.pipe != nil {
+		select {
+		case <-u.pipe.Done():
+			err := u.pipe.Call(ctx, "", "Target.getTargets", nil, nil) // ErrClosed with the reason
+			u.reset()
+			return err
+		default:
+			return nil
+		}
+	}
+	p := NewPipe(u.onEvent)
+	released, err := u.srv.opts.Backend.Open(ctx, u.key, p)
+	if err != nil {
+		p.Close()
+		return fmt.Errorf("cannot reach the browser: %w", err)
+	}
+	u.pipe, u.released = p, released
+	u.mu.Lock()
+	u.evPipe = p
+	u.mu.Unlock()
+	return nil
+}
+
+// reset forgets the connection and everything tied to it.
+func (u *user) reset() {
+	if u.pipe != nil {
+		u.pipe.Close()
+	}
+	u.pipe, u.cur, u.snap = nil, nil, nil
+	u.tabs = map[string]*tab{}
+	u.mu.Lock()
+	u.evPipe, u.evTabs, u.gone = nil, nil, nil
+	u.mu.Unlock()
+}
+
+// disconnect closes the connection and waits (bounded) until the guard has
+// released it.
+func (u *user) disconnect() {
+	rel := u.released
+	u.reset()
+	if rel != nil {
+		select {
+		case <-rel:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	u.released = nil
+}
+
+// onEvent runs on the guard's writer for this agent: it must not block.
+func (u *user) onEvent(session, method string, params []byte) {
+	switch method {
+	case "Target.detachedFromTarget":
+		var d target.EventDetachedFromTarget
+		if jsonv2.Unmarshal(params, &d) == nil && d.SessionID != "" {
+			u.mu.Lock()
+			if u.gone == nil {
+				u.gone = map[string]bool{}
+			}
+			u.gone[string(d.SessionID)] = true
+			u.mu.Unlock()
+		}
+	case "Page.javascriptDialogOpening":
+		var d page.EventJavascriptDialogOpening
+		if jsonv2.Unmarshal(params, &d) != nil {
+			return
+		}
+		p := u.pipeForEvents()
+		if p == nil {
+			return // the connection is being replaced; the guard answers
+		}
+		accept := d.Type == page.DialogTypeBeforeunload
+		u.srv.goBounded(func(ctx context.Context) { // answered at once, so no call hangs on it
+			_ = p.Call(ctx, session, page.CommandHandleJavaScriptDialog, &page.HandleJavaScriptDialogParams{Accept: accept}, nil)
+		})
+		verb := "dismissed"
+		if accept {
+			verb = "accepted (the page was left)"
+		}
+		u.note(fmt.Sprintf("The page opened a %s dialog saying %q; it was %s.", d.Type, clip(d.Message, 500), verb))
+	case "Runtime.consoleAPICalled":
+		var c runtime.EventConsoleAPICalled
+		if jsonv2.Unmarshal(params, &c) != nil {
+			return
+		}
+		parts := make([]string, 0, len(c.Args))
+		for _, a := range c.Args {
+			parts = append(parts, remoteText(a))
+		}
+		u.logConsole(session, fmt.Sprintf("[%s] %s", c.Type, clip(strings.Join(parts, " "), 2000)))
+	case "Runtime.exceptionThrown":
+		var e runtime.EventExceptionThrown
+		if jsonv2.Unmarshal(params, &e) != nil || e.ExceptionDetails == nil {
+			return
+		}
+		msg := e.ExceptionDetails.Text
+		if e.ExceptionDetails.Exception != nil && e.ExceptionDetails.Exception.Description != "" {
+			msg = e.ExceptionDetails.Exception.Description
+		}
+		u.logConsole(session, "[error] "+clip(msg, 2000))
+	}
+}
+
+// pipeForEvents returns the pipe events arrive on. onEvent runs while a
+// call holds sem and may change u.pipe, so it reads this copy under mu; a
+// pipe closed meanwhile fails the answer fast.
+func (u *user) pipeForEvents() *Pipe {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.evPipe
+}
+
+func (u *user) logConsole(session, line string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, t := range u.evTabs {
+		if t.s.ID == session {
+			t.console = append(t.console, line)
+			if len(t.console) > consoleKeep {
+				t.console = t.console[len(t.console)-consoleKeep:]
+			}
+			return
+		}
+	}
+}
+
+func remoteText(a *runtime.RemoteObject) string {
+	if a == nil {
+		return ""
+	}
+	if len(a.Value) > 0 {
+		var s string
+		if jsonv2.Unmarshal(a.Value, &s) == nil {
+			return s
+		}
+		return string(a.Value)
+	}
+	if a.Description != "" {
+		return a.Description
+	}
+	return string(a.Type)
+}
+
+// pages lists the user's page targets, as the guard filters them.
+func (u *user) pages(ctx context.Context) ([]*target.Info, error) {
+	res, err := cdp.Call(ctx, Session{p: u.pipe}, target.GetTargets, target.GetTargetsParams{})
+	if err != nil {
+		return nil, err
+	}
+	// Chrome lists recently active tabs first; the model needs indices
+	// that stay put, so tabs keep the order they were first seen in.
+	rank := map[string]int{}
+	for i, id := range u.order {
+		rank[id] = i
+	}
+	var out []*target.Info
+	for i := len(res.TargetInfos) - 1; i >= 0; i-- {
+		t := res.TargetInfos[i]
+		if t.Type != "page" {
+			continue
+		}
+		if _, ok := rank[string(t.TargetID)]; !ok {
+			rank[string(t.TargetID)] = len(u.order)
+			u.order = append(u.order, string(t.TargetID))
+		}
+		out = append(out, t)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return rank[string(out[i].TargetID)] < rank[string(out[j].TargetID)] })
+	live := u.order[:0]
+	for _, id := range u.order {
+		for _, t := range out {
+			if string(t.TargetID) == id {
+				live = append(live, id)
+				break
+			}
+		}
+	}
+	u.order = live
+	return out, nil
+}
+
+// page returns the selected tab, attaching to the user's first tab or
+// (with create) opening one when none is selected.
+func (u *user) page(ctx context.Context, create bool) (*tab, error) {
+	if err := u.connect(ctx); err != nil {
+		return nil, err
+	}
+	u.mu.Lock()
+	gone := u.gone
+	u.gone = nil
+	u.mu.Unlock()
+	for _, t := range u.tabs {
+		if gone[t.s.ID] {
+			u.forget(t.id)
+		}
+	}
+	if u.cur != nil {
+		return u.cur, nil
+	}
+	ps, err := u.pages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) > 0 {
+		return u.attach(ctx, string(ps[0].TargetID))
+	}
+	if !create {
+		return nil, errors.New("no tab is open; call browser_navigate (or browser_read with url) first")
+	}
+	return u.newTab(ctx)
+}
+
+func (u *user) newTab(ctx context.Context) (*tab, error) {
+	res, err := cdp.Call(ctx, Session{p: u.pipe}, target.CreateTarget, target.CreateTargetParams{URL: "about:blank"})
+	if err != nil {
+		return nil, fmt.Errorf("open a tab: %w", err)
+	}
+	return u.attach(ctx, string(res.TargetID))
+}
+
+// attach selects target id, attaching to it first when needed.
+func (u *user) attach(ctx context.Context, id string) (*tab, error) {
+	if t := u.tabs[id]; t != nil {
+		u.cur = t
+		return t, nil
+	}
+	res, err := cdp.Call(ctx, Session{p: u.pipe}, target.AttachToTarget, target.AttachToTargetParams{TargetID: target.ID(id), Flatten: ptr(true)})
+	if err != nil {
+		return nil, fmt.Errorf("attach to the tab: %w", err)
+	}
+	t := &tab{id: id, s: Session{p: u.pipe, ID: string(res.SessionID)}}
+	u.mu.Lock()
+	u.evTabs = append(u.evTabs, t)
+	u.mu.Unlock()
+	// Page events make the guard's dialog grace apply to this agent; it
+	// answers dialogs itself (onEvent).
+	for _, m := range []string{page.CommandEnable, runtime.CommandEnable} {
+		if err := t.s.Call(ctx, m, nil, nil); err != nil {
+			return nil, fmt.Errorf("%s: %w", m, err)
+		}
+	}
+	u.tabs[id] = t
+	u.cur = t
+	return t, nil
+}
+
+// forget drops a tab that was closed.
+func (u *user) forget(id string) {
+	delete(u.tabs, id)
+	if u.cur != nil && u.cur.id == id {
+		u.cur = nil
+	}
+	if u.snap != nil && u.snap.target == id {
+		u.snap = nil
+	}
+	u.mu.Lock()
+	for i, t := range u.evTabs {
+		if t.id == id {
+			u.evTabs = append(u.evTabs[:i], u.evTabs[i+1:]...)
+			break
+		}
+	}
+	u.mu.Unlock()
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

@@ -1,0 +1,242 @@
+// Package mcpserver is cdpguard's MCP server (/mcp): browser tools for a
+// model, run as an in-process agent of the guard. Every tool drives the
+// user's browser context through an in-memory agent connection that the
+// guard relays like any CDP client (relay, method firewall, user
+// isolation), so the guard's invariants hold for the tools by
+// construction. No tool runs code outside the browser.
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Limits on tool arguments and results.
+const (
+	maxURL      = 8 << 10
+	maxText     = 64 << 10
+	maxFunction = 64 << 10
+	maxSnapshot = 200_000
+	readSection = 30_000
+	callTimeout = 90 * time.Second
+)
+
+// Backend is the guard side of the tools.
+type Backend interface {
+	// Open relays p's AgentSide as a new agent connection of user (the
+	// session header's value). released is closed once the guard has let
+	// go of the connection.
+	Open(ctx context.Context, user string, p *Pipe) (released <-chan struct{}, err error)
+	// Dispose disposes the user's browser context at once when no other
+	// connection uses it, or else closes the user's tabs; it returns what
+	// it did, for the model.
+	Dispose(ctx context.Context, user string) (string, error)
+}
+
+// Options configures a Server.
+type Options struct {
+	Backend Backend
+	// Origins are the reachable origins, shown to the model.
+	Origins []string
+	// Decide reports whether the allowlist lets a URL through, and why not.
+	Decide func(url string) (ok bool, reason string)
+	// Instructions is the operator's EXTRA_INSTRUCTIONS.
+	Instructions string
+	// SessionHeader names the header that keys a user.
+	SessionHeader string
+	// UploadEnabled adds browser_file_upload (the guard confines the files
+	// to its upload directory).
+	UploadEnabled bool
+	// Linger is how long a user's agent connection stays open after the
+	// last tool call; the guard's idle disposal counts from its end. Zero
+	// means one minute.
+	Linger  time.Duration
+	Version string
+	Logger  *slog.Logger
+}
+
+// Server is the MCP server. Use New, mount Handler, and Run it.
+type Server struct {
+	opts    Options
+	mcp     *mcp.Server
+	handler http.Handler
+	ctx     context.Context // ends at Run's end
+	cancel  context.CancelFunc
+
+	known map[string]bool // tool names
+	names []string
+
+	mu    sync.Mutex
+	users map[string]*user
+	wg    sync.WaitGroup // goroutines answering dialogs
+}
+
+// New returns a Server; Run must be called for it to end its connections.
+func New(opts Options) *Server {
+	if opts.Linger <= 0 {
+		opts.Linger = time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{opts: opts, users: map[string]*user{}, ctx: ctx, cancel: cancel}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "cdpguard", Version: opts.Version}, &mcp.ServerOptions{
+		Instructions: s.instructions(),
+		Capabilities: &mcp.ServerCapabilities{},
+	})
+	s.addTools()
+	s.mcp.AddReceivingMiddleware(s.unknownTool)
+	s.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		// The guard checks Host itself (IP literals, localhost and
+		// --public-host names): the SDK's own check would refuse the
+		// compose service name on a loopback connection.
+		DisableLocalhostProtection: true,
+		SessionTimeout:             30 * time.Minute,
+		Logger:                     opts.Logger,
+	})
+	return s
+}
+
+// Handler serves MCP streamable HTTP. The caller has already refused
+// foreign Hosts, web pages and (when required) a missing user header.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Run closes idle users' connections until ctx ends, then closes every
+// connection and waits for the server's goroutines.
+func (s *Server) Run(ctx context.Context) {
+	t := time.NewTicker(max(s.opts.Linger/4, 50*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.cancel()
+			s.mu.Lock()
+			for _, u := range s.users {
+				u.mu.Lock()
+				p := u.evPipe
+				u.mu.Unlock()
+				if p != nil {
+					p.Close()
+				}
+			}
+			s.mu.Unlock()
+			s.wg.Wait()
+			return
+		case <-t.C:
+			s.sweep()
+		}
+	}
+}
+
+// sweep closes the connections of users idle for Linger, so that the
+// guard's idle disposal (--session-idle) starts counting.
+func (s *Server) sweep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, u := range s.users {
+		select {
+		case u.sem <- struct{}{}:
+		default:
+			continue // a call is running
+		}
+		u.mu.Lock()
+		idle := time.Since(u.lastUse) > s.opts.Linger
+		u.mu.Unlock()
+		if idle {
+			u.reset()
+			u.retired = true
+			delete(s.users, k)
+		}
+		<-u.sem
+	}
+}
+
+// goBounded runs f in a goroutine the server owns, with a bounded context.
+func (s *Server) goBounded(f func(ctx context.Context)) {
+	if s.ctx.Err() != nil {
+		return // Run has ended: the connections are closed
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+		defer cancel()
+		f(ctx)
+	}()
+}
+
+// lockUser returns the request's user, locked for one call. A user the
+// sweep retired between the lookup and the lock is looked up again, so no
+// call runs on state the sweep no longer sees.
+func (s *Server) lockUser(ctx context.Context, h http.Header) (*user, error) {
+	for {
+		u := s.userFor(h)
+		if err := u.lock(ctx); err != nil {
+			return nil, err
+		}
+		if !u.retired {
+			return u, nil
+		}
+		u.unlock()
+	}
+}
+
+// userFor returns the state of the user the request's header names.
+func (s *Server) userFor(h http.Header) *user {
+	key := ""
+	if h != nil {
+		key = h.Get(s.opts.SessionHeader)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.users[key]
+	if u == nil {
+		u = newUser(s, key)
+		s.users[key] = u
+	}
+	return u
+}
+
+// reachable is the sentence listing the allowlist.
+func (s *Server) reachable() string {
+	if len(s.opts.Origins) == 0 {
+		return "No website is reachable: the allowlist is empty."
+	}
+	return "Reachable origins (everything else is blocked): " + strings.Join(s.opts.Origins, ", ") + "."
+}
+
+// instructions is the initialize text and the note on URL-taking tools.
+func (s *Server) instructions() string {
+	var b strings.Builder
+	b.WriteString("This browser sits behind an allowlist. ")
+	b.WriteString(s.reachable())
+	b.WriteString(" Read pages with browser_read (pass url to open and read in one call; long pages come in sections, continue with offset). Use browser_snapshot only to get element refs for browser_click, browser_type, browser_select_option and browser_hover.")
+	if s.opts.Instructions != "" {
+		b.WriteString(" ")
+		b.WriteString(s.opts.Instructions)
+	}
+	return b.String()
+}
+
+// unknownTool answers a call of a tool that does not exist with a tool
+// error the model can act on, rather than a protocol error.
+func (s *Server) unknownTool(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/call" {
+			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil && !s.known[r.Params.Name] {
+				res := &mcp.CallToolResult{}
+				res.SetError(fmt.Errorf("there is no tool %q; the tools are %s", clip(r.Params.Name, 60), strings.Join(s.names, ", ")))
+				return res, nil
+			}
+		}
+		return next(ctx, method, req)
+	}
+}

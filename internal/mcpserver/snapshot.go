@@ -1,0 +1,175 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/page"
+)
+
+// snapshot is what a browser_snapshot handed out: refs to DOM nodes of one
+// document of one tab.
+type snapshot struct {
+	target string
+	loader string // the main frame's loader when taken; a navigation changes it
+	refs   map[string]cdp.BackendNodeID
+}
+
+// actionable are the roles that get a ref: what click, type, select and
+// hover target.
+var actionable = map[string]bool{
+	"link": true, "button": true, "textbox": true, "searchbox": true, "combobox": true,
+	"checkbox": true, "radio": true, "menuitem": true, "menuitemcheckbox": true,
+	"menuitemradio": true, "tab": true, "option": true, "listbox": true, "slider": true,
+	"spinbutton": true, "switch": true, "treeitem": true, "textarea": true,
+}
+
+// flattened roles are structure without meaning to a reader: their
+// children are shown in their place.
+var flattened = map[string]bool{
+	"generic": true, "none": true, "presentation": true, "InlineTextBox": true,
+	"LineBreak": true, "RootWebArea": true, "WebArea": true,
+}
+
+// states are the boolean or token properties shown in brackets.
+var states = []accessibility.PropertyName{"checked", "disabled", "expanded", "selected", "pressed", "required", "readonly", "focused", "level"}
+
+// mainLoader is the main frame's current loader id.
+func mainLoader(ctx context.Context, t *tab) (string, error) {
+	res, err := cdp.Call(ctx, t.s, page.GetFrameTree, cdp.Empty{})
+	if err != nil {
+		return "", err
+	}
+	if res.FrameTree == nil || res.FrameTree.Frame == nil {
+		return "", errors.New("the tab has no document")
+	}
+	return string(res.FrameTree.Frame.LoaderID), nil
+}
+
+// takeSnapshot renders the tab's accessibility tree with refs.
+func (u *user) takeSnapshot(ctx context.Context, t *tab) (string, error) {
+	loader, err := mainLoader(ctx, t)
+	if err != nil {
+		return "", err
+	}
+	res, err := cdp.Call(ctx, t.s, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
+	if err != nil {
+		return "", fmt.Errorf("read the accessibility tree: %w", err)
+	}
+	byID := make(map[accessibility.NodeID]*accessibility.Node, len(res.Nodes))
+	for _, n := range res.Nodes {
+		byID[n.NodeID] = n
+	}
+	snap := &snapshot{target: t.id, loader: loader, refs: map[string]cdp.BackendNodeID{}}
+	var b strings.Builder
+	if len(res.Nodes) > 0 {
+		render(&b, snap, byID, res.Nodes[0], 0, false)
+	}
+	u.snap = snap
+	return b.String(), nil
+}
+
+func render(b *strings.Builder, snap *snapshot, byID map[accessibility.NodeID]*accessibility.Node, n *accessibility.Node, depth int, named bool) {
+	if b.Len() > maxSnapshot {
+		return
+	}
+	role, name := axString(n.Role), strings.TrimSpace(axString(n.Name))
+	show := !n.Ignored && !flattened[role]
+	if role == "StaticText" {
+		// Text a named parent (a link, a button, a heading) already shows.
+		show = !named && name != ""
+	}
+	childDepth, childNamed := depth, named
+	if show {
+		b.WriteString(strings.Repeat("  ", depth))
+		b.WriteString("- ")
+		if role == "StaticText" {
+			b.WriteString("text: " + quote(name))
+		} else {
+			b.WriteString(role)
+			if name != "" {
+				b.WriteString(" " + quote(name))
+			}
+			for _, st := range states {
+				if v, ok := axProp(n, st); ok && v != "false" && v != "" {
+					if v == "true" {
+						b.WriteString(" [" + string(st) + "]")
+					} else {
+						b.WriteString(" [" + string(st) + "=" + v + "]")
+					}
+				}
+			}
+			if actionable[role] && n.BackendDOMNodeID != 0 {
+				ref := "e" + strconv.Itoa(len(snap.refs)+1)
+				snap.refs[ref] = n.BackendDOMNodeID
+				b.WriteString(" [ref=" + ref + "]")
+			}
+			if v := strings.TrimSpace(axString(n.Value)); v != "" && v != name {
+				b.WriteString(": " + quote(clip(v, 300)))
+			}
+			if u, ok := axProp(n, "url"); ok && u != "" && role == "link" {
+				b.WriteString(" -> " + u)
+			}
+		}
+		b.WriteString("\n")
+		childDepth = depth + 1
+		childNamed = name != ""
+	}
+	for _, id := range n.ChildIDs {
+		if c := byID[id]; c != nil {
+			render(b, snap, byID, c, childDepth, childNamed)
+		}
+	}
+}
+
+func quote(s string) string { return strconv.Quote(clip(s, 300)) }
+
+func axString(v *accessibility.Value) string {
+	if v == nil || len(v.Value) == 0 {
+		return ""
+	}
+	var s string
+	if jsonv2.Unmarshal(v.Value, &s) == nil {
+		return s
+	}
+	return strings.Trim(string(v.Value), `"`)
+}
+
+func axProp(n *accessibility.Node, name accessibility.PropertyName) (string, bool) {
+	for _, p := range n.Properties {
+		if p.Name == name {
+			return axString(p.Value), true
+		}
+	}
+	return "", false
+}
+
+// resolveRef returns the DOM node of ref, refusing refs of another tab or
+// of a document the tab has since navigated away from.
+func (u *user) resolveRef(ctx context.Context, t *tab, ref string) (cdp.BackendNodeID, error) {
+	if u.snap == nil {
+		return 0, fmt.Errorf("ref %q is not from a snapshot of the current page (it has navigated, or no snapshot was taken); call browser_snapshot and use a ref from it", clip(ref, 40))
+	}
+	if u.snap.target != t.id {
+		return 0, fmt.Errorf("ref %q is from a snapshot of another tab; call browser_snapshot on this tab", clip(ref, 40))
+	}
+	id, ok := u.snap.refs[ref]
+	if !ok {
+		return 0, fmt.Errorf("ref %q is not in the last snapshot; use a ref shown as [ref=eN] by browser_snapshot", clip(ref, 40))
+	}
+	loader, err := mainLoader(ctx, t)
+	if err != nil {
+		return 0, err
+	}
+	if loader != u.snap.loader {
+		u.snap = nil
+		return 0, fmt.Errorf("ref %q is stale: the page has navigated since the snapshot; call browser_snapshot again", ref)
+	}
+	return id, nil
+}

@@ -1,0 +1,27 @@
+package js
+
+import _ "embed" // the in-page scripts of the MCP server's tools
+
+// MCPPageText is an expression giving {url, title, text} of the page's
+// rendered text (browser_read's fallback, browser_wait_for).
+//
+//go:embed mcp_page_text.js
+var MCPPageText string
+
+// MCPActionable is a function called on an element: {visible, enabled,
+// gone}, checked before an input event is sent at it.
+//
+//go:embed mcp_actionable.js
+var MCPActionable string
+
+// MCPClear is a function called on an editable element: it focuses it and
+// selects its content so that typing replaces it.
+//
+//go:embed mcp_clear.js
+var MCPClear string
+
+// MCPSelect is a function called on a <select> with a list of values or
+// labels: {picked} or {error}.
+//
+//go:embed mcp_select.js
+var MCPSelect string
