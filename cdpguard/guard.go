@@ -250,7 +250,8 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		OnBlock:             g.onBlock,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
 	})
-	g.dialogs = dialogs.New(g.mux, g.cfg.DialogGrace, g.log)
+	g.dialogs = dialogs.New(g.mux, dialogGrace(g.cfg.DialogGrace), g.log)
+	g.fg.start()
 	g.wg.Add(4)
 	go func() { // the idle-user sweeper: ends with the guard
 		defer g.wg.Done()

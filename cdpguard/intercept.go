@@ -7,7 +7,6 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
-	"github.com/cdpguard/cdpguard/internal/dialogs"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
@@ -17,6 +16,9 @@ import (
 // refusals come before per-user isolation; checks and rewrites after it, on
 // the params isolation produced (e.g. with the user's browserContextId).
 func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
+	if v, done := g.dialogCommand(ctx, a, cmd); done {
+		return v
+	}
 	rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
 	switch rule.Action {
 	case firewall.Refuse:
@@ -67,6 +69,9 @@ func (g *Guard) applyRule(ctx context.Context, st *agentState, cmd relay.Command
 			return refusal(name, "unreadable params: "+err.Error())
 		}
 		if msg := urlRefusal(name, u); msg != "" {
+			if cmd.Method == "Page.navigate" {
+				return g.refusedNavigation(ctx, cmd, msg)
+			}
 			return relay.Verdict{Refuse: msg}
 		}
 	case firewall.CheckPolicy:
@@ -94,8 +99,6 @@ func (g *Guard) applyRule(ctx context.Context, st *agentState, cmd relay.Command
 		case "Browser.close":
 			g.closeOwnTargets(ctx, st)
 			return relay.Verdict{Local: []byte("{}")}
-		case "Page.handleJavaScriptDialog":
-			return relay.Verdict{OnReply: dialogs.LateAnswer}
 		}
 	}
 	return relay.Verdict{}

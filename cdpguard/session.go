@@ -37,6 +37,8 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		g.judge.Paused(e.SessionID, e.Params)
 	case "Page.javascriptDialogOpening":
 		g.dialogs.Opening(e.SessionID, e.Params)
+	case "Page.javascriptDialogClosed":
+		g.dialogs.Closed(e.SessionID)
 	case "Target.attachedToTarget":
 		if e.SessionID != "" {
 			return // only the root session's auto-attach is the guard's
@@ -51,6 +53,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		}
 		if a.TargetInfo.Type == "page" {
 			g.judge.AddPage(a.TargetInfo.TargetID)
+			g.dialogs.Attach(a.SessionID, a.TargetInfo.TargetID)
 		}
 		g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
 		g.wg.Add(1)
@@ -74,6 +77,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		}
 		if jsonv2.Unmarshal(e.Params, &p) == nil {
 			g.judge.RemovePage(p.TargetID)
+			g.dialogs.Forget(p.TargetID)
 			g.users.ForgetTarget(p.TargetID)
 			g.setupMu.Lock()
 			delete(g.setups, p.TargetID)
