@@ -19,6 +19,9 @@ func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, c
 	if v, done := g.dialogCommand(ctx, a, cmd); done {
 		return v
 	}
+	if v, done := g.attachBrowserTarget(ctx, st, cmd); done {
+		return v
+	}
 	rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
 	switch rule.Action {
 	case firewall.Refuse:

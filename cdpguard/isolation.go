@@ -298,6 +298,9 @@ func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, 
 			if jsonv2.Unmarshal(e.Params, &p) != nil {
 				return false
 			}
+			if p.TargetInfo.Type == "browser" {
+				return true // the browser itself (puppeteer's browser.target()); see browsertarget.go
+			}
 			g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
 			if !g.users.OwnsContext(u, p.TargetInfo.BrowserContextID) {
 				return false
