@@ -63,7 +63,7 @@ var allowedDiffs = map[string]allowedDiff{
 	},
 	"playwright/dialog-late-accept": {
 		Direct: `{"acceptError":null,"result":true}`,
-		Guard:  `{"acceptError":"Protocol error (Page.handleJavaScriptDialog): cdpguard already dismissed this confirm dialog: no answer came within --dialog-grace (1s); answer sooner or raise --dialog-grace (CDPGUARD_DIALOG_GRACE)","result":false}`,
+		Guard:  `{"acceptError":"dialog.accept: Protocol error (Page.handleJavaScriptDialog): cdpguard already dismissed this confirm dialog: no answer came within --dialog-grace (1s); answer sooner or raise --dialog-grace (CDPGUARD_DIALOG_GRACE)","result":false}`,
 		Why:    "dialogs: no dialog hangs a page longer than --dialog-grace (I4); the late answer is told the truth",
 	},
 	"puppeteer/dialog-late-accept": {
@@ -75,6 +75,35 @@ var allowedDiffs = map[string]allowedDiff{
 		Direct: `{"acceptError":null,"result":true}`,
 		Guard:  `{"acceptError":"cdpguard already dismissed this confirm dialog: no answer came within --dialog-grace (1s); answer sooner or raise --dialog-grace (CDPGUARD_DIALOG_GRACE) (-32000)","result":false}`,
 		Why:    "dialogs: no dialog hangs a page longer than --dialog-grace (I4); the late answer is told the truth",
+	},
+	"playwright/download": {
+		Direct: `{"content":"hello download\n","failure":null,"pathError":null,"suggested":"hello.txt"}`,
+		Guard:  `{"content":null,"failure":"canceled","pathError":null,"suggested":"hello.txt"}`,
+		Why:    "downloads policy: without --download-dir every download is denied, and the client sees it end as canceled (download.failure())",
+	},
+	"puppeteer/download": {
+		Direct: `{"begun":{"suggested":"hello.txt"},"states":["completed"]}`,
+		Guard:  `{"begun":{"suggested":"hello.txt"},"states":["canceled"]}`,
+		Why:    "downloads policy: without --download-dir every download is denied, and Browser.downloadProgress ends it as canceled",
+	},
+	"chromedp/download": {
+		Direct: `{"state":"completed"}`, Guard: `{"state":"canceled"}`,
+		Why: "downloads policy: without --download-dir every download is denied, and Browser.downloadProgress ends it as canceled",
+	},
+	"download-dir:playwright/download": {
+		Direct: `{"content":"hello download\n","failure":null,"pathError":null,"suggested":"hello.txt"}`,
+		Guard:  `{"content":null,"failure":null,"pathError":null,"suggested":"hello.txt"}`,
+		Why:    "file access: the file lands in the user's --download-dir on the guard's host (Browser.downloadProgress filePath names it); Chrome never writes where an agent asks, so download.path() names Playwright's own directory, which stays empty",
+	},
+	"playwright/nav-unresolvable": {
+		Direct: `{"error":"page.goto: net::ERR_INTERNET_DISCONNECTED at http://nxdomain.invalid/"}`,
+		Guard:  `{"status":502,"text":"cdpguard could not connect to nxdomain.invalid:80: name did not resolve\n"}`,
+		Why:    "names are resolved by the egress proxy, not Chrome (DNS-rebinding safe); for plain http Chrome shows the proxy's 502 answer, which says which name did not resolve (the direct error is the test namespace's: no network at all)",
+	},
+	"puppeteer/nav-unresolvable": {
+		Direct: `{"error":"net::ERR_INTERNET_DISCONNECTED at http://nxdomain.invalid/"}`,
+		Guard:  `{"status":502,"text":"cdpguard could not connect to nxdomain.invalid:80: name did not resolve\n"}`,
+		Why:    "names are resolved by the egress proxy, not Chrome (DNS-rebinding safe); for plain http Chrome shows the proxy's 502 answer, which says which name did not resolve (the direct error is the test namespace's: no network at all)",
 	},
 }
 
