@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,6 +76,11 @@ var allowedDiffs = map[string]allowedDiff{
 		Direct: `{"acceptError":null,"result":true}`,
 		Guard:  `{"acceptError":"cdpguard already dismissed this confirm dialog: no answer came within --dialog-grace (1s); answer sooner or raise --dialog-grace (CDPGUARD_DIALOG_GRACE) (-32000)","result":false}`,
 		Why:    "dialogs: no dialog hangs a page longer than --dialog-grace (I4); the late answer is told the truth",
+	},
+	"mcp/dialog-late-accept": {
+		Direct: `{"handled":"ok","pageSaw":"\"true\""}`,
+		Guard:  `{"handled":{"error":"Error: The tool \"browser_handle_dialog\" can only be used when there is related modal state present."},"pageSaw":"\"false\""}`,
+		Why:    "dialogs: the guard dismissed the dialog after --dialog-grace; @playwright/mcp saw it close (Page.javascriptDialogClosed) and refuses browser_handle_dialog itself, so the guard's error never comes into play",
 	},
 	"playwright/download": {
 		Direct: `{"content":"hello download\n","failure":null,"pathError":null,"suggested":"hello.txt"}`,
@@ -255,6 +261,18 @@ func canonical(raw json.RawMessage) string {
 	return string(b)
 }
 
+// mcpCLI returns the absolute path of @playwright/mcp's cli.js.
+func mcpCLI(t *testing.T) string {
+	abs, err := filepath.Abs(filepath.Join("node_modules", "@playwright", "mcp", "cli.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		t.Fatalf("@playwright/mcp missing (run `npm ci --ignore-scripts` in e2e/): %v", err)
+	}
+	return abs
+}
+
 // runDiffNode runs e2e/js/differential.mjs against endpoint and returns its
 // observations.
 func runDiffNode(t *testing.T, node, endpoint string, srv *diffServer, only string) map[string]json.RawMessage {
@@ -274,6 +292,7 @@ func runDiffNode(t *testing.T, node, endpoint string, srv *diffServer, only stri
 		"DIFF_GRACE_MS="+strconv.FormatInt(diffGrace.Milliseconds(), 10),
 		"DIFF_TMP="+t.TempDir(),
 		"DIFF_ONLY="+only,
+		"MCP_CLI="+mcpCLI(t),
 	)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -7,18 +7,21 @@
 // Environment (besides common.mjs's): DIFF_BASE (an allowed origin serving
 // the differential pages), DIFF_BLOCKED (the same server under a name the
 // guard refuses), DIFF_GRACE_MS (the guard's --dialog-grace), DIFF_TMP (a
-// directory for downloads), DIFF_CLIENTS (comma list, default both),
-// DIFF_ONLY (comma list of scenarios, default all).
+// directory for downloads), DIFF_CLIENTS (comma list, default all three),
+// DIFF_ONLY (comma list of scenarios, default all), MCP_CLI (path of
+// @playwright/mcp's cli.js, for the mcp client).
 import { existsSync, readFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import puppeteer from 'puppeteer-core';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { env, withTimeout } from './common.mjs';
 
 const base = process.env.DIFF_BASE;
 const blocked = process.env.DIFF_BLOCKED;
 const grace = Number(process.env.DIFF_GRACE_MS || 1000);
 const tmp = process.env.DIFF_TMP || '/tmp';
-const clients = (process.env.DIFF_CLIENTS || 'playwright,puppeteer').split(',');
+const clients = (process.env.DIFF_CLIENTS || 'playwright,puppeteer,mcp').split(',');
 const only = (process.env.DIFF_ONLY || '').split(',').filter(Boolean);
 const T = env.stepTimeout;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -319,8 +322,45 @@ const pptr = {
   },
 };
 
+// --- @playwright/mcp ---------------------------------------------------
+// An agent answers a dialog with browser_handle_dialog, some time after the
+// tool call that made the page open it.
+const mcp = {
+  async connect() {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [process.env.MCP_CLI, '--cdp-endpoint', env.endpoint, '--output-dir', tmp + '/mcp', '--cdp-timeout', String(T)],
+      cwd: tmp,
+      stderr: 'ignore',
+    });
+    this.client = new Client({ name: 'cdpguard-differential', version: '1.0.0' });
+    await this.client.connect(transport);
+  },
+  async page() { return null; },
+  async close() { await this.client.close(); },
+  async call(name, args) {
+    const res = await this.client.callTool({ name, arguments: args }, undefined, { timeout: T });
+    const text = (res.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+    if (res.isError) return { error: text.split('\n').find((l) => l.trim() && !l.startsWith('#')) || text };
+    const m = text.match(/### Result\n+([^\n]*)/);
+    return { result: m ? m[1] : null };
+  },
+  async dialog(c, wait) {
+    await c.call('browser_navigate', { url: base + '/page' });
+    await c.call('browser_evaluate', { function: '() => { setTimeout(() => { window.answer = confirm("sure?"); }, 50); return 1; }' });
+    await sleep(wait);
+    const handled = await c.call('browser_handle_dialog', { accept: true });
+    const page = await c.call('browser_evaluate', { function: '() => String(window.answer)' });
+    return { handled: handled.error ? { error: handled.error } : 'ok', pageSaw: page.result };
+  },
+  scenarios: {
+    async 'dialog-accept'(c) { return c.dialog(c, 300); },
+    async 'dialog-late-accept'(c) { return c.dialog(c, grace + 700); },
+  },
+};
+
 const observations = {};
-const all = { playwright, puppeteer: pptr };
+const all = { playwright, puppeteer: pptr, mcp };
 for (const name of clients) {
   const c = all[name];
   try {
