@@ -201,6 +201,7 @@ func TestDifferential(t *testing.T) {
 		obsGuard[k] = v
 	}
 	compareObservations(t, "", obsDirect, obsGuard)
+	checkRefusedNavigation(t, g)
 
 	// Downloads with --download-dir, against the same direct observations.
 	obsDL := runDiffNode(t, node, gdl.URL(), srv, "download")
