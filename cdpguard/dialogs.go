@@ -6,6 +6,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/dialogs"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
@@ -28,7 +29,7 @@ func dialogGrace(d time.Duration) time.Duration {
 // which must not race the guard's own (exactly one answer per dialog).
 // done is true when v is the whole verdict.
 func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Command) (v relay.Verdict, done bool) {
-	if cmd.Browser {
+	if cmd.Browser && cmd.Method != "Target.detachFromTarget" {
 		return relay.Verdict{}, false
 	}
 	switch cmd.Method {
@@ -41,18 +42,30 @@ func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Com
 	case "Page.disable":
 		g.dialogs.Listen(a, cmd.SessionID, "", false)
 	case "Page.handleJavaScriptDialog":
-		answered, refuse := g.dialogs.Claim(a, cmd.SessionID)
-		if refuse != "" {
-			g.log.Info("late dialog answer refused", "agent", a.Name(), "why", refuse)
-			return relay.Verdict{Refuse: refuse}, true
-		}
-		if answered == nil {
+		answered, late := g.dialogs.Claim(a, cmd.SessionID)
+		if answered == nil && late == "" {
 			return relay.Verdict{}, true
 		}
 		return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
-			answered(len(errRaw) == 0)
+			if answered != nil {
+				answered(len(errRaw) == 0)
+			}
+			if late != "" && len(errRaw) > 0 {
+				g.log.Info("late dialog answer", "agent", a.Name(), "why", late)
+				b, err := jsonv2.Marshal(map[string]any{"code": cdpmsg.CodeServerError, "message": late})
+				if err == nil {
+					errRaw = b
+				}
+			}
 			return result, errRaw
 		}}, true
+	case "Target.detachFromTarget":
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		if unmarshalParams(cmd.Params, &p) == nil && p.SessionID != "" {
+			g.dialogs.Listen(a, p.SessionID, "", false)
+		}
 	}
 	return relay.Verdict{}, false
 }

@@ -121,7 +121,9 @@ type diffServer struct {
 	blockedHits atomic.Int64
 }
 
-func (s *diffServer) base() string    { return "http://" + testhosts.AllowedName + ":" + strconv.Itoa(s.port) }
+func (s *diffServer) base() string {
+	return "http://" + testhosts.AllowedName + ":" + strconv.Itoa(s.port)
+}
 func (s *diffServer) blocked() string { return "http://blocked.test:" + strconv.Itoa(s.port) }
 
 func startDiffServer(t *testing.T) *diffServer {

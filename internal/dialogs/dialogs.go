@@ -9,8 +9,8 @@
 // Every dialog gets exactly one answer: the guard's timer and an agent's
 // Page.handleJavaScriptDialog race under one lock, and whichever comes first
 // owns the answer. An agent's answer after the guard's is refused with an
-// error that says so (Chrome itself answers a late answer with "No dialog is
-// showing"), see docs/decisions/2026-12-01-dialogs.md.
+// error that says so instead of Chrome's "No dialog is showing", see
+// docs/decisions/2026-12-01-dialogs.md.
 package dialogs
 
 import (
@@ -259,13 +259,15 @@ func (h *Handler) answer(sessionID string, d *dialog) {
 }
 
 // Claim is called for an agent's Page.handleJavaScriptDialog on its
-// session sessionID, before it is forwarded. With refuse set, the agent is
-// answered with that CDP error and nothing is forwarded: the guard already
-// answered the dialog. Otherwise the command is forwarded; when done is not
-// nil the agent owns the answer and done must be called with whether
-// Chrome accepted it (on failure the guard answers, so the dialog still
-// gets exactly one answer).
-func (h *Handler) Claim(owner any, sessionID string) (done func(ok bool), refuse string) {
+// session sessionID, before it is forwarded; the command is always
+// forwarded. When done is not nil the agent owns the answer and done must
+// be called with whether Chrome accepted it (on failure the guard answers,
+// so the dialog still gets exactly one answer). When late is set, the guard
+// already answered the latest dialog on that page: if Chrome refuses the
+// agent's answer ("No dialog is showing"), late is the error the agent
+// should see instead. (Forwarding even then keeps an answer to a dialog
+// whose opening the guard has not read yet working.)
+func (h *Handler) Claim(owner any, sessionID string) (done func(ok bool), late string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	target, ok := h.listeners[listener{owner, sessionID}]

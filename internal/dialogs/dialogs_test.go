@@ -38,7 +38,9 @@ func (r *rec) waitN(n int, d time.Duration) bool {
 	return r.n() == n
 }
 
-func ev(typ string) []byte { return []byte(`{"type":"` + typ + `","message":"m","url":"http://a.test/"}`) }
+func ev(typ string) []byte {
+	return []byte(`{"type":"` + typ + `","message":"m","url":"http://a.test/"}`)
+}
 
 // TestNobodyListens: with no agent listening the guard answers at once,
 // whatever the grace: dismiss, except beforeunload which is accepted.
@@ -121,9 +123,9 @@ func TestGraceThenLateAnswer(t *testing.T) {
 		t.Fatal("not answered after the grace")
 	}
 	h.Closed("S1")
-	done, refuse := h.Claim(agent, "A1")
-	if done != nil || !strings.Contains(refuse, "cdpguard already dismissed") || !strings.Contains(refuse, "--dialog-grace") {
-		t.Fatalf("late answer: done=%v refuse=%q", done != nil, refuse)
+	done, late := h.Claim(agent, "A1")
+	if done != nil || !strings.Contains(late, "cdpguard already dismissed this alert dialog") || !strings.Contains(late, "--dialog-grace") {
+		t.Fatalf("late answer: done=%v late=%q", done != nil, late)
 	}
 	// A session the handler cannot place is left to Chrome.
 	if done, refuse := h.Claim(agent, "other"); done != nil || refuse != "" {
