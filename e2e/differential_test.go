@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -194,20 +195,29 @@ func TestDifferential(t *testing.T) {
 	downloads := t.TempDir()
 	gdl := launch(func(c *cdpguard.Config) { c.DownloadDir = downloads })
 
-	obsDirect := runDiffNode(t, node, direct.URL, srv, "")
-	obsGuard := runDiffNode(t, node, g.URL(), srv, "")
-	for k, v := range chromedpScenarios(t, direct.URL, srv) {
-		obsDirect[k] = v
+	// The two endpoints are driven at the same time, each by one client
+	// after the other, one scenario after the other.
+	var obsDirect, obsGuard, obsDL map[string]json.RawMessage
+	collect := func(t *testing.T, url, only string) map[string]json.RawMessage {
+		obs := runDiffNode(t, node, url, srv, only)
+		if only == "" {
+			maps.Copy(obs, chromedpScenarios(t, url, srv))
+		} else {
+			obs["chromedp/download"] = chromedpOne(t, url, func(tab context.Context) (any, error) { return chromedpDownload(t, tab, srv) })
+		}
+		return obs
 	}
-	for k, v := range chromedpScenarios(t, g.URL(), srv) {
-		obsGuard[k] = v
+	t.Run("clients", func(t *testing.T) {
+		t.Run("direct", func(t *testing.T) { t.Parallel(); obsDirect = collect(t, direct.URL, "") })
+		t.Run("guard", func(t *testing.T) { t.Parallel(); obsGuard = collect(t, g.URL(), "") })
+		// Downloads with --download-dir, against the same direct observations.
+		t.Run("guard-download-dir", func(t *testing.T) { t.Parallel(); obsDL = collect(t, gdl.URL(), "download") })
+	})
+	if t.Failed() {
+		return
 	}
 	compareObservations(t, "", obsDirect, obsGuard)
 	checkRefusedNavigation(t, g)
-
-	// Downloads with --download-dir, against the same direct observations.
-	obsDL := runDiffNode(t, node, gdl.URL(), srv, "download")
-	obsDL["chromedp/download"] = chromedpOne(t, gdl.URL(), func(tab context.Context) (any, error) { return chromedpDownload(t, tab, srv) })
 	directDL := map[string]json.RawMessage{}
 	for k := range obsDL {
 		directDL[k] = obsDirect[k]

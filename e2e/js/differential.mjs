@@ -92,7 +92,7 @@ const playwright = {
       return { result: await p.evaluate(() => confirm('nobody handles this')) };
     },
     async 'dialog-delayed-accept'(c, p) {
-      p.once('dialog', async (d) => { await sleep(Math.min(300, grace / 3)); await d.accept(); });
+      p.once('dialog', async (d) => { await sleep(Math.min(200, grace / 5)); await d.accept(); });
       return { result: await p.evaluate(() => confirm('after a while?')) };
     },
     async 'dialog-late-accept'(c, p) {
@@ -363,6 +363,7 @@ const observations = {};
 const all = { playwright, puppeteer: pptr, mcp };
 for (const name of clients) {
   const c = all[name];
+  if (only.length && !Object.keys(c.scenarios).some((s) => only.includes(s))) continue;
   try {
     await withTimeout(c.connect(), T, `${name} connect`);
   } catch (e) {
