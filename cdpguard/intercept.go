@@ -72,8 +72,8 @@ func (g *Guard) applyRule(ctx context.Context, st *agentState, cmd relay.Command
 			return refusal(name, "unreadable params: "+err.Error())
 		}
 		if msg := urlRefusal(name, u); msg != "" {
-			if cmd.Method == "Page.navigate" {
-				return g.refusedNavigation(ctx, cmd, msg)
+			if cmd.Method == "Page.navigate" && !cmd.Browser {
+				return g.refusedNavigation(ctx, st, cmd, msg)
 			}
 			return relay.Verdict{Refuse: msg}
 		}

@@ -19,8 +19,8 @@ const blockedErrorText = "net::ERR_BLOCKED_BY_CLIENT"
 // errorText, not a CDP error, so that clients that read errorText
 // (chromedp's RunResponse, Puppeteer's and Playwright's goto) report it as
 // they report any blocked navigation. The reason goes to the guard's log
-// and to Guard.requestBlocked.
-func (g *Guard) refusedNavigation(ctx context.Context, cmd relay.Command, reason string) relay.Verdict {
+// and to Guard.requestBlocked on the user's own connections.
+func (g *Guard) refusedNavigation(ctx context.Context, st *agentState, cmd relay.Command, reason string) relay.Verdict {
 	var p struct {
 		URL     string `json:"url"`
 		FrameID string `json:"frameId"`
@@ -32,10 +32,26 @@ func (g *Guard) refusedNavigation(ctx context.Context, cmd relay.Command, reason
 		frame = g.sessionTarget(ctx, cmd.SessionID)
 	}
 	g.log.Warn("navigation refused", "url", truncateReason(p.URL), "reason", reason)
-	g.notifyBlock(fetchdomain.Block{URL: p.URL, Reason: reason, ResourceType: "Document", FrameID: frame, TopLevel: p.FrameID == "" || p.FrameID == frame})
+	g.notifyUser(st, fetchdomain.Block{URL: p.URL, Reason: reason, ResourceType: "Document", FrameID: frame, TopLevel: p.FrameID == ""})
 	res, err := jsonv2.Marshal(map[string]string{"frameId": frame, "errorText": blockedErrorText})
 	if err != nil {
 		return relay.Verdict{Refuse: reason}
 	}
 	return relay.Verdict{Local: res}
+}
+
+// notifyUser sends Guard.requestBlocked to the connections of st's user
+// that sent Guard.enable; other users never learn this user's URLs.
+func (g *Guard) notifyUser(st *agentState, b fetchdomain.Block) {
+	params, err := jsonv2.Marshal(b)
+	if err != nil {
+		return
+	}
+	g.agentsMu.Lock()
+	defer g.agentsMu.Unlock()
+	for a, other := range g.agents {
+		if other.user == st.user && other.guardEvents.Load() {
+			a.SendEvent("Guard.requestBlocked", params)
+		}
+	}
 }

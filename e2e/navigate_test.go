@@ -14,12 +14,16 @@ import (
 // checkRefusedNavigation sends Page.navigate to a refused scheme as a raw
 // client with Guard events enabled: the reply must have Chrome's shape for a
 // blocked navigation (frameId = the page's main frame, errorText), and a
-// Guard.requestBlocked event must name the URL and the rule.
+// Guard.requestBlocked event must name the URL and the rule, for this
+// user's connections only.
 func checkRefusedNavigation(t *testing.T, g *cdpguard.Guard) {
 	t.Helper()
+	other := dialRaw(t, g.WebSocketURL(), "someone-else")
 	r := dialRaw(t, g.WebSocketURL(), "refused-navigation")
-	if _, err := r.call(t, 10*time.Second, 1, "", "Guard.enable", nil); err != nil {
-		t.Fatal(err)
+	for _, a := range []*rawAgent{other, r} {
+		if _, err := a.call(t, 10*time.Second, 1, "", "Guard.enable", nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	session := r.openPage(t)
 	m, err := r.call(t, 10*time.Second, 2, session, "Target.getTargetInfo", nil)
@@ -69,5 +73,14 @@ func checkRefusedNavigation(t *testing.T, g *cdpguard.Guard) {
 	}
 	if event.URL != "file:///etc/passwd" || !strings.Contains(event.Reason, `scheme "file" is never allowed`) || !event.TopLevel || event.FrameID != res.FrameID {
 		t.Errorf("Guard.requestBlocked = %+v: want the URL, the rule and the frame", event)
+	}
+	for {
+		m, ok := other.next(200 * time.Millisecond)
+		if !ok {
+			break
+		}
+		if m.Method == "Guard.requestBlocked" && strings.Contains(string(m.raw), "file:///etc/passwd") {
+			t.Errorf("another user's connection was told of this user's refused navigation: %s", m.raw)
+		}
 	}
 }
