@@ -137,6 +137,9 @@ func (g *Guard) rewriteDownloads(ctx context.Context, st *agentState, cmd relay.
 	switch {
 	case behavior == "deny" || g.cfg.DownloadDir == "":
 		out["behavior"] = jsonv2.Value(`"deny"`)
+		if behavior != "deny" {
+			g.log.Debug("downloads denied (no --download-dir): clients see each download end as canceled", "user", st.user.Key, "asked", behavior)
+		}
 	default:
 		dir, err := g.userDownloadDir(st.user.Key)
 		if err != nil {
@@ -148,6 +151,11 @@ func (g *Guard) rewriteDownloads(ctx context.Context, st *agentState, cmd relay.
 		}
 		out["behavior"] = jsonv2.Value(`"allowAndName"`)
 		out["downloadPath"] = p
+		if _, asked := in["downloadPath"]; asked {
+			// Playwright's download.path() names the directory it asked for,
+			// which Chrome never writes to (docs/decisions/2026-12-01-dialogs.md).
+			g.log.Info("downloads go to the user's directory, not the one the agent asked for; Browser.downloadProgress filePath names each file", "user", st.user.Key, "dir", dir)
+		}
 		g.files().watch(dir, st.user.Key)
 	}
 	params, err := jsonv2.Marshal(out)
