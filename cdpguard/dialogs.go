@@ -52,7 +52,10 @@ func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Com
 			}
 			if late != "" && len(errRaw) > 0 {
 				g.log.Info("late dialog answer", "agent", a.Name(), "why", late)
-				b, err := jsonv2.Marshal(map[string]any{"code": cdpmsg.CodeServerError, "message": late})
+				b, err := jsonv2.Marshal(struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				}{cdpmsg.CodeServerError, late})
 				if err == nil {
 					errRaw = b
 				}

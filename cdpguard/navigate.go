@@ -33,7 +33,10 @@ func (g *Guard) refusedNavigation(ctx context.Context, st *agentState, cmd relay
 	}
 	g.log.Warn("navigation refused", "url", truncateReason(p.URL), "reason", reason)
 	g.notifyUser(st, fetchdomain.Block{URL: p.URL, Reason: reason, ResourceType: "Document", FrameID: frame, TopLevel: p.FrameID == ""})
-	res, err := jsonv2.Marshal(map[string]string{"frameId": frame, "errorText": blockedErrorText})
+	res, err := jsonv2.Marshal(struct {
+		FrameID   string `json:"frameId"`
+		ErrorText string `json:"errorText"`
+	}{frame, blockedErrorText})
 	if err != nil {
 		return relay.Verdict{Refuse: reason}
 	}
