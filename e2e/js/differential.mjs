@@ -297,6 +297,13 @@ const pptr = {
       await pop.close();
       return r;
     },
+    async 'discover-targets'(c, p) {
+      // Puppeteer keeps its target list with Target.setDiscoverTargets on
+      // its browser-level session.
+      await p.goto(base + '/page?discover');
+      const t = await c.browser.waitForTarget((x) => x.url().endsWith('/page?discover'), { timeout: T });
+      return { type: t.type(), browserTarget: c.browser.targets().filter((x) => x.type() === 'browser').length };
+    },
     async 'cookies-storage'(c, p) {
       await p.goto(base + '/page');
       await p.setCookie({ name: 'added', value: 'by-client', url: base });
