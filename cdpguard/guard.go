@@ -68,6 +68,10 @@ type Guard struct {
 	agentsMu sync.Mutex
 	agents   map[*relay.Agent]*agentState
 
+	// browserTarget is the browser's own target id, once an agent named it
+	// (browsertarget.go).
+	browserTarget atomic.Pointer[string]
+
 	closeOnce sync.Once
 	closeErr  error
 	done      chan struct{}

@@ -320,7 +320,8 @@ func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, 
 				return false
 			}
 			if p.TargetInfo.Type == "browser" {
-				return true // the agent's own Target.attachToBrowserTarget
+				e.Params = g.sameBrowserTarget(e.Params) // the agent's own Target.attachToBrowserTarget
+				return true
 			}
 			g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
 			// An attachment announced on one of the agent's target sessions
