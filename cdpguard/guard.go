@@ -321,6 +321,7 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("auto-attach: %w", err)
 	}
+	g.learnBrowserTarget(ctx)
 	if g.version.Browser == "" {
 		if res, err := g.mux.Call(ctx, "", "Browser.getVersion", nil); err == nil {
 			g.version = versionFromCDP(res)

@@ -19,7 +19,7 @@ func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, c
 	if v, done := g.dialogCommand(ctx, a, cmd); done {
 		return v
 	}
-	if v, done := g.attachBrowserTarget(ctx, st, cmd); done {
+	if v, done := g.attachBrowserTarget(cmd); done {
 		return v
 	}
 	rule, name := firewall.Lookup(cmd.Method, cmd.Browser)

@@ -299,7 +299,7 @@ func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, 
 				return false
 			}
 			if p.TargetInfo.Type == "browser" {
-				return true // the browser itself (puppeteer's browser.target()); see browsertarget.go
+				return g.isBrowserTarget(p.TargetInfo.TargetID) // puppeteer's browser.target(); see browsertarget.go
 			}
 			g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
 			if !g.users.OwnsContext(u, p.TargetInfo.BrowserContextID) {
