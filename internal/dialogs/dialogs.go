@@ -205,9 +205,10 @@ func (h *Handler) Opening(sessionID string, params []byte) {
 	d.state = guardAnswered
 	d.why = "no agent connection had Page events enabled on this page"
 	if h.grace > 0 && h.listening(target) {
+		// The loop rule: the streak goes on while the page keeps opening.
 		d.why = fmt.Sprintf("the page keeps opening dialogs and the last one got no answer within --dialog-grace (%v)", h.grace)
+		p.unanswered = h.now()
 	}
-	p.unanswered = h.now()
 	h.mu.Unlock()
 	h.answer(sessionID, d)
 }

@@ -164,6 +164,21 @@ func TestLoop(t *testing.T) {
 	done(true)
 }
 
+// TestListenerComesLate: dialogs answered at once because nobody listened
+// do not cost an agent that starts listening its grace.
+func TestListenerComesLate(t *testing.T) {
+	r := &rec{}
+	h := New(r, time.Hour, nil)
+	defer h.Close()
+	h.Attach("S1", "T1")
+	h.Opening("S1", ev("alert"))
+	h.Listen(new(int), "A1", "T1", true)
+	h.Opening("S1", ev("alert"))
+	if r.n() != 1 {
+		t.Fatalf("%d answers: the listening agent got no grace", r.n())
+	}
+}
+
 // TestListenOff: Page.disable, a closed agent and a destroyed target stop
 // the grace.
 func TestListenOff(t *testing.T) {
