@@ -7,7 +7,7 @@ import (
 )
 
 // Config configures a Guard. Its zero value is safe: an empty allowlist
-// blocks every network request, dialogs are dismissed at once, and the
+// blocks every network request, dialogs nobody answers are dismissed, and the
 // endpoint listens on a random loopback port.
 type Config struct {
 	// Allow holds allowlist entries (README "Policy language"); each string
@@ -42,8 +42,10 @@ type Config struct {
 	// answered: "page" (default, a 403 explanation page) or "error"
 	// (net::ERR_BLOCKED_BY_CLIENT).
 	BlockedNavigation string
-	// DialogGrace is how long a JavaScript dialog may stay open before the
-	// guard answers it. Zero answers at once.
+	// DialogGrace is how long an agent that has Page events enabled on a
+	// page may take to answer its JavaScript dialog before the guard
+	// answers it (dialogs nobody listens for are answered at once). Zero
+	// means 3 s (internal/dialogs.DefaultGrace); negative answers at once.
 	DialogGrace time.Duration
 	// PauseTimeout bounds how long a paused request may wait for a verdict
 	// before it is failed. Zero means 10 s.

@@ -80,14 +80,14 @@ func userDirName(key string) string {
 
 // fileGuard enforces the per-user download cap. It keeps the user
 // directories downloads were pointed at and measures them while the guard
-// runs.
+// runs: its one goroutine is started by the guard's start-up (start) and
+// ends with the guard, whoever calls watch.
 type fileGuard struct {
 	g   *Guard
 	max int64
 
-	mu      sync.Mutex
-	dirs    map[string]string // user directory → user key
-	running bool
+	mu   sync.Mutex
+	dirs map[string]string // user directory → user key
 }
 
 // files returns the guard's fileGuard.
@@ -137,6 +137,9 @@ func (g *Guard) rewriteDownloads(ctx context.Context, st *agentState, cmd relay.
 	switch {
 	case behavior == "deny" || g.cfg.DownloadDir == "":
 		out["behavior"] = jsonv2.Value(`"deny"`)
+		if behavior != "deny" {
+			g.log.Debug("downloads denied (no --download-dir): clients see each download end as canceled", "user", st.user.Key, "asked", behavior)
+		}
 	default:
 		dir, err := g.userDownloadDir(st.user.Key)
 		if err != nil {
@@ -148,6 +151,11 @@ func (g *Guard) rewriteDownloads(ctx context.Context, st *agentState, cmd relay.
 		}
 		out["behavior"] = jsonv2.Value(`"allowAndName"`)
 		out["downloadPath"] = p
+		if _, asked := in["downloadPath"]; asked {
+			// Playwright's download.path() names the directory it asked for,
+			// which Chrome never writes to (docs/decisions/2026-12-01-dialogs.md).
+			g.log.Info("downloads go to the user's directory, not the one the agent asked for; Browser.downloadProgress filePath names each file", "user", st.user.Key, "dir", dir)
+		}
 		g.files().watch(dir, st.user.Key)
 	}
 	params, err := jsonv2.Marshal(out)
@@ -157,17 +165,20 @@ func (g *Guard) rewriteDownloads(ctx context.Context, st *agentState, cmd relay.
 	return relay.Verdict{Params: params}
 }
 
-// watch starts measuring dir for the user key.
+// watch adds dir of the user key to the directories the cap measures. It
+// only records: any goroutine may call it.
 func (f *fileGuard) watch(dir, key string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.dirs[dir] = key
-	if f.running || f.g.ctx.Err() != nil {
+}
+
+// start runs the cap until the guard ends. The guard's start-up calls it
+// once, when there is a download directory with a cap to enforce.
+func (f *fileGuard) start() {
+	if f.g.cfg.DownloadDir == "" || f.max < 0 {
 		return
 	}
-	f.running = true
-	// Callers run on an agent goroutine the guard's WaitGroup counts, so
-	// Add cannot race with Close's Wait.
 	f.g.wg.Add(1)
 	go func() { // the cap: ends with the guard
 		defer f.g.wg.Done()
@@ -340,8 +351,7 @@ func refusal(method, why string) relay.Verdict {
 // downloadDefaults returns Browser.setDownloadBehavior params for a context
 // the guard creates for user key: denied, or into the user's directory, so
 // that no download lands in Chrome's default place (a headed browser's
-// ~/Downloads) before an agent sets a behavior of its own. The caller must
-// run on a goroutine the guard's WaitGroup counts.
+// ~/Downloads) before an agent sets a behavior of its own.
 func (g *Guard) downloadDefaults(key, contextID string) (map[string]any, error) {
 	p := map[string]any{"behavior": "deny", "browserContextId": contextID}
 	if g.cfg.DownloadDir == "" {

@@ -96,7 +96,11 @@ func TestFirewallPolicyRows(t *testing.T) {
 	}
 	wantRefused(t, check("Fetch.continueRequest", "http://evil.test/", false), "Fetch.continueRequest", "evil.test")
 	wantRefused(t, check("Network.continueInterceptedRequest", "http://evil.test/", false), "Network.continueInterceptedRequest")
-	wantRefused(t, check("Page.navigate", "chrome://version", false), "Page.navigate", `"chrome"`)
+	nav := relay.Command{Method: "Page.navigate", Params: params(t, map[string]any{"url": "chrome://version", "frameId": "F1"})}
+	rule, name := firewall.Lookup(nav.Method, false)
+	if v := g.applyRule(t.Context(), st, nav, name, rule); v.Refuse != "" || string(v.Local) != `{"frameId":"F1","errorText":"net::ERR_BLOCKED_BY_CLIENT"}` {
+		t.Errorf("Page.navigate to chrome: must be answered as Chrome answers a blocked navigation, got refuse=%q local=%s", v.Refuse, v.Local)
+	}
 	wantRefused(t, check("Target.createTarget", "file:///etc/passwd", true), "Target.createTarget", `"file"`)
 	if v := check("Page.navigate", "http://evil.test/", false); v.Refuse != "" {
 		t.Errorf("Page.navigate to a forbidden host must reach the Fetch judge (explanation page), got %s", v.Refuse)

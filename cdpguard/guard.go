@@ -72,6 +72,10 @@ type Guard struct {
 
 	mcp mcpState // the MCP server at /mcp
 
+	// browserTarget is the browser's own target id, once an agent named it
+	// (browsertarget.go).
+	browserTarget atomic.Pointer[string]
+
 	closeOnce sync.Once
 	closeErr  error
 	done      chan struct{}
@@ -273,7 +277,8 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		OnAnswer:            g.metrics.decision,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
 	})
-	g.dialogs = dialogs.New(g.mux, g.cfg.DialogGrace, g.log)
+	g.dialogs = dialogs.New(g.mux, dialogGrace(g.cfg.DialogGrace), g.log)
+	g.fg.start()
 	g.wg.Add(5)
 	go func() { // the idle-user sweeper: ends with the guard
 		defer g.wg.Done()
@@ -343,6 +348,7 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("auto-attach: %w", err)
 	}
+	g.learnBrowserTarget(ctx)
 	if g.version.Browser == "" {
 		if res, err := g.mux.Call(ctx, "", "Browser.getVersion", nil); err == nil {
 			g.version = versionFromCDP(res)

@@ -359,6 +359,7 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 	g.agentsMu.Lock()
 	delete(g.agents, a)
 	g.agentsMu.Unlock()
+	g.dialogs.ForgetOwner(a)
 	if s := websocket.CloseStatus(err); s == websocket.StatusNormalClosure || s == websocket.StatusNoStatusRcvd || s == websocket.StatusGoingAway {
 		err = nil
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
-	"github.com/cdpguard/cdpguard/internal/dialogs"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
@@ -31,6 +30,12 @@ func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, c
 // and rewrites on the params isolation produced; the verdicts combine
 // explicitly (relay.Combine).
 func (g *Guard) judgeCommand(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
+	if v, done := g.dialogCommand(ctx, a, cmd); done {
+		return v
+	}
+	if v, done := g.attachBrowserTarget(cmd); done {
+		return v
+	}
 	rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
 	switch rule.Action {
 	case firewall.Refuse:
@@ -72,6 +77,9 @@ func (g *Guard) applyRule(ctx context.Context, st *agentState, cmd relay.Command
 			return refusal(name, "unreadable params: "+err.Error())
 		}
 		if msg := urlRefusal(name, u); msg != "" {
+			if cmd.Method == "Page.navigate" && !cmd.Browser {
+				return g.refusedNavigation(ctx, st, cmd, msg)
+			}
 			return relay.Verdict{Refuse: msg}
 		}
 	case firewall.CheckPolicy:
@@ -99,8 +107,6 @@ func (g *Guard) applyRule(ctx context.Context, st *agentState, cmd relay.Command
 		case "Browser.close":
 			g.closeOwnTargets(ctx, st)
 			return relay.Verdict{Local: []byte("{}")}
-		case "Page.handleJavaScriptDialog":
-			return relay.Verdict{OnReply: dialogs.LateAnswer}
 		}
 	}
 	return relay.Verdict{}

@@ -344,6 +344,9 @@ func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, 
 			if jsonv2.Unmarshal(e.Params, &p) != nil {
 				return false
 			}
+			if p.TargetInfo.Type == "browser" {
+				return g.isBrowserTarget(p.TargetInfo.TargetID) // puppeteer's browser.target(); see browsertarget.go
+			}
 			if !g.users.OwnsContext(u, p.TargetInfo.BrowserContextID) || firewall.NotWeb(p.TargetInfo.Type, p.TargetInfo.URL) != "" {
 				return false
 			}
@@ -362,7 +365,8 @@ func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, 
 				return false
 			}
 			if p.TargetInfo.Type == "browser" {
-				return true // the agent's own Target.attachToBrowserTarget
+				e.Params = g.sameBrowserTarget(e.Params) // the agent's own Target.attachToBrowserTarget
+				return true
 			}
 			// An attachment announced on one of the agent's target sessions
 			// (its own auto-attach to a page's OOPIFs and workers) is a child

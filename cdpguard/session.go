@@ -27,6 +27,8 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		g.judge.Paused(e.SessionID, e.Params)
 	case "Page.javascriptDialogOpening":
 		g.dialogs.Opening(e.SessionID, e.Params)
+	case "Page.javascriptDialogClosed":
+		g.dialogs.Closed(e.SessionID)
 	case "Target.attachedToTarget":
 		if e.SessionID != "" {
 			return // only the root session's auto-attach is the guard's
@@ -42,6 +44,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		if a.TargetInfo.Type == "page" {
 			g.judge.AddPage(a.TargetInfo.TargetID)
 			g.rd.pageAttached(a.TargetInfo.TargetID, a.SessionID)
+			g.dialogs.Attach(a.SessionID, a.TargetInfo.TargetID)
 		}
 		g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
 		g.markWeb(a.TargetInfo, false)
@@ -70,6 +73,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		if jsonv2.Unmarshal(e.Params, &p) == nil {
 			g.judge.RemovePage(p.TargetID)
 			g.rd.pageGone(p.TargetID)
+			g.dialogs.Forget(p.TargetID)
 			g.users.ForgetTarget(p.TargetID)
 			g.setupMu.Lock()
 			delete(g.setups, p.TargetID)

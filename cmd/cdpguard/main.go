@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/internal/dialogs"
 	"github.com/cdpguard/cdpguard/internal/policy"
 )
 
@@ -84,7 +85,7 @@ func commonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "instructions", Usage: "text added to the explanation page of a blocked navigation", EnvVars: []string{"EXTRA_INSTRUCTIONS"}},
 		&cli.StringFlag{Name: "search-url", Usage: "prefix of search result pages: the reader notes on them that search results are not a source", EnvVars: []string{"SEARCH_URL"}},
 		&cli.StringFlag{Name: "blocked-navigation", Value: "page", Usage: "page (403 explanation page) or error (net::ERR_BLOCKED_BY_CLIENT)", EnvVars: []string{"CDPGUARD_BLOCKED_NAVIGATION"}},
-		&cli.DurationFlag{Name: "dialog-grace", Usage: "how long a JavaScript dialog may stay open", EnvVars: []string{"CDPGUARD_DIALOG_GRACE"}},
+		&cli.DurationFlag{Name: "dialog-grace", Usage: "how long an agent with Page events enabled may take to answer a JavaScript dialog before the guard does (default " + dialogs.DefaultGrace.String() + "; 0: the guard answers at once)", EnvVars: []string{"CDPGUARD_DIALOG_GRACE"}},
 		&cli.StringSliceFlag{Name: "public-host", Usage: "extra Host names the endpoint accepts (repeatable)", EnvVars: []string{"CDPGUARD_PUBLIC_HOST"}},
 		&cli.StringFlag{Name: "download-dir", Usage: "downloads go to a per-user directory under it (default: downloads denied)", EnvVars: []string{"CDPGUARD_DOWNLOAD_DIR"}},
 		&cli.Int64Flag{Name: "download-max-bytes", Value: cdpguard.DefaultDownloadMaxBytes, Usage: "cap on each user's download directory; negative: no cap", EnvVars: []string{"CDPGUARD_DOWNLOAD_MAX_BYTES"}},
@@ -133,7 +134,7 @@ func config(c *cli.Context, log *slog.Logger) cdpguard.Config {
 		Instructions:         c.String("instructions"),
 		SearchURL:            c.String("search-url"),
 		BlockedNavigation:    c.String("blocked-navigation"),
-		DialogGrace:          c.Duration("dialog-grace"),
+		DialogGrace:          dialogGraceFlag(c),
 		PublicHosts:          splitList(c.StringSlice("public-host")),
 		DownloadDir:          c.String("download-dir"),
 		DownloadMaxBytes:     c.Int64("download-max-bytes"),
@@ -264,4 +265,13 @@ func buildVersion() string {
 		return bi.Main.Version + " " + bi.GoVersion
 	}
 	return "dev"
+}
+
+// dialogGraceFlag maps --dialog-grace onto Config.DialogGrace, where zero
+// means the default: an explicit 0 on the command line means "at once".
+func dialogGraceFlag(c *cli.Context) time.Duration {
+	if d := c.Duration("dialog-grace"); d != 0 || !c.IsSet("dialog-grace") {
+		return d
+	}
+	return -1
 }

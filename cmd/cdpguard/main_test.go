@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -73,5 +74,35 @@ func TestCheckBadEntry(t *testing.T) {
 	err := app.Run([]string{"cdpguard", "check", "--allow", "ok.test;bad.*.test", "http://ok.test/"})
 	if !errors.Is(err, policy.ErrInvalidEntry) || !strings.Contains(err.Error(), "bad.*.test") {
 		t.Fatalf("err = %v, want an error naming the entry", err)
+	}
+}
+
+// TestDialogGraceFlag: unset leaves the package default (Config zero), an
+// explicit 0 means "answer at once", anything else is passed on.
+func TestDialogGraceFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, 0},
+		{[]string{"--dialog-grace", "0"}, -1},
+		{[]string{"--dialog-grace", "10s"}, 10 * time.Second},
+	} {
+		app := newApp()
+		var got time.Duration
+		for _, cmd := range app.Commands {
+			if cmd.Name == "serve" {
+				cmd.Action = func(ctx *cli.Context) error {
+					got = dialogGraceFlag(ctx)
+					return nil
+				}
+			}
+		}
+		if err := app.Run(append([]string{"cdpguard", "serve"}, c.args...)); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("%q: grace %v, want %v", c.args, got, c.want)
+		}
 	}
 }

@@ -1,10 +1,20 @@
-// Package dialogs keeps JavaScript dialogs from hanging a page. The guard
-// enables the Page domain on every page it attaches, and answers each
-// Page.javascriptDialogOpening after a grace period: alert, confirm and
-// prompt are dismissed; beforeunload is accepted so that navigation proceeds.
+// Package dialogs keeps JavaScript dialogs from hanging a page while letting
+// agents answer them. The guard enables the Page domain on every page it
+// attaches and sees each Page.javascriptDialogOpening. When an agent
+// connection has Page events enabled on that page, the agent gets the grace
+// period to answer and its answer is what the page sees; when none does, or
+// the grace runs out, the guard answers: alert, confirm and prompt are
+// dismissed, beforeunload is accepted so that navigation proceeds.
+//
+// Every dialog gets exactly one answer: the guard's timer and an agent's
+// Page.handleJavaScriptDialog race under one lock, and whichever comes first
+// owns the answer. An agent's answer after the guard's is refused with an
+// error that says so instead of Chrome's "No dialog is showing", see
+// docs/decisions/2026-12-01-dialogs.md.
 package dialogs
 
 import (
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -12,9 +22,47 @@ import (
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
 
+// DefaultGrace is how long an agent that listens for dialogs has to answer
+// one before the guard does: the one place the default is stated.
+const DefaultGrace = 3 * time.Second
+
 // Sender sends a CDP command without awaiting its reply.
 type Sender interface {
 	Send(sessionID, method string, params any) error
+}
+
+// state is where a dialog is in its life.
+type state int
+
+const (
+	open          state = iota // shown, nobody has answered
+	claimed                    // an agent's answer is on its way to Chrome
+	guardAnswered              // the guard answered it
+	closed                     // Chrome closed it (answered by an agent, a human, or navigation)
+)
+
+// dialog is one JavaScript dialog on one page.
+type dialog struct {
+	typ   string
+	url   string
+	timer *time.Timer
+	state state
+	why   string // why the guard answered, when it did
+}
+
+// page is the dialog state of one target.
+type page struct {
+	session string  // the guard's session on the target
+	cur     *dialog // the latest dialog, nil before the first
+	// unanswered is when the guard last answered a dialog no agent
+	// answered: within one grace of it the guard answers at once, so a
+	// page that opens dialogs in a loop waits one grace at most.
+	unanswered time.Time
+}
+
+type listener struct {
+	owner   any
+	session string
 }
 
 // Handler answers dialogs. Its zero grace answers at once.
@@ -22,76 +70,257 @@ type Handler struct {
 	send  Sender
 	grace time.Duration
 	log   *slog.Logger
+	now   func() time.Time
 
-	mu     sync.Mutex
-	timers map[*time.Timer]struct{}
-	closed bool
+	wg        sync.WaitGroup // answers being sent by timers
+	mu        sync.Mutex
+	closed    bool
+	pages     map[string]*page    // target id → state
+	sessions  map[string]string   // the guard's session → target id
+	listeners map[listener]string // an agent's session with Page enabled → target id
 }
 
-// New returns a Handler that answers after grace.
+// New returns a Handler whose listening agents get grace to answer.
 func New(send Sender, grace time.Duration, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{send: send, grace: grace, log: log, timers: map[*time.Timer]struct{}{}}
+	return &Handler{
+		send: send, grace: grace, log: log, now: time.Now,
+		pages: map[string]*page{}, sessions: map[string]string{}, listeners: map[listener]string{},
+	}
+}
+
+// Grace returns the grace period agents get.
+func (h *Handler) Grace() time.Duration { return h.grace }
+
+// Attach records that sessionID is the guard's session on targetID.
+func (h *Handler) Attach(sessionID, targetID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sessions[sessionID] = targetID
+	if p := h.pages[targetID]; p != nil {
+		p.session = sessionID
+	} else {
+		h.pages[targetID] = &page{session: sessionID}
+	}
+}
+
+// Forget drops a destroyed target and stops its pending answer.
+func (h *Handler) Forget(targetID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p := h.pages[targetID]; p != nil {
+		if p.cur != nil && p.cur.timer != nil {
+			p.cur.timer.Stop()
+		}
+		delete(h.sessions, p.session)
+		delete(h.pages, targetID)
+	}
+	for l, t := range h.listeners {
+		if t == targetID {
+			delete(h.listeners, l)
+		}
+	}
+}
+
+// Listen records that owner (an agent connection) enabled Page events on
+// its session sessionID to targetID, or disabled them (on false).
+func (h *Handler) Listen(owner any, sessionID, targetID string, on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l := listener{owner, sessionID}
+	if on && targetID != "" {
+		h.listeners[l] = targetID
+	} else {
+		delete(h.listeners, l)
+	}
+}
+
+// ForgetOwner drops every session of an agent connection that closed.
+func (h *Handler) ForgetOwner(owner any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for l := range h.listeners {
+		if l.owner == owner {
+			delete(h.listeners, l)
+		}
+	}
+}
+
+// listening reports whether any agent has Page events enabled on targetID.
+// The caller holds h.mu.
+func (h *Handler) listening(targetID string) bool {
+	for _, t := range h.listeners {
+		if t == targetID {
+			return true
+		}
+	}
+	return false
+}
+
+// pageOf returns the page of the guard's session, creating it for a
+// session Attach never named (keyed by the session then).
+func (h *Handler) pageOf(sessionID string) (string, *page) {
+	target, ok := h.sessions[sessionID]
+	if !ok {
+		target = sessionID
+		h.sessions[sessionID] = target
+	}
+	p := h.pages[target]
+	if p == nil {
+		p = &page{session: sessionID}
+		h.pages[target] = p
+	}
+	return target, p
 }
 
 // Opening takes a Page.javascriptDialogOpening event on the guard's session
 // sessionID. It does not block.
 func (h *Handler) Opening(sessionID string, params []byte) {
-	var p struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-		URL     string `json:"url"`
+	var ev struct {
+		Type string `json:"type"`
+		URL  string `json:"url"`
 	}
-	if err := jsonv2.Unmarshal(params, &p); err != nil {
+	if err := jsonv2.Unmarshal(params, &ev); err != nil {
 		h.log.Warn("unreadable dialog event; dismissing", "err", err)
 	}
-	accept := p.Type == "beforeunload"
-	answer := func() {
-		// An agent may have answered first; Chrome then says "No dialog is
-		// showing", which is harmless.
-		if err := h.send.Send(sessionID, "Page.handleJavaScriptDialog", map[string]any{"accept": accept}); err != nil {
-			h.log.Debug("dialog answer failed", "err", err)
-		}
-		h.log.Info("dialog answered", "type", p.Type, "accept", accept, "url", p.URL)
-	}
-	if h.grace <= 0 {
-		answer()
-		return
-	}
+	d := &dialog{typ: ev.Type, url: ev.URL}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
+		h.mu.Unlock()
 		return
 	}
-	var t *time.Timer
-	t = time.AfterFunc(h.grace, func() {
-		h.mu.Lock()
-		delete(h.timers, t)
+	target, p := h.pageOf(sessionID)
+	if p.cur != nil && p.cur.timer != nil {
+		p.cur.timer.Stop()
+	}
+	p.cur = d
+	wait := h.grace > 0 && h.listening(target) && h.now().Sub(p.unanswered) >= h.grace
+	if wait {
+		d.timer = time.AfterFunc(h.grace, func() { h.expire(p, d) })
 		h.mu.Unlock()
-		answer()
-	})
-	h.timers[t] = struct{}{}
+		return
+	}
+	d.state = guardAnswered
+	d.why = "no agent connection had Page events enabled on this page"
+	if h.grace > 0 && h.listening(target) {
+		// The loop rule: the streak goes on while the page keeps opening.
+		d.why = fmt.Sprintf("the page keeps opening dialogs and the last one got no answer within --dialog-grace (%v)", h.grace)
+		p.unanswered = h.now()
+	}
+	h.mu.Unlock()
+	h.answer(sessionID, d)
 }
 
-// Close stops pending answers.
+// expire answers d when the grace ran out with no agent's answer.
+func (h *Handler) expire(p *page, d *dialog) {
+	h.mu.Lock()
+	if h.closed || p.cur != d || d.state != open {
+		h.mu.Unlock()
+		return
+	}
+	d.state = guardAnswered
+	d.why = fmt.Sprintf("no answer came within --dialog-grace (%v)", h.grace)
+	p.unanswered = h.now()
+	session := p.session
+	h.wg.Add(1)
+	h.mu.Unlock()
+	defer h.wg.Done()
+	h.answer(session, d)
+}
+
+// Closed takes a Page.javascriptDialogClosed event on the guard's session.
+func (h *Handler) Closed(sessionID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	target, ok := h.sessions[sessionID]
+	if !ok {
+		return
+	}
+	p := h.pages[target]
+	if p == nil || p.cur == nil {
+		return
+	}
+	if p.cur.state == open || p.cur.state == claimed {
+		if p.cur.timer != nil {
+			p.cur.timer.Stop()
+		}
+		p.cur.state = closed
+	}
+}
+
+// answer sends the guard's answer to d.
+func (h *Handler) answer(sessionID string, d *dialog) {
+	accept := d.typ == "beforeunload"
+	if err := h.send.Send(sessionID, "Page.handleJavaScriptDialog", map[string]any{"accept": accept}); err != nil {
+		h.log.Debug("dialog answer failed", "err", err)
+	}
+	h.log.Info("dialog answered by the guard", "type", d.typ, "accept", accept, "url", d.url, "why", d.why)
+}
+
+// Claim is called for an agent's Page.handleJavaScriptDialog on its
+// session sessionID, before it is forwarded; the command is always
+// forwarded. When done is not nil the agent owns the answer and done must
+// be called with whether Chrome accepted it (on failure the guard answers,
+// so the dialog still gets exactly one answer). When late is set, the guard
+// already answered the latest dialog on that page: if Chrome refuses the
+// agent's answer ("No dialog is showing"), late is the error the agent
+// should see instead. (Forwarding even then keeps an answer to a dialog
+// whose opening the guard has not read yet working.)
+func (h *Handler) Claim(owner any, sessionID string) (done func(ok bool), late string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	target, ok := h.listeners[listener{owner, sessionID}]
+	if !ok {
+		return nil, "" // a session the guard cannot place: Chrome decides
+	}
+	p := h.pages[target]
+	if p == nil || p.cur == nil {
+		return nil, ""
+	}
+	d := p.cur
+	switch d.state {
+	case open:
+		if d.timer != nil {
+			d.timer.Stop()
+		}
+		d.state = claimed
+		p.unanswered = time.Time{}
+		return func(ok bool) {
+			if ok {
+				return
+			}
+			h.mu.Lock()
+			if h.closed || p.cur != d || d.state != claimed {
+				h.mu.Unlock()
+				return
+			}
+			d.state = guardAnswered
+			d.why = "the agent's answer failed"
+			session := p.session
+			h.mu.Unlock()
+			h.answer(session, d)
+		}, ""
+	case guardAnswered:
+		verb := "dismissed"
+		if d.typ == "beforeunload" {
+			verb = "accepted"
+		}
+		return nil, fmt.Sprintf("cdpguard already %s this %s dialog: %s; answer sooner or raise --dialog-grace (CDPGUARD_DIALOG_GRACE)", verb, d.typ, d.why)
+	}
+	return nil, "" // claimed by another agent, or closed: Chrome decides
+}
+
+// Close stops pending answers and waits for answers being sent.
 func (h *Handler) Close() {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.closed = true
-	for t := range h.timers {
-		t.Stop()
+	for _, p := range h.pages {
+		if p.cur != nil && p.cur.timer != nil {
+			p.cur.timer.Stop()
+		}
 	}
-	h.timers = nil
-}
-
-// LateAnswer rewrites the reply to an agent's Page.handleJavaScriptDialog:
-// if the guard already answered the dialog, Chrome replies "No dialog is
-// showing", which crashes older Playwright; the agent gets success instead.
-func LateAnswer(result, errRaw []byte) ([]byte, []byte) {
-	if len(errRaw) > 0 {
-		return []byte("{}"), nil
-	}
-	return result, errRaw
+	h.mu.Unlock()
+	h.wg.Wait()
 }

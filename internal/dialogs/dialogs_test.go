@@ -1,6 +1,7 @@
 package dialogs
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,14 +29,30 @@ func (r *rec) n() int {
 	return len(r.got)
 }
 
-func TestAnswers(t *testing.T) {
+// waitN waits up to d for n answers.
+func (r *rec) waitN(n int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for r.n() < n && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	return r.n() == n
+}
+
+func ev(typ string) []byte {
+	return []byte(`{"type":"` + typ + `","message":"m","url":"http://a.test/"}`)
+}
+
+// TestNobodyListens: with no agent listening the guard answers at once,
+// whatever the grace: dismiss, except beforeunload which is accepted.
+func TestNobodyListens(t *testing.T) {
 	for _, c := range []struct {
 		typ    string
 		accept bool
 	}{{"alert", false}, {"confirm", false}, {"prompt", false}, {"beforeunload", true}} {
 		r := &rec{}
-		h := New(r, 0, nil)
-		h.Opening("S1", []byte(`{"type":"`+c.typ+`","message":"m","url":"http://a.test/"}`))
+		h := New(r, time.Hour, nil)
+		h.Attach("S1", "T1")
+		h.Opening("S1", ev(c.typ))
 		if r.n() != 1 {
 			t.Fatalf("%s: %d answers", c.typ, r.n())
 		}
@@ -47,35 +64,156 @@ func TestAnswers(t *testing.T) {
 	}
 }
 
-func TestGrace(t *testing.T) {
+// TestAgentAnswersInGrace: a listening agent's answer is the only one.
+func TestAgentAnswersInGrace(t *testing.T) {
 	r := &rec{}
 	h := New(r, 50*time.Millisecond, nil)
-	h.Opening("S1", []byte(`{"type":"alert"}`))
+	defer h.Close()
+	agent := new(int)
+	h.Attach("S1", "T1")
+	h.Listen(agent, "A1", "T1", true)
+	h.Opening("S1", ev("prompt"))
 	if r.n() != 0 {
-		t.Fatal("answered before the grace period")
+		t.Fatal("the guard answered while an agent listens")
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for r.n() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	done, refuse := h.Claim(agent, "A1")
+	if refuse != "" || done == nil {
+		t.Fatalf("claim: done=%v refuse=%q", done != nil, refuse)
 	}
-	if r.n() != 1 {
-		t.Fatal("not answered after the grace period")
-	}
-	h.Opening("S1", []byte(`{"type":"alert"}`))
-	h.Close() // stops the pending answer
+	done(true)
+	h.Closed("S1")
 	time.Sleep(100 * time.Millisecond)
-	if r.n() != 1 {
-		t.Fatal("answered after Close")
+	if r.n() != 0 {
+		t.Fatalf("the guard answered a dialog the agent answered: %v", r.got)
 	}
 }
 
-func TestLateAnswer(t *testing.T) {
-	res, errRaw := LateAnswer(nil, []byte(`{"code":-32602,"message":"No dialog is showing"}`))
-	if string(res) != "{}" || errRaw != nil {
-		t.Fatalf("LateAnswer = %s, %s", res, errRaw)
+// TestAgentAnswerFails: when Chrome refuses the agent's answer, the guard
+// answers, so the dialog is still answered exactly once.
+func TestAgentAnswerFails(t *testing.T) {
+	r := &rec{}
+	h := New(r, time.Hour, nil)
+	defer h.Close()
+	agent := new(int)
+	h.Attach("S1", "T1")
+	h.Listen(agent, "A1", "T1", true)
+	h.Opening("S1", ev("confirm"))
+	done, _ := h.Claim(agent, "A1")
+	done(false)
+	if r.n() != 1 {
+		t.Fatalf("%d answers after a failed agent answer", r.n())
 	}
-	res, errRaw = LateAnswer([]byte(`{}`), nil)
-	if string(res) != "{}" || errRaw != nil {
-		t.Fatalf("LateAnswer passthrough = %s, %s", res, errRaw)
+	done(false) // a second call changes nothing
+	if r.n() != 1 {
+		t.Fatalf("%d answers", r.n())
+	}
+}
+
+// TestGraceThenLateAnswer: the guard answers when the grace runs out and
+// the agent's late answer is refused, naming cdpguard and --dialog-grace.
+func TestGraceThenLateAnswer(t *testing.T) {
+	r := &rec{}
+	h := New(r, 30*time.Millisecond, nil)
+	defer h.Close()
+	agent := new(int)
+	h.Attach("S1", "T1")
+	h.Listen(agent, "A1", "T1", true)
+	h.Opening("S1", ev("alert"))
+	if !r.waitN(1, 2*time.Second) {
+		t.Fatal("not answered after the grace")
+	}
+	h.Closed("S1")
+	done, late := h.Claim(agent, "A1")
+	if done != nil || !strings.Contains(late, "cdpguard already dismissed this alert dialog") || !strings.Contains(late, "--dialog-grace") {
+		t.Fatalf("late answer: done=%v late=%q", done != nil, late)
+	}
+	// A session the handler cannot place is left to Chrome.
+	if done, refuse := h.Claim(agent, "other"); done != nil || refuse != "" {
+		t.Fatalf("unknown session: done=%v refuse=%q", done != nil, refuse)
+	}
+}
+
+// TestLoop: a page that keeps opening dialogs waits one grace at most: after
+// an unanswered dialog the next ones are answered at once, until the agent
+// answers one again.
+func TestLoop(t *testing.T) {
+	r := &rec{}
+	grace := 40 * time.Millisecond
+	h := New(r, grace, nil)
+	defer h.Close()
+	agent := new(int)
+	h.Attach("S1", "T1")
+	h.Listen(agent, "A1", "T1", true)
+	h.Opening("S1", ev("alert"))
+	if !r.waitN(1, 2*time.Second) {
+		t.Fatal("first dialog not answered")
+	}
+	for i := range 5 {
+		h.Opening("S1", ev("alert"))
+		if r.n() != 2+i {
+			t.Fatalf("loop dialog %d was not answered at once", i)
+		}
+	}
+	// The agent answers one: the next gets the grace again.
+	time.Sleep(2 * grace)
+	h.Opening("S1", ev("alert"))
+	if r.n() != 6 {
+		t.Fatal("after the loop pause the guard answered at once")
+	}
+	done, _ := h.Claim(agent, "A1")
+	done(true)
+}
+
+// TestListenerComesLate: dialogs answered at once because nobody listened
+// do not cost an agent that starts listening its grace.
+func TestListenerComesLate(t *testing.T) {
+	r := &rec{}
+	h := New(r, time.Hour, nil)
+	defer h.Close()
+	h.Attach("S1", "T1")
+	h.Opening("S1", ev("alert"))
+	h.Listen(new(int), "A1", "T1", true)
+	h.Opening("S1", ev("alert"))
+	if r.n() != 1 {
+		t.Fatalf("%d answers: the listening agent got no grace", r.n())
+	}
+}
+
+// TestListenOff: Page.disable, a closed agent and a destroyed target stop
+// the grace.
+func TestListenOff(t *testing.T) {
+	r := &rec{}
+	h := New(r, time.Hour, nil)
+	defer h.Close()
+	a, b := new(int), new(int)
+	h.Attach("S1", "T1")
+	h.Listen(a, "A1", "T1", true)
+	h.Listen(b, "B1", "T1", true)
+	h.Listen(a, "A1", "", false)
+	h.ForgetOwner(b)
+	h.Opening("S1", ev("alert"))
+	if r.n() != 1 {
+		t.Fatal("answered late although no agent listens any more")
+	}
+	h.Listen(a, "A1", "T1", true)
+	h.Forget("T1")
+	h.Attach("S2", "T1")
+	h.Opening("S2", ev("alert"))
+	if r.n() != 2 {
+		t.Fatal("a forgotten target kept its listeners")
+	}
+}
+
+// TestCloseStopsTimers: Close stops pending answers.
+func TestCloseStopsTimers(t *testing.T) {
+	r := &rec{}
+	h := New(r, 30*time.Millisecond, nil)
+	h.Attach("S1", "T1")
+	h.Listen(new(int), "A1", "T1", true)
+	h.Opening("S1", ev("alert"))
+	h.Close()
+	time.Sleep(80 * time.Millisecond)
+	if r.n() != 0 {
+		t.Fatal("answered after Close")
 	}
 }

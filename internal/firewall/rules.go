@@ -138,7 +138,7 @@ var rules = map[string]Rule{
 
 	// Answered or changed by the guard.
 	"Browser.close":               {Action: Rewrite, Why: "closes only this connection's own targets"},
-	"Page.handleJavaScriptDialog": {Action: Rewrite, Why: "a dialog the guard already answered is reported as handled"},
+	"Page.handleJavaScriptDialog": {Action: Rewrite, Why: "an agent's answer after the guard's is refused, naming --dialog-grace"},
 	"Guard.*":                     {Action: Guard, Why: "the guard's own domain"},
 }
 

@@ -50,6 +50,9 @@ type Verdict struct {
 	Params []byte
 	// OnReply, when set, may rewrite the browser's reply.
 	OnReply func(result, errRaw []byte) ([]byte, []byte)
+	// Method, when set, replaces the command's method; the reply is
+	// handled as the reply to Method (e.g. a browser-level session).
+	Method string
 }
 
 // Command is an agent command as the Interceptor sees it.
@@ -311,14 +314,17 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 		a.enqueue(cdpmsg.AppendResponse(nil, e.ID, e.SessionID, v.Local, nil))
 		return
 	}
-	params := e.Params
+	params, method := e.Params, e.Method
 	if v.Params != nil {
 		params = v.Params
+	}
+	if v.Method != "" {
+		method = v.Method
 	}
 	a.mu.Lock()
 	a.inflight[e.ID] = true
 	a.mu.Unlock()
-	p := &pending{agent: a, origID: e.ID, method: e.Method, hook: v.OnReply}
+	p := &pending{agent: a, origID: e.ID, method: method, hook: v.OnReply}
 	if a.opts.Share != nil {
 		p.slot = a.opts.Share.acquire(ctx, a.quit)
 	}
@@ -329,7 +335,7 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, "cdpguard: browser connection lost"))
 		return
 	}
-	if err := a.m.conn.WriteMessage(cdpmsg.AppendCommand(nil, id, session, e.Method, params)); err != nil {
+	if err := a.m.conn.WriteMessage(cdpmsg.AppendCommand(nil, id, session, method, params)); err != nil {
 		if a.m.unregister(id) {
 			a.releaseSlot(p)
 		}

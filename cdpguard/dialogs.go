@@ -1,0 +1,93 @@
+package cdpguard
+
+import (
+	"context"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/dialogs"
+	"github.com/cdpguard/cdpguard/internal/relay"
+)
+
+// dialogGrace turns Config.DialogGrace into the handler's grace: zero is
+// the default (dialogs.DefaultGrace), negative answers at once.
+func dialogGrace(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return dialogs.DefaultGrace
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
+// dialogCommand lets the dialog handler see the agent commands it depends
+// on: Page.enable and Page.disable say whether the agent listens for
+// dialogs on a page, and Page.handleJavaScriptDialog is the agent's answer,
+// which must not race the guard's own (exactly one answer per dialog).
+// done is true when v is the whole verdict.
+func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Command) (v relay.Verdict, done bool) {
+	if cmd.Browser && cmd.Method != "Target.detachFromTarget" {
+		return relay.Verdict{}, false
+	}
+	switch cmd.Method {
+	case "Page.enable":
+		// Registered before Chrome enables the domain, so that a dialog
+		// opening in between already waits for this agent.
+		if id := g.sessionTarget(ctx, cmd.SessionID); id != "" {
+			g.dialogs.Listen(a, cmd.SessionID, id, true)
+		}
+	case "Page.disable":
+		g.dialogs.Listen(a, cmd.SessionID, "", false)
+	case "Page.handleJavaScriptDialog":
+		answered, late := g.dialogs.Claim(a, cmd.SessionID)
+		if answered == nil && late == "" {
+			return relay.Verdict{}, true
+		}
+		return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
+			if answered != nil {
+				answered(len(errRaw) == 0)
+			}
+			if late != "" && len(errRaw) > 0 {
+				g.log.Info("late dialog answer", "agent", a.Name(), "why", late)
+				b, err := jsonv2.Marshal(struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				}{cdpmsg.CodeServerError, late})
+				if err == nil {
+					errRaw = b
+				}
+			}
+			return result, errRaw
+		}}, true
+	case "Target.detachFromTarget":
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		if unmarshalParams(cmd.Params, &p) == nil && p.SessionID != "" {
+			g.dialogs.Listen(a, p.SessionID, "", false)
+		}
+	}
+	return relay.Verdict{}, false
+}
+
+// sessionTarget returns the target of an agent's session (Target.getTargetInfo
+// without a targetId describes the session's own target), or "".
+func (g *Guard) sessionTarget(ctx context.Context, sessionID string) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	res, err := g.mux.Call(ctx, sessionID, "Target.getTargetInfo", nil)
+	if err != nil {
+		g.log.Debug("cannot tell the target of an agent session; its dialogs get no grace", "session", sessionID, "err", err)
+		return ""
+	}
+	var r struct {
+		TargetInfo targetInfo `json:"targetInfo"`
+	}
+	if err := jsonv2.Unmarshal(res, &r); err != nil {
+		return ""
+	}
+	return r.TargetInfo.TargetID
+}

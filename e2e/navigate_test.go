@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/cdpguard/cdpguard/cdpguard"
+)
+
+// checkRefusedNavigation sends Page.navigate to a refused scheme as a raw
+// client with Guard events enabled: the reply must have Chrome's shape for a
+// blocked navigation (frameId = the page's main frame, errorText), and a
+// Guard.requestBlocked event must name the URL and the rule, for this
+// user's connections only.
+func checkRefusedNavigation(t *testing.T, g *cdpguard.Guard) {
+	t.Helper()
+	other := dialRaw(t, g.WebSocketURL(), "someone-else")
+	r := dialRaw(t, g.WebSocketURL(), "refused-navigation")
+	for _, a := range []*rawAgent{other, r} {
+		if _, err := a.call(t, 10*time.Second, 1, "", "Guard.enable", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	session := r.openPage(t)
+	m, err := r.call(t, 10*time.Second, 2, session, "Target.getTargetInfo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		TargetInfo struct{ TargetID string } `json:"targetInfo"`
+	}
+	_ = json.Unmarshal(m.Result, &info)
+
+	b, _ := json.Marshal(map[string]any{"id": 3, "sessionId": session, "method": "Page.navigate", "params": map[string]string{"url": "file:///etc/passwd"}})
+	if err := r.write(websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+	var reply rawMsg
+	var event struct {
+		URL, Reason, ResourceType, FrameID string
+		TopLevel                           bool
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for reply.raw == nil || event.URL == "" {
+		msg, ok := r.next(time.Until(deadline))
+		if !ok {
+			t.Fatalf("no reply or no Guard.requestBlocked within 10s (reply %s, event %+v)", reply.raw, event)
+		}
+		switch {
+		case string(msg.ID) == "3":
+			reply = msg
+		case msg.Method == "Guard.requestBlocked":
+			var e struct {
+				Params json.RawMessage `json:"params"`
+			}
+			_ = json.Unmarshal(msg.raw, &e)
+			_ = json.Unmarshal(e.Params, &event)
+		}
+	}
+	var res struct {
+		FrameID   string `json:"frameId"`
+		ErrorText string `json:"errorText"`
+	}
+	if reply.Error != nil || json.Unmarshal(reply.Result, &res) != nil {
+		t.Fatalf("Page.navigate file: must get a reply like Chrome's for a blocked navigation, got %s", reply.raw)
+	}
+	if res.ErrorText != "net::ERR_BLOCKED_BY_CLIENT" || res.FrameID != info.TargetInfo.TargetID {
+		t.Errorf("Page.navigate file: reply %s, want errorText net::ERR_BLOCKED_BY_CLIENT and frameId %s", reply.raw, info.TargetInfo.TargetID)
+	}
+	if event.URL != "file:///etc/passwd" || !strings.Contains(event.Reason, `scheme "file" is never allowed`) || !event.TopLevel || event.FrameID != res.FrameID {
+		t.Errorf("Guard.requestBlocked = %+v: want the URL, the rule and the frame", event)
+	}
+	for {
+		m, ok := other.next(200 * time.Millisecond)
+		if !ok {
+			break
+		}
+		if m.Method == "Guard.requestBlocked" && strings.Contains(string(m.raw), "file:///etc/passwd") {
+			t.Errorf("another user's connection was told of this user's refused navigation: %s", m.raw)
+		}
+	}
+}
