@@ -333,33 +333,15 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 		_ = c.Close(websocket.StatusPolicyViolation, truncateReason(msg))
 		return
 	}
-	st := &agentState{user: u}
-	var a *relay.Agent
-	a, err = g.mux.NewAgent(actx, conn, relay.AgentOptions{
-		Name:        r.RemoteAddr,
-		TargetID:    targetID,
-		FilterEvent: g.filterEvent(u, st),
-		OnActivity:  func() { st.touch(g) },
-		Share:       g.share(key),
-		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
-			return g.countRefusal(cmd, g.intercept(ctx, a, st, cmd))
-		},
-	})
+	a, err := g.admitAgent(actx, conn, agentSpec{name: r.RemoteAddr, key: key, targetID: targetID, user: u})
 	cancel()
 	if err != nil {
 		g.log.Warn("agent connection refused", "remote", r.RemoteAddr, "err", err)
 		_ = c.Close(websocket.StatusInternalError, truncateReason("cdpguard: "+err.Error()))
 		return
 	}
-	g.agentsMu.Lock()
-	g.agents[a] = st
-	g.agentsMu.Unlock()
-	g.log.Info("agent connected", "remote", r.RemoteAddr, "user", key, "target", targetID)
 	err = a.Serve(ctx)
-	g.agentsMu.Lock()
-	delete(g.agents, a)
-	g.agentsMu.Unlock()
-	g.dialogs.ForgetOwner(a)
+	g.dropAgent(a)
 	if s := websocket.CloseStatus(err); s == websocket.StatusNormalClosure || s == websocket.StatusNoStatusRcvd || s == websocket.StatusGoingAway {
 		err = nil
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cdpguard/cdpguard/internal/mcpserver"
-	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
@@ -58,6 +57,7 @@ func (g *Guard) mcpServer() *mcpserver.Server {
 			SessionHeader: g.cfg.SessionHeader,
 			UploadEnabled: g.cfg.UploadDir != "",
 			Linger:        mcpLinger(g.cfg.SessionIdle),
+			OnToolCall:    g.metrics.ToolCall,
 			Version:       g.version.Browser,
 			Logger:        g.log,
 		})
@@ -115,32 +115,18 @@ func (b mcpBackend) Open(ctx context.Context, key string, p *mcpserver.Pipe) (<-
 	if err != nil {
 		return nil, fmt.Errorf("cdpguard: %w", err)
 	}
-	st := &agentState{user: u}
-	a, err := g.mux.NewAgent(actx, p.AgentSide(), relay.AgentOptions{
-		Name:        "mcp",
-		FilterEvent: g.filterEvent(u, st),
-		OnActivity:  func() { st.touch(g) },
-		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
-			return g.intercept(ctx, a, st, cmd)
-		},
-	})
+	a, err := g.admitAgent(actx, p.AgentSide(), agentSpec{name: "mcp", key: key, user: u})
 	if err != nil {
 		g.users.Release(u)
 		return nil, fmt.Errorf("cdpguard: %w", err)
 	}
-	g.agentsMu.Lock()
-	g.agents[a] = st
-	g.agentsMu.Unlock()
-	g.log.Info("agent connected", "remote", "mcp", "user", key)
 	released := make(chan struct{})
 	ok = true
 	go func() { // the agent: ends when the pipe closes or the guard closes it
 		defer g.wg.Done()
 		defer close(released)
 		err := a.Serve(g.ctx)
-		g.agentsMu.Lock()
-		delete(g.agents, a)
-		g.agentsMu.Unlock()
+		g.dropAgent(a)
 		g.users.Release(u)
 		if errors.Is(err, mcpserver.ErrClosed) {
 			err = nil

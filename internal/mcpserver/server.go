@@ -57,9 +57,12 @@ type Options struct {
 	// Linger is how long a user's agent connection stays open after the
 	// last tool call; the guard's idle disposal counts from its end. Zero
 	// means one minute.
-	Linger  time.Duration
-	Version string
-	Logger  *slog.Logger
+	Linger time.Duration
+	// OnToolCall, when set, counts every tool call by tool name and
+	// outcome ("ok", "error" or "canceled").
+	OnToolCall func(tool, outcome string)
+	Version    string
+	Logger     *slog.Logger
 }
 
 // Server is the MCP server. Use New, mount Handler, and Run it.

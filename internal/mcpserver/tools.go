@@ -29,6 +29,9 @@ func addTool[In any](s *Server, name, desc string, readOnly bool, h handler[In])
 		}
 		ctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
+		if s.opts.OnToolCall != nil {
+			defer func() { s.opts.OnToolCall(name, outcome(ctx, err)) }()
+		}
 		u, err := s.lockUser(ctx, hdr)
 		if err != nil {
 			return nil, nil, err
@@ -61,6 +64,17 @@ func addTool[In any](s *Server, name, desc string, readOnly bool, h handler[In])
 		}
 		return res, nil, nil
 	})
+}
+
+// outcome names how a tool call ended, for the guard's metrics.
+func outcome(ctx context.Context, err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case ctx.Err() != nil:
+		return "canceled"
+	}
+	return "error"
 }
 
 func ptr[T any](v T) *T { return &v }
