@@ -17,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/cdpguard/cdpguard/cdpguard"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -259,6 +260,7 @@ type rtEnv struct {
 	aliceCtx       string
 	malTarget      string
 	malPage        string
+	rec            *methodRecorder // the guard's debug lines: commands, targets
 }
 
 // evil returns a URL on the forbidden listener for attack name.
@@ -317,8 +319,12 @@ func (e *rtEnv) noAlice(t *testing.T, what, text string) {
 
 func setupRedTeam(t *testing.T) *rtEnv {
 	h := testhosts.Start(t)
-	g := userGuard(t, nil)
-	e := &rtEnv{h: h, base: g.URL()}
+	var rec *methodRecorder
+	g := userGuard(t, func(c *cdpguard.Config) {
+		rec = newMethodRecorder(c.Logger)
+		c.Logger = rec.logger()
+	})
+	e := &rtEnv{h: h, base: g.URL(), rec: rec}
 	e.alice = rtDial(t, e.base, "alice")
 	e.aliceTarget, e.aliceSession = e.alice.openPage(t, userURL(h, "alice"))
 	if _, err := e.alice.eval(e.aliceSession, `document.cookie="secret=alice-cookie; path=/"; localStorage.setItem("k","alice-storage"); 1`); err != nil {
@@ -353,6 +359,7 @@ func TestRedTeam(t *testing.T) {
 	t.Run("enforcement", func(t *testing.T) { rtEnforcement(t, e) })
 	t.Run("browserLevel", func(t *testing.T) { rtBrowserLevel(t, e) })
 	t.Run("userShare", func(t *testing.T) { rtUserShare(t, e) })
+	t.Run("webContentOnly", func(t *testing.T) { rtWebContent(t, e) })
 	e.noLeak(t)
 	e.aliceIntact(t)
 }
