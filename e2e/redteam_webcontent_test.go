@@ -172,7 +172,7 @@ func rtWebContent(t *testing.T, e *rtEnv) {
 				continue
 			}
 			var a struct {
-				SessionID  string `json:"sessionId"`
+				SessionID  string                     `json:"sessionId"`
 				TargetInfo struct{ Type, URL string } `json:"targetInfo"`
 			}
 			if json.Unmarshal(ev.Params, &a) == nil && a.TargetInfo.Type != "browser" {
