@@ -84,6 +84,8 @@ func (g *Guard) applyRule(ctx context.Context, st *agentState, cmd relay.Command
 				return refusal(name, fmt.Sprintf("%s (%s): %s", d.Reason, truncateReason(u), rule.Why))
 			}
 		}
+	case firewall.CheckRedirect:
+		return g.checkRedirect(ctx, cmd, name, rule)
 	case firewall.CheckPermissions:
 		if why := localNetworkGrant(cmd); why != "" {
 			return refusal(name, why+": "+rule.Why)

@@ -350,6 +350,10 @@ func setupRedTeam(t *testing.T) *rtEnv {
 func TestRedTeam(t *testing.T) {
 	needBrowser(t)
 	e := setupRedTeam(t)
+	// First: rtIsolation's auto-attach attacks leave mallory's own new tabs
+	// hanging (her context only; alice's stay fine), and these open tabs.
+	t.Run("browserLevel", func(t *testing.T) { rtBrowserLevel(t, e) })
+	t.Run("webContentOnly", func(t *testing.T) { rtWebContent(t, e) })
 	t.Run("egress", func(t *testing.T) { rtEgress(t, e) })
 	t.Run("fetchTricks", func(t *testing.T) { rtFetch(t, e) })
 	t.Run("isolation", func(t *testing.T) { rtIsolation(t, e) })
@@ -357,9 +361,7 @@ func TestRedTeam(t *testing.T) {
 	t.Run("nonFlatSession", func(t *testing.T) { rtNonFlat(t, e) })
 	t.Run("files", func(t *testing.T) { rtFiles(t, e) })
 	t.Run("enforcement", func(t *testing.T) { rtEnforcement(t, e) })
-	t.Run("browserLevel", func(t *testing.T) { rtBrowserLevel(t, e) })
-	t.Run("userShare", func(t *testing.T) { rtUserShare(t, e) })
-	t.Run("webContentOnly", func(t *testing.T) { rtWebContent(t, e) })
+	t.Run("userShare", func(t *testing.T) { rtUserShare(t, e) }) // last: it spends mallory's rate budget
 	e.noLeak(t)
 	e.aliceIntact(t)
 }

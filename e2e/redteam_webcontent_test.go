@@ -37,7 +37,9 @@ func noNonWeb(t *testing.T, what, text string) {
 // creates chrome:// tabs. Each is refused or hidden, and no evaluate ever
 // runs outside web content.
 func rtWebContent(t *testing.T, e *rtEnv) {
-	m := e.mallory
+	// A fresh connection: earlier attacks left hers with auto-attach state.
+	m := rtDial(t, e.base, "mallory")
+	malTarget, malPage := m.openPage(t, userURL(e.h, "mallory")+"&web=0")
 	// A second tab of mallory's, so that Chrome creates what it creates for
 	// a user's tabs (the issue saw browser_ui omnibox popups).
 	_, s2 := m.openPage(t, userURL(e.h, "mallory")+"&web=1")
@@ -88,7 +90,7 @@ func rtWebContent(t *testing.T, e *rtEnv) {
 		noNonWeb(t, "mallory's events", m.eventsText())
 	})
 	t.Run("attachRefused", func(t *testing.T) {
-		res, err := m.call("", "Target.getTargetInfo", map[string]any{"targetId": e.malTarget}, 10*time.Second)
+		res, err := m.call("", "Target.getTargetInfo", map[string]any{"targetId": malTarget}, 10*time.Second)
 		var ti struct {
 			TargetInfo struct {
 				BrowserContextID string `json:"browserContextId"`
@@ -185,7 +187,7 @@ func rtWebContent(t *testing.T, e *rtEnv) {
 			}
 		}
 		m.mu.Unlock()
-		for _, s := range append(sessions, e.malPage, s2) {
+		for _, s := range append(sessions, malPage, s2) {
 			got, err := m.eval(s, `location.href`)
 			if err == nil && !isWebURL(strings.Trim(got, `"`)) {
 				t.Errorf("Runtime.evaluate ran in %s", got)
