@@ -3,6 +3,7 @@ package cdpguard
 import (
 	"fmt"
 
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 )
 
@@ -21,7 +22,7 @@ func (g *Guard) markWeb(t targetInfo, changed bool) {
 	if why == "" || !changed {
 		return
 	}
-	reason := fmt.Sprintf("cdpguard: target %s is no longer web content (%s %s): %s", t.TargetID, why, truncateReason(t.URL), firewall.WhyNotWeb)
+	reason := cdpmsg.Refusal("", fmt.Sprintf("target %s is no longer web content (%s %s): %s", t.TargetID, why, truncateReason(t.URL), firewall.WhyNotWeb))
 	id := t.TargetID
 	g.fx.add(func() {
 		g.agentsMu.Lock()
