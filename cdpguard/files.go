@@ -17,6 +17,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
@@ -345,7 +346,7 @@ func (g *Guard) checkFiles(cmd relay.Command) relay.Verdict {
 
 // refusal is the firewall's error answer: it names the method and why.
 func refusal(method, why string) relay.Verdict {
-	return relay.Verdict{Refuse: "cdpguard: " + method + " is refused: " + why}
+	return relay.Verdict{Refuse: cdpmsg.Refusal(method, why)}
 }
 
 // downloadDefaults returns Browser.setDownloadBehavior params for a context

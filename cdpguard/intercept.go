@@ -7,6 +7,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
@@ -92,6 +93,8 @@ func (g *Guard) applyRule(ctx context.Context, st *agentState, cmd relay.Command
 				return refusal(name, fmt.Sprintf("%s (%s): %s", d.Reason, truncateReason(u), rule.Why))
 			}
 		}
+	case firewall.CheckRedirect:
+		return g.checkRedirect(ctx, cmd, name, rule)
 	case firewall.CheckPermissions:
 		if why := localNetworkGrant(cmd); why != "" {
 			return refusal(name, why+": "+rule.Why)
@@ -131,7 +134,7 @@ func (g *Guard) checkURL(u string) string { return urlRefusal("/json/new", u) }
 // page, which tells the agent what it can reach.
 func urlRefusal(method, u string) string {
 	if s := firewall.RefusedScheme(u); s != "" {
-		return fmt.Sprintf("cdpguard: %s is refused: scheme %q is never allowed for agents (%s); only http(s), about:, data: and blob: URLs may be opened", method, s, truncateReason(u))
+		return cdpmsg.Refusal(method, fmt.Sprintf("scheme %q is never allowed for agents (%s); only http(s), about:, data: and blob: URLs may be opened", s, truncateReason(u)))
 	}
 	return ""
 }
@@ -169,7 +172,7 @@ func (g *Guard) guardMethod(st *agentState, cmd relay.Command) relay.Verdict {
 	case "Guard.getPolicy":
 		b, err := jsonv2.Marshal(g.policyView())
 		if err != nil {
-			return relay.Verdict{Refuse: "cdpguard: " + err.Error()}
+			return refusal(cmd.Method, err.Error())
 		}
 		return relay.Verdict{Local: b}
 	case "Guard.enable":
@@ -179,7 +182,7 @@ func (g *Guard) guardMethod(st *agentState, cmd relay.Command) relay.Verdict {
 		st.guardEvents.Store(false)
 		return relay.Verdict{Local: []byte("{}")}
 	}
-	return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: %s is not a Guard method (Guard.getPolicy, Guard.enable, Guard.disable, Guard.read)", cmd.Method)}
+	return refusal(cmd.Method, "it is not a Guard method (Guard.getPolicy, Guard.enable, Guard.disable, Guard.read)")
 }
 
 // closeOwnTargets closes the user's targets: Browser.close from one agent

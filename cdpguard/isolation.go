@@ -274,7 +274,7 @@ func (g *Guard) filterTargets(u *users.User, st *agentState) func(result, errRaw
 			TargetInfos []map[string]jsonv2.Value `json:"targetInfos"`
 		}
 		if err := jsonv2.Unmarshal(result, &r); err != nil {
-			return nil, []byte(`{"code":-32000,"message":"cdpguard: unreadable Target.getTargets reply"}`)
+			return nil, replyError("Target.getTargets", "unreadable reply")
 		}
 		kept := []map[string]jsonv2.Value{}
 		for _, t := range r.TargetInfos {
@@ -294,7 +294,7 @@ func (g *Guard) filterTargets(u *users.User, st *agentState) func(result, errRaw
 		}
 		out, err := jsonv2.Marshal(map[string]any{"targetInfos": kept})
 		if err != nil {
-			return nil, []byte(`{"code":-32000,"message":"cdpguard: cannot filter targets"}`)
+			return nil, replyError("Target.getTargets", "cannot filter targets")
 		}
 		return out, nil
 	}
@@ -311,7 +311,7 @@ func (g *Guard) filterContexts(u *users.User) func(result, errRaw []byte) ([]byt
 			BrowserContextIDs []string `json:"browserContextIds"`
 		}
 		if err := jsonv2.Unmarshal(result, &r); err != nil {
-			return nil, []byte(`{"code":-32000,"message":"cdpguard: unreadable Target.getBrowserContexts reply"}`)
+			return nil, replyError("Target.getBrowserContexts", "unreadable reply")
 		}
 		kept := []string{}
 		for _, id := range r.BrowserContextIDs {
@@ -399,4 +399,14 @@ func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, 
 		}
 		return true
 	}
+}
+
+// replyError is a CDP error object for a reply hook that cannot pass the
+// browser's reply on.
+func replyError(method, why string) []byte {
+	b, err := jsonv2.Marshal(map[string]any{"code": cdpmsg.CodeServerError, "message": cdpmsg.Refusal(method, why)})
+	if err != nil {
+		return []byte(`{"code":-32000,"message":"cdpguard: error"}`)
+	}
+	return b
 }

@@ -3,6 +3,7 @@ package cdpguard
 import (
 	"fmt"
 
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 )
 
@@ -17,10 +18,11 @@ func (g *Guard) markWeb(t targetInfo, changed bool) {
 		return
 	}
 	g.users.MarkWeb(t.TargetID, why)
+	g.log.Debug("target", "id", t.TargetID, "type", t.Type, "url", truncateReason(t.URL), "context", t.BrowserContextID, "notWeb", why)
 	if why == "" || !changed {
 		return
 	}
-	reason := fmt.Sprintf("cdpguard: target %s is no longer web content (%s %s): %s", t.TargetID, why, truncateReason(t.URL), firewall.WhyNotWeb)
+	reason := cdpmsg.Refusal("", fmt.Sprintf("target %s is no longer web content (%s %s): %s", t.TargetID, why, truncateReason(t.URL), firewall.WhyNotWeb))
 	id := t.TargetID
 	g.fx.add(func() {
 		g.agentsMu.Lock()

@@ -108,7 +108,7 @@ func (s *fileServer) uploads() (int, string) {
 }
 
 // firewallSteps are the steps firewall.mjs must report.
-var firewallSteps = []string{"connect", "refusedRows", "passingRows", "gotoFile", "gotoChrome", "uploadOutside", "uploadInside", "downloadSmall", "downloadBig"}
+var firewallSteps = []string{"connect", "refusedRows", "passingRows", "gotoFile", "gotoChrome", "uploadOutside", "uploadInside", "routeContinueForbidden", "routeOthers", "downloadSmall", "downloadBig"}
 
 // TestFirewallClients drives every firewall row through Playwright's
 // newCDPSession / newBrowserCDPSession: once with no download or upload

@@ -13,9 +13,15 @@ import (
 // debug lines: every command an agent sends on a browser-level session, and
 // every refusal. It passes records on to next (CDPGUARD_E2E_LOG=1).
 type methodRecorder struct {
-	next slog.Handler
-	mu   *sync.Mutex
-	cmds *[]recordedCmd
+	next    slog.Handler
+	mu      *sync.Mutex
+	cmds    *[]recordedCmd
+	targets *[]recordedTarget
+}
+
+// recordedTarget is a target the guard saw (its "target" debug line).
+type recordedTarget struct {
+	id, typ, url, context, notWeb string
 }
 
 type recordedCmd struct {
@@ -24,7 +30,7 @@ type recordedCmd struct {
 }
 
 func newMethodRecorder(next *slog.Logger) *methodRecorder {
-	r := &methodRecorder{mu: &sync.Mutex{}, cmds: &[]recordedCmd{}}
+	r := &methodRecorder{mu: &sync.Mutex{}, cmds: &[]recordedCmd{}, targets: &[]recordedTarget{}}
 	if next != nil {
 		r.next = next.Handler()
 	}
@@ -53,10 +59,38 @@ func (r *methodRecorder) Handle(ctx context.Context, rec slog.Record) error {
 		*r.cmds = append(*r.cmds, c)
 		r.mu.Unlock()
 	}
+	if rec.Message == "target" {
+		var tg recordedTarget
+		rec.Attrs(func(a slog.Attr) bool {
+			switch a.Key {
+			case "id":
+				tg.id = a.Value.String()
+			case "type":
+				tg.typ = a.Value.String()
+			case "url":
+				tg.url = a.Value.String()
+			case "context":
+				tg.context = a.Value.String()
+			case "notWeb":
+				tg.notWeb = a.Value.String()
+			}
+			return true
+		})
+		r.mu.Lock()
+		*r.targets = append(*r.targets, tg)
+		r.mu.Unlock()
+	}
 	if r.next != nil && r.next.Enabled(ctx, rec.Level) {
 		return r.next.Handle(ctx, rec)
 	}
 	return nil
+}
+
+// seenTargets returns every target event the guard logged so far.
+func (r *methodRecorder) seenTargets() []recordedTarget {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(*r.targets)
 }
 
 func (r *methodRecorder) WithAttrs(as []slog.Attr) slog.Handler {

@@ -28,13 +28,15 @@ func windowOf(t *testing.T, c *rtClient, target string) int64 {
 // methods. Every such call is refused naming the rule, alice's viewport and
 // visibility stay as they were, and mallory's own window still works.
 func rtBrowserLevel(t *testing.T, e *rtEnv) {
-	m := e.mallory
+	// A fresh connection and tab: earlier attacks may have closed hers.
+	m := rtDial(t, e.base, "mallory")
+	malTarget, malPage := m.openPage(t, userURL(e.h, "mallory")+"&window=1")
 	view := `innerWidth + "x" + innerHeight + " " + document.visibilityState`
 	before, err := e.alice.eval(e.aliceSession, view)
 	if err != nil {
 		t.Fatalf("alice's viewport: %v", err)
 	}
-	mine := windowOf(t, m, e.malTarget)
+	mine := windowOf(t, m, malTarget)
 	alices := windowOf(t, e.alice, e.aliceTarget)
 	if mine == alices {
 		t.Fatalf("alice and mallory share window %d", mine)
@@ -47,7 +49,7 @@ func rtBrowserLevel(t *testing.T, e *rtEnv) {
 			}
 		}
 		for _, id := range ids {
-			for _, session := range []string{"", e.malPage} {
+			for _, session := range []string{"", malPage} {
 				for _, c := range []struct {
 					method string
 					params map[string]any
@@ -77,12 +79,12 @@ func rtBrowserLevel(t *testing.T, e *rtEnv) {
 		if _, err := m.call("", "Browser.setWindowBounds", map[string]any{"windowId": mine, "bounds": map[string]any{"width": 800, "height": 600}}, 10*time.Second); err != nil {
 			t.Errorf("Browser.setWindowBounds on her own window: %v", err)
 		}
-		if _, err := m.call(e.malPage, "Browser.getWindowBounds", map[string]any{"windowId": mine}, 10*time.Second); err != nil {
+		if _, err := m.call(malPage, "Browser.getWindowBounds", map[string]any{"windowId": mine}, 10*time.Second); err != nil {
 			t.Errorf("Browser.getWindowBounds on her own window from her page session: %v", err)
 		}
 	})
 	t.Run("browserWide", func(t *testing.T) {
-		for _, session := range []string{"", e.malPage} {
+		for _, session := range []string{"", malPage} {
 			for _, c := range []struct {
 				method string
 				params map[string]any

@@ -159,11 +159,20 @@ func rtFetch(t *testing.T, e *rtEnv) {
 		}
 	}
 	t.Run("continueRequestURL", func(t *testing.T) {
-		_, _ = m.call(p, "Runtime.evaluate", map[string]any{"expression": `fetch("/hit/rt-f1").catch(()=>{}); 1`}, 10*time.Second)
+		_, _ = m.call(p, "Runtime.evaluate", map[string]any{"expression": `window.__f1 = fetch("/hit/rt-f1").then(() => "completed", (e) => "failed: " + e); 1`}, 10*time.Second)
 		id := pausedOn(t, m, p, "rt-f1")
-		for _, u := range []string{e.evil("f1"), "http://allowed.test@" + host + "/", "file:///etc/passwd", "HTTP://" + strings.ToUpper(host) + "/"} {
+		for i, u := range []string{e.evil("f1"), "http://allowed.test@" + host + "/", "file:///etc/passwd", "HTTP://" + strings.ToUpper(host) + "/"} {
 			_, err := m.call(p, "Fetch.continueRequest", map[string]any{"requestId": id, "url": u}, 10*time.Second)
 			refused(t, "Fetch.continueRequest url "+u, err, "Fetch.continueRequest")
+			if i == 0 {
+				// Issue 10: the refusal names the host, and the request is
+				// failed at once instead of hanging paused.
+				refused(t, "Fetch.continueRequest url "+u, err, "evil.test")
+				got, err := m.eval(p, `window.__f1`)
+				if err != nil || !strings.Contains(got, "failed") {
+					t.Errorf("the page's fetch after the refused redirect: %s %v, want failed", got, err)
+				}
+			}
 		}
 		_, err := m.call(p, "Fetch.continueRequest", map[string]any{"requestId": id, "headers": []map[string]string{{"name": "Host", "value": host}}}, 10*time.Second)
 		t.Logf("continueRequest with Host header: %v", err)

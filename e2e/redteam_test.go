@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/cdpguard/cdpguard/cdpguard"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -161,6 +162,7 @@ type rtEnv struct {
 	aliceCtx       string
 	malTarget      string
 	malPage        string
+	rec            *methodRecorder // the guard's debug lines: commands, targets
 }
 
 // evil returns a URL on the forbidden listener for attack name.
@@ -219,8 +221,12 @@ func (e *rtEnv) noAlice(t *testing.T, what, text string) {
 
 func setupRedTeam(t *testing.T) *rtEnv {
 	h := testhosts.Start(t)
-	g := userGuard(t, nil)
-	e := &rtEnv{h: h, base: g.URL()}
+	var rec *methodRecorder
+	g := userGuard(t, func(c *cdpguard.Config) {
+		rec = newMethodRecorder(c.Logger)
+		c.Logger = rec.logger()
+	})
+	e := &rtEnv{h: h, base: g.URL(), rec: rec}
 	e.alice = rtDial(t, e.base, "alice")
 	e.aliceTarget, e.aliceSession = e.alice.openPage(t, userURL(h, "alice"))
 	if _, err := e.alice.eval(e.aliceSession, `document.cookie="secret=alice-cookie; path=/"; localStorage.setItem("k","alice-storage"); 1`); err != nil {
@@ -246,6 +252,10 @@ func setupRedTeam(t *testing.T) *rtEnv {
 func TestRedTeam(t *testing.T) {
 	needBrowser(t)
 	e := setupRedTeam(t)
+	// First: rtIsolation's auto-attach attacks leave mallory's own new tabs
+	// hanging (her context only; alice's stay fine), and these open tabs.
+	t.Run("browserLevel", func(t *testing.T) { rtBrowserLevel(t, e) })
+	t.Run("webContentOnly", func(t *testing.T) { rtWebContent(t, e) })
 	t.Run("egress", func(t *testing.T) { rtEgress(t, e) })
 	t.Run("fetchTricks", func(t *testing.T) { rtFetch(t, e) })
 	t.Run("isolation", func(t *testing.T) { rtIsolation(t, e) })
@@ -253,8 +263,7 @@ func TestRedTeam(t *testing.T) {
 	t.Run("nonFlatSession", func(t *testing.T) { rtNonFlat(t, e) })
 	t.Run("files", func(t *testing.T) { rtFiles(t, e) })
 	t.Run("enforcement", func(t *testing.T) { rtEnforcement(t, e) })
-	t.Run("browserLevel", func(t *testing.T) { rtBrowserLevel(t, e) })
-	t.Run("userShare", func(t *testing.T) { rtUserShare(t, e) })
+	t.Run("userShare", func(t *testing.T) { rtUserShare(t, e) }) // last: it spends mallory's rate budget
 	e.noLeak(t)
 	e.aliceIntact(t)
 }

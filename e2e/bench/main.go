@@ -54,6 +54,7 @@ type options struct {
 	users                              int
 	loadPairs, evalPairs, shotPairs    int
 	wsPairs, usersPairs, profileLoads  int
+	tabPairs                           int
 	memUsers                           []int
 	memSettle, timeout                 time.Duration
 	soak                               bool
@@ -64,7 +65,7 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.chrome, "chrome", "", "browser binary (default: $CHROME_PATH, or chromium, chromium-browser, google-chrome on PATH)")
-	fs.StringVar(&o.only, "workloads", "load,eval,shot,ws,users,mem,mcp", "comma-separated workloads to run: load, eval, shot, ws, users, mem, mcp")
+	fs.StringVar(&o.only, "workloads", "load,eval,shot,ws,users,tab,fair,mem,mcp", "comma-separated workloads to run: load, eval, shot, ws, users, tab, fair, mem, mcp")
 	fs.BoolVar(&o.jsonOut, "json", false, "write the report as JSON to stdout instead of the table")
 	fs.BoolVar(&o.verbose, "v", false, "log cdpguard at info level to stderr (default: warnings)")
 	fs.IntVar(&o.subresources, "subresources", 200, "subresources of the page-load page")
@@ -78,6 +79,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.shotPairs, "shot-pairs", 10, "screenshot pairs")
 	fs.IntVar(&o.wsPairs, "ws-pairs", 5, "WebSocket echo pairs")
 	fs.IntVar(&o.usersPairs, "users-pairs", 5, "multi-user pairs")
+	fs.IntVar(&o.tabPairs, "tab-pairs", 10, "new-tab set-up pairs, quiet and with another user flooding")
 	mem := fs.String("mem-users", "10,50", "idle user counts at which cdpguard's RSS is read")
 	fs.DurationVar(&o.memSettle, "mem-settle", 3*time.Second, "wait before each RSS reading")
 	fs.StringVar(&o.guardBin, "guard-bin", "", "cdpguard binary for the memory workload (default: go build ./cmd/cdpguard)")

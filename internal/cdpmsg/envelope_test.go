@@ -92,3 +92,12 @@ func BenchmarkDecodeScreenshot(b *testing.B) {
 		}
 	}
 }
+
+func TestRefusal(t *testing.T) {
+	if got := Refusal("Browser.crash", "it would kill the browser"); got != "cdpguard: Browser.crash is refused: it would kill the browser" {
+		t.Errorf("Refusal = %q", got)
+	}
+	if got := Refusal("", "a command needs an id"); got != "cdpguard: a command needs an id" {
+		t.Errorf("Refusal without method = %q", got)
+	}
+}

@@ -25,6 +25,11 @@ const (
 	// and for an agent's own interception redirecting a request the guard
 	// already judged.
 	CheckPolicy
+	// CheckRedirect is CheckPolicy for an agent's own request interception
+	// (Fetch.continueRequest with a url): a redirect outside the allowlist
+	// is refused and the paused request is failed (BlockedByClient) on the
+	// agent's behalf, so that it never hangs.
+	CheckRedirect
 	// CheckPermissions refuses grants of local-network permissions, which
 	// would let pages reach loopback and private addresses.
 	CheckPermissions
@@ -53,6 +58,8 @@ func (a Action) String() string {
 		return "CheckURL"
 	case CheckPolicy:
 		return "CheckPolicy"
+	case CheckRedirect:
+		return "CheckRedirect"
 	case CheckPermissions:
 		return "CheckPermissions"
 	case RewriteDownloads:
@@ -133,8 +140,8 @@ var rules = map[string]Rule{
 	"Page.navigate":                      {Action: CheckURL, Why: whyURL},
 	"Target.createTarget":                {Action: CheckURL, Why: whyURL},
 	"Network.loadNetworkResource":        {Action: CheckPolicy, Why: "it bypasses request interception, so only allowed URLs may be loaded"},
-	"Fetch.continueRequest":              {Action: CheckPolicy, Why: "a request may only be redirected to an allowed URL"},
-	"Network.continueInterceptedRequest": {Action: CheckPolicy, Why: "a request may only be redirected to an allowed URL"},
+	"Fetch.continueRequest":              {Action: CheckRedirect, Why: "a request may only be redirected to an allowed URL"},
+	"Network.continueInterceptedRequest": {Action: CheckRedirect, Why: "a request may only be redirected to an allowed URL"},
 
 	// Answered or changed by the guard.
 	"Browser.close":               {Action: Rewrite, Why: "closes only this connection's own targets"},

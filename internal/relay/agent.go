@@ -267,7 +267,7 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 		a.opts.OnActivity()
 	}
 	if err := cdpmsg.DecodeInto(msg, e); err != nil {
-		a.enqueue(cdpmsg.AppendError(nil, -1, "", cdpmsg.CodeParseError, "cdpguard: "+err.Error()))
+		a.enqueue(cdpmsg.AppendError(nil, -1, "", cdpmsg.CodeParseError, cdpmsg.Refusal("", err.Error())))
 		return
 	}
 	if !e.HasID || e.Method == "" {
@@ -275,7 +275,7 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 		if !e.HasID {
 			id = -1
 		}
-		a.enqueue(cdpmsg.AppendError(nil, id, e.SessionID, cdpmsg.CodeInvalidRequest, "cdpguard: a command needs an integer id and a method"))
+		a.enqueue(cdpmsg.AppendError(nil, id, e.SessionID, cdpmsg.CodeInvalidRequest, cdpmsg.Refusal(e.Method, "a command needs an integer id and a method")))
 		return
 	}
 	a.mu.Lock()
@@ -287,19 +287,19 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 	reused := a.inflight[e.ID]
 	a.mu.Unlock()
 	if reused {
-		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeInvalidRequest, fmt.Sprintf("cdpguard: id %d is already used by a command in flight on this connection", e.ID)))
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeInvalidRequest, cdpmsg.Refusal(e.Method, fmt.Sprintf("id %d is already used by a command in flight on this connection", e.ID))))
 		return
 	}
 	if !owned {
-		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, fmt.Sprintf("cdpguard: session %q is not one of this connection's sessions", e.SessionID)))
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, cdpmsg.Refusal(e.Method, fmt.Sprintf("session %q is not one of this connection's sessions", e.SessionID))))
 		return
 	}
 	if !a.allow() {
-		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, fmt.Sprintf("cdpguard: rate limit: more than %d commands a second from this connection", a.opts.Rate)))
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, cdpmsg.Refusal(e.Method, fmt.Sprintf("rate limit: more than %d commands a second from this connection", a.opts.Rate))))
 		return
 	}
 	if a.opts.Share != nil && !a.opts.Share.allow() {
-		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, fmt.Sprintf("cdpguard: rate limit: more than %d commands a second from this user", a.opts.Share.rate)))
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, cdpmsg.Refusal(e.Method, fmt.Sprintf("rate limit: more than %d commands a second from this user", a.opts.Share.rate))))
 		return
 	}
 	var v Verdict
@@ -332,7 +332,7 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 	if err != nil {
 		a.releaseSlot(p)
 		a.doneID(e.ID)
-		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, "cdpguard: browser connection lost"))
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, cdpmsg.Refusal(e.Method, "browser connection lost")))
 		return
 	}
 	if err := a.m.conn.WriteMessage(cdpmsg.AppendCommand(nil, id, session, method, params)); err != nil {
@@ -340,7 +340,7 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 			a.releaseSlot(p)
 		}
 		a.doneID(e.ID)
-		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, "cdpguard: browser connection lost"))
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, cdpmsg.Refusal(e.Method, "browser connection lost")))
 	}
 }
 

@@ -1,0 +1,83 @@
+package relay
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+)
+
+// TestEvictTellsThenDetaches: an agent's session on a target that left web
+// content gets Inspector.detached with the reason, and the browser a
+// detach sent on the session that attached it.
+func TestEvictTellsThenDetaches(t *testing.T) {
+	h := newHarness(t)
+	x := h.startAgent(t, AgentOptions{Name: "x"})
+	bs := x.a.BrowserSession()
+	h.b.inject(attachedEvent(bs, "S1", "page"))
+	if e := x.recvEnv(t); e.Method != "Target.attachedToTarget" {
+		t.Fatalf("got %s, want the attachment", e.Method)
+	}
+	if s, _ := x.a.SessionsOn("T-S1"); len(s) != 1 || s[0] != "S1" {
+		t.Fatalf("SessionsOn = %v", s)
+	}
+	x.a.Evict("T-S1", "cdpguard: gone to chrome://settings")
+	e := x.recvEnv(t)
+	if e.Method != "Inspector.detached" || e.SessionID != "S1" || !strings.Contains(string(e.Params), "chrome://settings") {
+		t.Errorf("agent got %s on %q %s, want Inspector.detached with the reason on S1", e.Method, e.SessionID, e.Params)
+	}
+	d := h.b.waitCommand(t, "detach", method("Target.detachFromTarget"))
+	if d.SessionID != bs || !strings.Contains(string(d.Params), `"S1"`) {
+		t.Errorf("detach sent on %q with %s, want on %q for S1", d.SessionID, d.Params, bs)
+	}
+}
+
+// TestShareWindowBoundsInflight: one user's flood never has more than the
+// window's commands waiting in the browser at once, while the browser holds
+// its answers; answered, the rest go on.
+func TestShareWindowBoundsInflight(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	var held []*cdpmsg.Envelope
+	h.b.setResponder(func(e *cdpmsg.Envelope) ([][]byte, bool) {
+		if e.Method != "Flood.m" {
+			return nil, false
+		}
+		mu.Lock()
+		held = append(held, e)
+		mu.Unlock()
+		return nil, true // held: no answer yet
+	})
+	share := NewShare(1<<20, 4)
+	x := h.startAgent(t, AgentOptions{Name: "x", Share: share, Rate: -1})
+	y := h.startAgent(t, AgentOptions{Name: "y", Share: share, Rate: -1})
+	for i := 1; i <= 3; i++ {
+		x.send(t, fmt.Sprintf(`{"id":%d,"method":"Flood.m"}`, i))
+		y.send(t, fmt.Sprintf(`{"id":%d,"method":"Flood.m"}`, i))
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(held)
+	}
+	time.Sleep(slotWait / 5)
+	if n := count(); n != 4 {
+		t.Errorf("%d commands of one user reached the browser at once, want the window's 4", n)
+	}
+	// Answering frees the window for the rest.
+	mu.Lock()
+	for _, e := range held {
+		h.b.inject(string(echo(e)))
+	}
+	mu.Unlock()
+	deadline := time.Now().Add(wait)
+	for count() < 6 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := count(); n != 6 {
+		t.Errorf("after the answers %d of 6 commands reached the browser", n)
+	}
+}
