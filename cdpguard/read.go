@@ -100,35 +100,35 @@ func (r *readState) session(targetID string) string {
 // agent's read goroutine, so that agent waits for the read (bounded).
 func (g *Guard) guardRead(st *agentState, cmd relay.Command) relay.Verdict {
 	if cmd.Browser {
-		return relay.Verdict{Refuse: "cdpguard: Guard.read works on a page session: attach to the page (Target.attachToTarget with flatten) and send it there"}
+		return refusal(cmd.Method, "it works on a page session: attach to the page (Target.attachToTarget with flatten) and send it there")
 	}
 	var p readParams
 	if err := unmarshalParams(cmd.Params, &p); err != nil {
-		return relay.Verdict{Refuse: "cdpguard: Guard.read: unreadable params: " + err.Error()}
+		return refusal(cmd.Method, "unreadable params: "+err.Error())
 	}
 	ctx, cancel := context.WithTimeout(g.ctx, g.readLoadTimeout()+readCallTimeout)
 	defer cancel()
 	res, err := g.mux.Call(ctx, cmd.SessionID, "Target.getTargetInfo", nil)
 	if err != nil {
-		return relay.Verdict{Refuse: "cdpguard: Guard.read: " + err.Error()}
+		return refusal(cmd.Method, err.Error())
 	}
 	var ti struct {
 		TargetInfo targetInfo `json:"targetInfo"`
 	}
 	if err := jsonv2.Unmarshal(res, &ti); err != nil {
-		return relay.Verdict{Refuse: "cdpguard: Guard.read: " + err.Error()}
+		return refusal(cmd.Method, err.Error())
 	}
 	t := ti.TargetInfo
 	if t.Type != "page" || !g.users.OwnsTarget(st.user, t.TargetID) {
-		return relay.Verdict{Refuse: fmt.Sprintf("cdpguard: Guard.read works on pages of this user; target %s is a %s", t.TargetID, t.Type)}
+		return refusal(cmd.Method, fmt.Sprintf("it works on pages of this user; target %s is a %s", t.TargetID, t.Type))
 	}
 	out, err := g.readTarget(ctx, t.TargetID, p)
 	if err != nil {
-		return relay.Verdict{Refuse: "cdpguard: Guard.read: " + strings.TrimPrefix(err.Error(), "cdpguard: ")}
+		return refusal(cmd.Method, strings.TrimPrefix(err.Error(), "cdpguard: "))
 	}
 	b, err := jsonv2.Marshal(out)
 	if err != nil {
-		return relay.Verdict{Refuse: "cdpguard: Guard.read: " + err.Error()}
+		return refusal(cmd.Method, err.Error())
 	}
 	return relay.Verdict{Local: b}
 }

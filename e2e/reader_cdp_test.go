@@ -144,7 +144,7 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 		ctx, cancel := context.WithTimeout(tab, 10*time.Second)
 		defer cancel()
 		_, err := chromedp.CallBrowser(ctx, guardReadCmd, map[string]any{})
-		if err == nil || !strings.Contains(err.Error(), "Guard.read works on a page session") {
+		if err == nil || !strings.Contains(err.Error(), "it works on a page session") {
 			t.Errorf("Guard.read on the browser session: %v, want a refusal", err)
 		}
 	})

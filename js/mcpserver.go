@@ -3,7 +3,7 @@ package js
 import _ "embed" // the in-page scripts of the MCP server's tools
 
 // MCPPageText is an expression giving {url, title, text} of the page's
-// rendered text (browser_read's fallback, browser_wait_for).
+// rendered text (browser_wait_for).
 //
 //go:embed mcp_page_text.js
 var MCPPageText string

@@ -84,14 +84,8 @@ func (s *Server) toolRead(ctx context.Context, u *user, in readIn) (*mcp.CallToo
 	}
 	var r readResult
 	err = t.s.Call(ctx, "Guard.read", params, &r)
-	var ce *CDPError
-	if errors.As(err, &ce) && (ce.Code == -32601 || strings.Contains(ce.Message, "is not a Guard method")) {
-		r, err = u.readRendered(ctx, t, in) // the reader is not in this build
-	} else if err != nil {
-		err = s.explain(in.URL, err)
-	}
 	if err != nil {
-		return nil, err
+		return nil, s.explain(in.URL, err)
 	}
 	if in.URL != "" {
 		if err := u.checkLanded(ctx, t, in.URL); err != nil {
@@ -104,28 +98,6 @@ func (s *Server) toolRead(ctx context.Context, u *user, in readIn) (*mcp.CallToo
 		head += fmt.Sprintf(" More follows: call browser_read with offset=%d (no url) to continue.", *r.NextOffset)
 	}
 	return textResult(head + "\n\n" + r.Text), nil
-}
-
-// readRendered is browser_read without the reader: the page's rendered
-// text, in sections.
-func (u *user) readRendered(ctx context.Context, t *tab, in readIn) (readResult, error) {
-	if in.URL != "" {
-		if err := u.navigate(ctx, t, in.URL); err != nil {
-			return readResult{}, err
-		}
-	}
-	url, title, text, err := pageText(ctx, t)
-	if err != nil {
-		return readResult{}, err
-	}
-	runes := []rune(text)
-	r := readResult{URL: url, Title: title, Offset: min(in.Offset, len(runes)), TotalChars: len(runes)}
-	end := min(r.Offset+readSection, len(runes))
-	r.Text = string(runes[r.Offset:end])
-	if end < len(runes) {
-		r.NextOffset = &end
-	}
-	return r, nil
 }
 
 func (s *Server) toolSnapshot(ctx context.Context, u *user, _ noIn) (*mcp.CallToolResult, error) {
