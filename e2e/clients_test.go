@@ -43,14 +43,14 @@ type clientResult struct {
 // clientSteps are the steps every client flow reports, in order.
 var clientSteps = []string{"connect", "newPage", "gotoAllowed", "evaluate", "screenshot", "popup", "explanationPage", "close"}
 
-// runNodeClient runs e2e/js/<script> against endpoint and reports each step
+// runNodeClient runs e2e/clients/<script> against endpoint and reports each step
 // as a subtest, so a failure names the step.
 func runNodeClient(t *testing.T, script, endpoint string, h *testhosts.Hosts, name string) {
 	t.Helper()
 	node := needNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "js/"+script)
+	cmd := exec.CommandContext(ctx, node, "clients/"+script)
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = append(os.Environ(),
 		"CDPGUARD_URL="+endpoint,

@@ -164,7 +164,7 @@ func startDiffServer(t *testing.T) *diffServer {
 }
 
 // TestDifferential runs one list of client scenarios (Playwright and
-// Puppeteer in e2e/js/differential.mjs, chromedp in
+// Puppeteer in e2e/clients/differential.mjs, chromedp in
 // differential_chromedp_test.go) against a directly driven Chromium and
 // through cdpguard, and compares what each client observed: every
 // difference must be in allowedDiffs.
@@ -286,13 +286,13 @@ func mcpCLI(t *testing.T) string {
 	return abs
 }
 
-// runDiffNode runs e2e/js/differential.mjs against endpoint and returns its
+// runDiffNode runs e2e/clients/differential.mjs against endpoint and returns its
 // observations.
 func runDiffNode(t *testing.T, node, endpoint string, srv *diffServer, only string) map[string]json.RawMessage {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "js/differential.mjs")
+	cmd := exec.CommandContext(ctx, node, "clients/differential.mjs")
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = append(os.Environ(),
 		"CDPGUARD_URL="+endpoint,

@@ -48,7 +48,7 @@ func userURL(h *testhosts.Hosts, who string) string {
 	return h.PageURL("/page.html") + "?user=" + url.QueryEscape(who)
 }
 
-// runNodeSteps runs node js/<script> args... with the common client
+// runNodeSteps runs node clients/<script> args... with the common client
 // environment plus extra, kills its whole process group when it ends, and
 // reports each step of its result line as a subtest. want lists the steps
 // that must have run.
@@ -57,7 +57,7 @@ func runNodeSteps(t *testing.T, endpoint string, h *testhosts.Hosts, extra []str
 	node := needNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"js/" + script}, args...)...)
+	cmd := exec.CommandContext(ctx, node, append([]string{"clients/" + script}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Kill the group (node and whatever it started) on timeout and after.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

@@ -12,7 +12,7 @@ import (
 // TestMCP drives the whole agent stack as LibreChat runs it: two
 // @playwright/mcp servers with --cdp-endpoint at the guard and --cdp-header
 // for two users, each driven by the MCP SDK's client over stdio
-// (e2e/js/mcp.mjs). An allowed page's content comes back, a forbidden host
+// (e2e/clients/mcp.mjs). An allowed page's content comes back, a forbidden host
 // comes back as the explanation naming the reachable origins (and its
 // listener sees nothing), and the two users' tabs and storage stay apart.
 func TestMCP(t *testing.T) {

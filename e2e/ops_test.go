@@ -71,7 +71,7 @@ func TestServeLifecycle(t *testing.T) {
 	}
 
 	// The Playwright session, polling throughout.
-	pw := exec.Command(node, "js/lifecycle.mjs")
+	pw := exec.Command(node, "clients/lifecycle.mjs")
 	pw.Env = append(os.Environ(),
 		"CDPGUARD_URL="+base,
 		"ALLOWED_URL="+h.PageURL("/page.html"),

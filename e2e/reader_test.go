@@ -149,7 +149,7 @@ func readerFixtures(t *testing.T, g *cdpguard.Guard, origin string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "js/reader.mjs")
+	cmd := exec.CommandContext(ctx, node, "clients/reader.mjs")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second

@@ -1,5 +1,5 @@
 // isolation.mjs checks per-user isolation with two real clients of two users
-// connected at once. Usage: node js/isolation.mjs playwright|puppeteer
+// connected at once. Usage: node clients/isolation.mjs playwright|puppeteer
 //
 // Besides common.mjs's environment: USER_A and USER_B (the two users' header
 // values), SESSION_HEADER (default X-LibreChat-User). Every step prints into
