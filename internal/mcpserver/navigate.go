@@ -33,7 +33,8 @@ func (s *Server) blockedError(rawURL, reason string) error {
 	if reason != "" {
 		msg += " (" + reason + ")"
 	}
-	return fmt.Errorf("%s. %s Do not retry this host.", msg, s.reachable())
+	// A sentence for the model, so it ends with a full stop.
+	return errors.New(msg + ". " + s.reachable() + " Do not retry this host.")
 }
 
 // checkURL refuses, before anything reaches the browser, a URL the

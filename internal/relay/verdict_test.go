@@ -47,8 +47,10 @@ func TestShareRateAndWindow(t *testing.T) {
 		t.Errorf("allowed %d in a burst, want 20 (twice the rate)", n)
 	}
 	ctx := context.Background()
-	if !s.acquire(ctx, nil) || !s.acquire(ctx, nil) {
-		t.Fatal("the window's two slots were not free")
+	for i := range 2 {
+		if !s.acquire(ctx, nil) {
+			t.Fatalf("slot %d of the window's two was not free", i+1)
+		}
 	}
 	start := time.Now()
 	if s.acquire(ctx, nil) {
