@@ -73,12 +73,10 @@ func (g *Guard) proxyFlags() []string {
 	}
 }
 
-// onRefuse reports a proxy refusal like a Fetch block.
+// onRefuse counts and logs a proxy refusal. The proxy sees connections,
+// not tabs, so no user's agents are told (telling every user would show
+// them each other's hosts).
 func (g *Guard) onRefuse(r egress.Refusal) {
 	g.metrics.proxyRefused.Inc()
 	g.logProxyRefusal(r)
-	g.notifyBlock(map[string]any{
-		"url": fmt.Sprintf("%s:%d", r.Host, r.Port), "reason": r.Reason,
-		"resourceType": "Connection", "layer": "egress-proxy",
-	})
 }

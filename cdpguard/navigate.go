@@ -32,7 +32,7 @@ func (g *Guard) refusedNavigation(ctx context.Context, st *agentState, cmd relay
 		frame = g.sessionTarget(ctx, cmd.SessionID)
 	}
 	g.log.Warn("navigation refused", "url", truncateReason(p.URL), "reason", reason)
-	g.notifyUser(st, fetchdomain.Block{URL: p.URL, Reason: reason, ResourceType: "Document", FrameID: frame, TopLevel: p.FrameID == ""})
+	g.notifyBlock(st.user.Key, fetchdomain.Block{URL: p.URL, Reason: reason, ResourceType: "Document", FrameID: frame, TopLevel: p.FrameID == ""})
 	res, err := jsonv2.Marshal(struct {
 		FrameID   string `json:"frameId"`
 		ErrorText string `json:"errorText"`
@@ -43,18 +43,3 @@ func (g *Guard) refusedNavigation(ctx context.Context, st *agentState, cmd relay
 	return relay.Verdict{Local: res}
 }
 
-// notifyUser sends Guard.requestBlocked to the connections of st's user
-// that sent Guard.enable; other users never learn this user's URLs.
-func (g *Guard) notifyUser(st *agentState, b fetchdomain.Block) {
-	params, err := jsonv2.Marshal(b)
-	if err != nil {
-		return
-	}
-	g.agentsMu.Lock()
-	defer g.agentsMu.Unlock()
-	for a, other := range g.agents {
-		if other.user == st.user && other.guardEvents.Load() {
-			a.SendEvent("Guard.requestBlocked", params)
-		}
-	}
-}

@@ -42,13 +42,13 @@ const (
 // logFetchBlock logs the canonical line for a request the Fetch judge
 // refused. The target (and so the user) is known when the request came from
 // a tab's main frame, whose frame id is the target id.
-func (g *Guard) logFetchBlock(b fetchdomain.Block) {
+func (g *Guard) logFetchBlock(b fetchdomain.Block, key string, owned bool) {
 	host := ""
 	if u, err := url.Parse(b.URL); err == nil {
 		host = u.Hostname()
 	}
 	user, target := "", ""
-	if key, ok := g.users.OwnerKey(b.FrameID); ok {
+	if owned {
 		user, target = key, b.FrameID
 	}
 	g.logBlocked(b.URL, host, b.Reason, b.ResourceType, user, target, LayerFetch)

@@ -25,7 +25,7 @@ func TestBlockedLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.stop()
-	g.logFetchBlock(fetchdomain.Block{URL: "https://evil.test:8443/x?y", Reason: `host "evil.test" is not in the allowlist`, ResourceType: "Fetch", FrameID: "F1"})
+	g.logFetchBlock(fetchdomain.Block{URL: "https://evil.test:8443/x?y", Reason: `host "evil.test" is not in the allowlist`, ResourceType: "Fetch", FrameID: "F1"}, "", false)
 	g.logProxyRefusal(egress.Refusal{Host: "evil.test", Port: 443, Reason: "not allowed", Method: "CONNECT"})
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 2 {

@@ -148,21 +148,26 @@ func (g *Guard) targets(ctx context.Context) ([]targetInfo, error) {
 // onBlock counts a refused request and tells agents that asked.
 func (g *Guard) onBlock(b fetchdomain.Block) {
 	g.metrics.fetchBlocked.WithLabelValues(b.ResourceType).Inc()
-	g.logFetchBlock(b)
-	g.notifyBlock(b)
+	key, ok := g.users.OwnerKey(b.FrameID)
+	g.logFetchBlock(b, key, ok)
+	if ok {
+		g.notifyBlock(key, b)
+	}
 }
 
-// notifyBlock sends Guard.requestBlocked to every agent that sent
-// Guard.enable.
-func (g *Guard) notifyBlock(v any) {
-	params, err := jsonv2.Marshal(v)
+// notifyBlock sends Guard.requestBlocked to the connections of user key
+// that sent Guard.enable. Other users never learn this user's URLs; a block
+// the guard cannot tie to a user's tab (a worker, an out-of-process frame,
+// a proxy refusal) is only logged and counted.
+func (g *Guard) notifyBlock(key string, b fetchdomain.Block) {
+	params, err := jsonv2.Marshal(b)
 	if err != nil {
 		return
 	}
 	g.agentsMu.Lock()
 	defer g.agentsMu.Unlock()
 	for a, st := range g.agents {
-		if st.guardEvents.Load() {
+		if st.user.Key == key && st.guardEvents.Load() {
 			a.SendEvent("Guard.requestBlocked", params)
 		}
 	}

@@ -74,13 +74,30 @@ func checkRefusedNavigation(t *testing.T, g *cdpguard.Guard) {
 	if event.URL != "file:///etc/passwd" || !strings.Contains(event.Reason, `scheme "file" is never allowed`) || !event.TopLevel || event.FrameID != res.FrameID {
 		t.Errorf("Guard.requestBlocked = %+v: want the URL, the rule and the frame", event)
 	}
+
+	// A block by the Fetch judge (a host outside the allowlist) is told to
+	// this user's connections too, and to no one else.
+	const blocked = "http://not-on-the-allowlist.invalid/secret-path"
+	b, _ = json.Marshal(map[string]any{"id": 4, "sessionId": session, "method": "Page.navigate", "params": map[string]string{"url": blocked}})
+	if err := r.write(websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+	told := false
+	deadline = time.Now().Add(10 * time.Second)
+	for !told {
+		msg, ok := r.next(time.Until(deadline))
+		if !ok {
+			t.Fatalf("no Guard.requestBlocked for %s within 10s", blocked)
+		}
+		told = msg.Method == "Guard.requestBlocked" && strings.Contains(string(msg.raw), "secret-path")
+	}
 	for {
-		m, ok := other.next(200 * time.Millisecond)
+		m, ok := other.next(500 * time.Millisecond)
 		if !ok {
 			break
 		}
-		if m.Method == "Guard.requestBlocked" && strings.Contains(string(m.raw), "file:///etc/passwd") {
-			t.Errorf("another user's connection was told of this user's refused navigation: %s", m.raw)
+		if m.Method == "Guard.requestBlocked" && (strings.Contains(string(m.raw), "file:///etc/passwd") || strings.Contains(string(m.raw), "secret-path")) {
+			t.Errorf("another user's connection was told of this user's blocked request: %s", m.raw)
 		}
 	}
 }
