@@ -94,6 +94,7 @@ func leakVectors() []vector {
 // allowed sink (control: the request must arrive, so the vector works) and
 // aimed at the forbidden host (no request and no TCP connection may arrive).
 func TestLeaks(t *testing.T) {
+	t.Parallel() // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
 	needBrowser(t)
 	h := testhosts.Start(t)
 	bctx := connect(t, endpoint(t))

@@ -44,6 +44,7 @@ type rtpResult struct{ control, forbidden, note string }
 // port by IP literal, UDP on both) must stay at zero, and the guard's own
 // endpoint, its egress proxy and another user's tab must stay out of reach.
 func TestRedTeamPage(t *testing.T) {
+	t.Parallel() // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
 	needBrowser(t)
 	if directMode() {
 		t.Skip("skipping: the red team attacks the guard")

@@ -77,6 +77,7 @@ func launchSide(t *testing.T, name string, edit func(*cdpguard.Config)) *sideEnv
 // prefetch), and cdpguard killed with SIGKILL while a page polls. It ends
 // with the summary "N vectors, 0 leaks" and the list.
 func TestSideChannels(t *testing.T) {
+	t.Parallel() // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
 	needBrowser(t)
 	if directMode() {
 		t.Skip("skipping: side channels are measured against the guard; direct mode is for the leak harness")
