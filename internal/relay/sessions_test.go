@@ -87,3 +87,26 @@ func TestShareWindowBoundsInflight(t *testing.T) {
 	}
 	<-sent
 }
+
+// TestSharePerUserRate: two connections of one user, each under its own
+// limit, are held to the user's together.
+func TestSharePerUserRate(t *testing.T) {
+	h := newHarness(t)
+	share := NewShare(10, 64) // bursts of 20 for the user
+	x := h.startAgent(t, AgentOptions{Name: "x", Share: share, Rate: 1000})
+	y := h.startAgent(t, AgentOptions{Name: "y", Share: share, Rate: 1000})
+	limited := 0
+	for i := 1; i <= 15; i++ {
+		for _, ag := range []*agent{x, y} {
+			e := ag.call(t, int64(i), "", "Browser.getVersion", "")
+			if len(e.Error) > 0 {
+				wantError(t, e, cdpmsg.CodeServerError, "more than 10 commands a second from this user")
+				limited++
+			}
+		}
+	}
+	// 30 against a burst of 20, less what refills while the test runs.
+	if limited < 1 || limited > 10 {
+		t.Errorf("%d of 30 commands refused by the user's limit, want 1 to 10 (burst 20)", limited)
+	}
+}
