@@ -52,18 +52,23 @@ func TestShareWindowBoundsInflight(t *testing.T) {
 		return nil, true // held: no answer yet
 	})
 	share := NewShare(1<<20, 4)
+	share.wait = time.Minute // no command goes out without a slot here
 	x := h.startAgent(t, AgentOptions{Name: "x", Share: share, Rate: -1})
-	y := h.startAgent(t, AgentOptions{Name: "y", Share: share, Rate: -1})
-	for i := 1; i <= 3; i++ {
-		x.send(t, fmt.Sprintf(`{"id":%d,"method":"Flood.m"}`, i))
-		y.send(t, fmt.Sprintf(`{"id":%d,"method":"Flood.m"}`, i))
-	}
+	sent := make(chan struct{})
+	go func() { // the agent's read loop blocks while the window is full
+		defer close(sent)
+		for i := 1; i <= 6; i++ {
+			if !x.trySend(fmt.Sprintf(`{"id":%d,"method":"Flood.m"}`, i), wait) {
+				return
+			}
+		}
+	}()
 	count := func() int {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(held)
 	}
-	time.Sleep(slotWait / 5)
+	time.Sleep(200 * time.Millisecond)
 	if n := count(); n != 4 {
 		t.Errorf("%d commands of one user reached the browser at once, want the window's 4", n)
 	}
@@ -79,5 +84,29 @@ func TestShareWindowBoundsInflight(t *testing.T) {
 	}
 	if n := count(); n != 6 {
 		t.Errorf("after the answers %d of 6 commands reached the browser", n)
+	}
+	<-sent
+}
+
+// TestSharePerUserRate: two connections of one user, each under its own
+// limit, are held to the user's together.
+func TestSharePerUserRate(t *testing.T) {
+	h := newHarness(t)
+	share := NewShare(10, 64) // bursts of 20 for the user
+	x := h.startAgent(t, AgentOptions{Name: "x", Share: share, Rate: 1000})
+	y := h.startAgent(t, AgentOptions{Name: "y", Share: share, Rate: 1000})
+	limited := 0
+	for i := 1; i <= 15; i++ {
+		for _, ag := range []*agent{x, y} {
+			e := ag.call(t, int64(i), "", "Browser.getVersion", "")
+			if len(e.Error) > 0 {
+				wantError(t, e, cdpmsg.CodeServerError, "more than 10 commands a second from this user")
+				limited++
+			}
+		}
+	}
+	// 30 against a burst of 20, less what refills while the test runs.
+	if limited < 1 || limited > 10 {
+		t.Errorf("%d of 30 commands refused by the user's limit, want 1 to 10 (burst 20)", limited)
 	}
 }

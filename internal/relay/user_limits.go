@@ -30,6 +30,7 @@ const (
 type Share struct {
 	rate  int
 	slots chan struct{}
+	wait  time.Duration // slotWait; tests set it
 
 	mu     sync.Mutex
 	tokens float64
@@ -44,7 +45,7 @@ func NewShare(rate, window int) *Share {
 	if window <= 0 {
 		window = DefaultUserWindow
 	}
-	return &Share{rate: rate, slots: make(chan struct{}, window)}
+	return &Share{rate: rate, slots: make(chan struct{}, window), wait: slotWait}
 }
 
 // allow takes one token from the user's bucket.
@@ -62,7 +63,7 @@ func (s *Share) acquire(ctx context.Context, quit <-chan struct{}) bool {
 		return true
 	default:
 	}
-	t := time.NewTimer(slotWait)
+	t := time.NewTimer(s.wait)
 	defer t.Stop()
 	select {
 	case s.slots <- struct{}{}:
