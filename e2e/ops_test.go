@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
@@ -31,7 +33,8 @@ import (
 //     is closed, the guard keeps serving;
 //   - SIGKILLs the managed Chromium: agents are closed with a reason,
 //     /readyz answers 503 and then ok, a new connection gets a fresh
-//     context and works;
+//     context and works; the same for an MCP session (its next call fails,
+//     a new session of the user starts afresh);
 //   - SIGTERMs the script's process only (not its group, as a process
 //     manager or `docker stop` would): agents are closed with a reason, the
 //     process exits 0 within 10 s, no Chromium process of it is left and
@@ -153,6 +156,10 @@ func TestServeLifecycle(t *testing.T) {
 	if _, err := watcher.call(t, 10*time.Second, 1, "", "Browser.getVersion", nil); err != nil {
 		t.Fatal(err) // the agent is set up, not still connecting
 	}
+	// An MCP session (the Go SDK client) with a tab open in its context.
+	ms := mcpConnect(t, base, "mcp-user")
+	call(t, ms, "browser_navigate", map[string]any{"url": h.PageURL("/page.html")}, false)
+	mustContain(t, "MCP tabs before the kill", call(t, ms, "browser_tabs", map[string]any{"action": "list"}, false), "/page.html")
 	browserPid := managedBrowser(t, cmd.Process.Pid)
 	firstBrowser := descendants(cmd.Process.Pid)
 	if err := syscall.Kill(browserPid, syscall.SIGKILL); err != nil {
@@ -179,6 +186,27 @@ func TestServeLifecycle(t *testing.T) {
 			t.Errorf("process %d of the killed browser outlived its relaunch: %.200s", p.pid, p.cmd)
 		}
 	}
+	// The MCP session died with its browser: its next call fails with a
+	// reason (a protocol error, or a tool error), and a new session of the
+	// same user starts in a fresh context.
+	func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		res, err := ms.CallTool(ctx, &mcp.CallToolParams{Name: "browser_tabs", Arguments: map[string]any{"action": "list"}})
+		switch {
+		case err != nil:
+			t.Logf("old MCP session after the relaunch: %v", err)
+		case res.IsError:
+			t.Logf("old MCP session after the relaunch: tool error %v", res.Content)
+		default:
+			t.Errorf("the MCP session of the dead browser still works after the relaunch: %v", res.Content)
+		}
+	}()
+	ms2 := mcpConnect(t, base, "mcp-user")
+	if got := call(t, ms2, "browser_tabs", map[string]any{"action": "list"}, false); strings.Contains(got, "/page.html") {
+		t.Errorf("the MCP user's new session still sees the dead browser's tab: %s", got)
+	}
+	mustContain(t, "MCP read after the relaunch", call(t, ms2, "browser_read", map[string]any{"url": h.PageURL("/page.html")}, false), "/page.html")
 	if e := expect("polling", 2, 45*time.Second); e["pagesBefore"] != float64(0) {
 		t.Errorf("the reconnected user's context had %v pages before newPage, want a fresh one (0)", e["pagesBefore"])
 	}

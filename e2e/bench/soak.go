@@ -87,7 +87,7 @@ type soakReport struct {
 // soakOp is one kind of operation an agent does on its tab.
 type soakOp struct {
 	name string
-	run  func(ctx context.Context, p *page, n int) error
+	run  func(ctx context.Context, p *page, n int, user string) error
 }
 
 // soak is one run in progress.
@@ -109,37 +109,48 @@ type soak struct {
 // CDP: navigate (a 20-subresource page, a blank page, a forbidden host that
 // gets the explanation page), read the page, take a screenshot.
 //
-// Guard.read (the reader, issue 8) runs when the guard answers it; MCP tool
-// calls (issue 9) are the next step: once /mcp is merged, add an op here
-// that calls browser_navigate and browser_read through the official MCP
-// SDK's streamable client with the user header, one MCP session per agent
-// connection, and list it in docs/scaling.md.
+// Guard.read runs when the guard answers it. The "mcp" op opens an MCP
+// session (the official SDK's streamable client with the agent's user
+// header, so the tools work in the agent's own context), navigates and
+// reads through the tools, and closes the session: MCP sessions come and go
+// as LibreChat's do.
 func (s *soak) soakOps(hasRead bool) []soakOp {
 	ops := []soakOp{
-		{"navigate", func(ctx context.Context, p *page, n int) error {
+		{"navigate", func(ctx context.Context, p *page, n int, _ string) error {
 			_, err := p.load(ctx, s.site.loadURL(fmt.Sprintf("soak-%d", n), 20))
 			return err
 		}},
-		{"evaluate", func(ctx context.Context, p *page, _ int) error {
+		{"evaluate", func(ctx context.Context, p *page, _ int, _ string) error {
 			var v string
 			return p.eval(ctx, `document.title + " " + document.body.innerText.length`, &v)
 		}},
-		{"blocked", func(ctx context.Context, p *page, n int) error {
+		{"blocked", func(ctx context.Context, p *page, n int, _ string) error {
 			_, err := p.load(ctx, fmt.Sprintf("%ssoak/%d", s.forbidden, n))
 			return err
 		}},
-		{"blank", func(ctx context.Context, p *page, _ int) error {
+		{"blank", func(ctx context.Context, p *page, _ int, _ string) error {
 			_, err := p.load(ctx, s.site.base+"/blank")
 			return err
 		}},
-		{"screenshot", func(ctx context.Context, p *page, _ int) error {
+		{"screenshot", func(ctx context.Context, p *page, _ int, _ string) error {
 			_, err := p.c.call(ctx, p.session, "Page.captureScreenshot", map[string]any{"format": "jpeg", "quality": 60})
 			return err
 		}},
 	}
 	if hasRead {
-		ops = append(ops, soakOp{"read", func(ctx context.Context, p *page, _ int) error {
+		ops = append(ops, soakOp{"read", func(ctx context.Context, p *page, _ int, _ string) error {
 			_, err := p.c.call(ctx, p.session, "Guard.read", map[string]any{"maxChars": 4000})
+			return err
+		}}, soakOp{"mcp", func(ctx context.Context, _ *page, n int, user string) error {
+			ms, err := mcpSession(ctx, s.guard.url, user) // the agent's own user and context
+			if err != nil {
+				return fmt.Errorf("mcp session: %w", err)
+			}
+			defer func() { _ = ms.Close() }()
+			if _, err := mcpCall(ctx, ms, "browser_navigate", map[string]any{"url": s.site.loadURL(fmt.Sprintf("soak-mcp-%d", n), 5)}); err != nil {
+				return err
+			}
+			_, err = mcpCall(ctx, ms, "browser_read", map[string]any{})
 			return err
 		}})
 	}
@@ -224,7 +235,6 @@ func soakRun(ctx context.Context, o options, cfg soakConfig) (*soakReport, error
 	if !hasRead {
 		rep.Skipped = append(rep.Skipped, "read: "+why)
 	}
-	rep.Skipped = append(rep.Skipped, "mcp: not in the soak yet (see soakOps)")
 	s.ops = s.soakOps(hasRead)
 
 	// Every agent connects and opens its tab before the clock starts, so
@@ -330,7 +340,7 @@ func (s *soak) user(ctx context.Context, ep *endpoint, i int, ready chan<- struc
 		for k := 0; k < s.cfg.opsPerConn && ctx.Err() == nil; k, n = k+1, n+1 {
 			op := s.ops[n%len(s.ops)]
 			octx, cancel := context.WithTimeout(ctx, loadTimeout)
-			err := op.run(octx, p, n)
+			err := op.run(octx, p, n, name)
 			cancel()
 			s.record(op.name, err, ctx)
 			sleepCtx(ctx, s.cfg.think)
