@@ -282,7 +282,10 @@ func soakRun(ctx context.Context, o options, cfg soakConfig) (*soakReport, error
 	if cfg.drain > 0 {
 		fmt.Fprintf(os.Stderr, "soak: agents left; waiting %v for idle pools to drain\n", cfg.drain)
 	}
-	time.Sleep(cfg.settle + soakIdleSeconds*time.Second + cfg.drain) // contexts disposed, Chromium settled
+	// Contexts disposed, Chromium settled: an MCP user's agent connection
+	// lingers a quarter of --session-idle after its last call, then the
+	// context idles --session-idle, then the sweeper (every quarter) takes it.
+	time.Sleep(cfg.settle + soakIdleSeconds*time.Second*3/2 + cfg.drain)
 	if rep.After, err = s.read(ctx, time.Since(start).Seconds()); err != nil {
 		return rep, err
 	}

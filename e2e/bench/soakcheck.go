@@ -129,7 +129,11 @@ func (s *soak) check(rep *soakReport) []string {
 		}
 	}
 	growth("goroutines", func(x soakSample) float64 { return x.Goroutines }, soakGoroutineGrowth)
-	growth("open fds", func(x soakSample) float64 { return x.FDs }, soakFDGrowth)
+	// Open fds follow the egress proxy's connection pool, which swings with
+	// the machine's load: bound the growth like the heap's, and leave leaks
+	// to the strict check after the agents left (below).
+	fds := func(x soakSample) float64 { return x.FDs }
+	growth("open fds", fds, max(soakFDGrowth, maxOf(first, fds)/2))
 	heap := func(x soakSample) float64 { return x.HeapMB }
 	growth("heap in use (MB)", heap, max(soakHeapGrowthMB, maxOf(first, heap)/2))
 	procs := func(x soakSample) float64 { return float64(x.ChromeProcs) }
@@ -140,7 +144,7 @@ func (s *soak) check(rep *soakReport) []string {
 	// Once every agent has left and the idle timeout has disposed every
 	// user's context, cdpguard is back to its idle goroutines and fds.
 	if rep.After.Users != 0 {
-		fails = append(fails, fmt.Sprintf("%.0f users still have a context %ds after the last agent left", rep.After.Users, soakIdleSeconds))
+		fails = append(fails, fmt.Sprintf("%.0f users still have a context %.1fs after the last agent left", rep.After.Users, soakIdleSeconds*1.5))
 	}
 	gSlack, fSlack := float64(soakAfterSlack), float64(soakAfterSlack)
 	if !rep.Drained { // the proxy's idle upstream pool (one host) may still be there
@@ -216,7 +220,7 @@ func printSoak(w io.Writer, rep *soakReport) {
 		fmt.Fprintf(w, "error: %s\n", oneLine(e))
 	}
 	if !rep.Drained {
-		fmt.Fprintf(w, "after: read %ds after the last agent left, before the egress proxy's idle pool expires (bounds allow it)\n", soakIdleSeconds)
+		fmt.Fprintf(w, "after: read %.1fs after the last agent left, before the egress proxy's idle pool expires (bounds allow it)\n", soakIdleSeconds*1.5)
 	}
 	if len(rep.Failures) == 0 {
 		fmt.Fprintln(w, "bounds: all held")
