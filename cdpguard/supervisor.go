@@ -152,12 +152,7 @@ func (s *Supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.ServeHTTP(w, r)
 		return
 	}
-	if !s.gate.hostAllowed(r.Host) {
-		http.Error(w, "cdpguard: Host header "+r.Host+" is not accepted; use an IP address, localhost or a --public-host name", http.StatusForbidden)
-		return
-	}
-	if fromWebPage(r) {
-		http.Error(w, "cdpguard: requests from web pages are refused (Origin or Sec-Fetch-Site header)", http.StatusForbidden)
+	if s.gate.refuseForeign(w, r) {
 		return
 	}
 	switch r.URL.Path {
