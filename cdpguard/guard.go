@@ -72,7 +72,7 @@ type Guard struct {
 
 	mcp mcpState // the MCP server at /mcp
 
-	// browserTarget is the browser's own target id, once an agent named it
+	// browserTarget is the browser's own target id, learned at start-up
 	// (browsertarget.go).
 	browserTarget atomic.Pointer[string]
 
