@@ -269,7 +269,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	g.judge = fetchdomain.New(g.mux, fetchdomain.Options{
 		Policy:              g.policy,
 		Instructions:        g.cfg.Instructions,
-		OnShed:              g.metrics.shedCounter().Inc,
+		OnShed:              g.metrics.pausesShed.Inc,
 		ErrorForNavigation:  g.cfg.BlockedNavigation == "error",
 		PauseTimeout:        g.cfg.PauseTimeout,
 		Logger:              g.log,
