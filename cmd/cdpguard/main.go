@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -204,7 +202,7 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return runSupervised(log, s)
+	return run(log, s, s.Err)
 }
 
 func attach(c *cli.Context) error {
@@ -218,24 +216,9 @@ func attach(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return run(c, log, g)
-}
-
-// run serves until a signal or until the guard stops by itself (browser
-// lost), which is an error: the agents were disconnected.
-func run(c *cli.Context, log *slog.Logger, g *cdpguard.Guard) error {
-	log.Info("listening on " + g.URL())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sig)
-	select {
-	case s := <-sig:
-		log.Info("stopping", "signal", s.String())
-		return g.Close()
-	case <-g.Done():
-		_ = g.Close()
+	return run(log, g, func() error {
 		return errors.New("the browser connection was lost; every agent connection was closed")
-	}
+	})
 }
 
 func check(c *cli.Context) error {
