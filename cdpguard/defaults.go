@@ -16,8 +16,8 @@ const (
 	DefaultSessionIdle = 15 * time.Minute
 	// DefaultDownloadMaxBytes caps each user's download directory.
 	DefaultDownloadMaxBytes = 100 << 20
-	// DefaultServiceWorkers refuses service-worker registration: the
-	// cheaper way to keep their traffic judged.
+	// DefaultServiceWorkers refuses service-worker registration
+	// (Config.ServiceWorkers): nothing runs in the background of a page.
 	DefaultServiceWorkers = "block"
 	// DefaultBlockedNavigation shows the explanation page, which tells the
 	// agent what it can reach.
