@@ -73,6 +73,7 @@ func New(ctxs Contexts, idle time.Duration, log *slog.Logger) *Registry {
 		targets: map[string]string{},
 		gone:    map[string]time.Time{},
 		windows: map[int64]string{},
+		nonWeb:  map[string]string{},
 	}
 }
 
