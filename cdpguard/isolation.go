@@ -411,9 +411,5 @@ func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, 
 // replyError is a CDP error object for a reply hook that cannot pass the
 // browser's reply on.
 func replyError(method, why string) []byte {
-	b, err := jsonv2.Marshal(map[string]any{"code": cdpmsg.CodeServerError, "message": cdpmsg.Refusal(method, why)})
-	if err != nil {
-		return []byte(`{"code":-32000,"message":"cdpguard: error"}`)
-	}
-	return b
+	return cdpmsg.AppendErrorObject(nil, cdpmsg.CodeServerError, cdpmsg.Refusal(method, why))
 }
