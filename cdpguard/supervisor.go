@@ -190,10 +190,7 @@ func (s *Supervisor) watch(g *Guard) {
 			s.giveUp(fmt.Errorf("%w: %d failures within %v", ErrGaveUp, len(failures), s.opts.Window))
 			return
 		}
-		delay := s.backoff(len(failures))
-		select {
-		case <-time.After(delay):
-		case <-s.ctx.Done():
+		if !s.sleep(s.backoff(len(failures))) {
 			return
 		}
 		lctx, cancel := context.WithTimeout(s.ctx, 60*time.Second)
@@ -225,6 +222,18 @@ func (s *Supervisor) backoff(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, 30*time.Second)
+}
+
+// sleep waits d, or until Close; it reports false on Close.
+func (s *Supervisor) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
 }
 
 // install makes g the current guard unless the supervisor is closing.
