@@ -52,8 +52,8 @@ func (g *Guard) attachBrowserTarget(cmd relay.Command) (v relay.Verdict, done bo
 }
 
 // sameBrowserTarget gives the browser-type targetInfo of a
-// Target.attachedToTarget event the browser's own target id, once an agent
-// has named it. Chrome gives every Target.attachToBrowserTarget session a
+// Target.attachedToTarget event the browser's own target id, once the
+// guard has learned it (learnBrowserTarget, at start-up). Chrome gives every Target.attachToBrowserTarget session a
 // target id of its own, where attaching to the browser target keeps the
 // browser's id: without this Puppeteer lists a second browser target.
 func (g *Guard) sameBrowserTarget(params []byte) []byte {
@@ -61,22 +61,9 @@ func (g *Guard) sameBrowserTarget(params []byte) []byte {
 	if id == nil {
 		return params
 	}
-	var p map[string]jsonv2.Value
-	var ti map[string]jsonv2.Value
-	if jsonv2.Unmarshal(params, &p) != nil || jsonv2.Unmarshal(p["targetInfo"], &ti) != nil {
-		return params
-	}
 	raw, err := jsonv2.Marshal(*id)
 	if err != nil {
 		return params
 	}
-	ti["targetId"] = raw
-	if p["targetInfo"], err = jsonv2.Marshal(ti); err != nil {
-		return params
-	}
-	out, err := jsonv2.Marshal(p)
-	if err != nil {
-		return params
-	}
-	return out
+	return setTargetInfoField(params, "targetId", raw)
 }

@@ -4,9 +4,7 @@ import "time"
 
 // The defaults of Config, stated once: the package applies them to zero
 // fields, and the command line (cmd/cdpguard) shows them as its flags'
-// defaults. (The two mode fields, ServiceWorkers and BlockedNavigation,
-// still spell their default, "block" and "page", in both places: the lines
-// that would change are being edited on other branches today.) The command line's own listen address, 127.0.0.1:9222 (Chrome's
+// defaults. The command line's own listen address, 127.0.0.1:9222 (Chrome's
 // usual debugging port, where clients look first), differs on purpose from
 // the package's random loopback port (tests run side by side).
 const (
@@ -18,4 +16,10 @@ const (
 	DefaultSessionIdle = 15 * time.Minute
 	// DefaultDownloadMaxBytes caps each user's download directory.
 	DefaultDownloadMaxBytes = 100 << 20
+	// DefaultServiceWorkers refuses service-worker registration
+	// (Config.ServiceWorkers): nothing runs in the background of a page.
+	DefaultServiceWorkers = "block"
+	// DefaultBlockedNavigation shows the explanation page, which tells the
+	// agent what it can reach.
+	DefaultBlockedNavigation = "page"
 )

@@ -52,13 +52,7 @@ func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Com
 			}
 			if late != "" && len(errRaw) > 0 {
 				g.log.Info("late dialog answer", "agent", a.Name(), "why", late)
-				b, err := jsonv2.Marshal(struct {
-					Code    int    `json:"code"`
-					Message string `json:"message"`
-				}{cdpmsg.CodeServerError, late})
-				if err == nil {
-					errRaw = b
-				}
+				errRaw = cdpmsg.AppendErrorObject(nil, cdpmsg.CodeServerError, late)
 			}
 			return result, errRaw
 		}}, true

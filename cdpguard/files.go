@@ -22,9 +22,6 @@ import (
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
-// defaultDownloadMax is the per-user download cap when Config.DownloadMaxBytes is zero.
-const defaultDownloadMax = DefaultDownloadMaxBytes
-
 // downloadPoll is how often the per-user download directories are measured.
 // A download that outruns the cap within one interval is deleted once it
 // is seen.
@@ -98,7 +95,7 @@ func (g *Guard) files() *fileGuard { return g.fg }
 func newFileGuard(g *Guard) *fileGuard {
 	max := g.cfg.DownloadMaxBytes
 	if max == 0 {
-		max = defaultDownloadMax
+		max = DefaultDownloadMaxBytes
 	}
 	return &fileGuard{g: g, max: max, dirs: map[string]string{}}
 }

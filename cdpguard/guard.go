@@ -72,7 +72,7 @@ type Guard struct {
 
 	mcp mcpState // the MCP server at /mcp
 
-	// browserTarget is the browser's own target id, once an agent named it
+	// browserTarget is the browser's own target id, learned at start-up
 	// (browsertarget.go).
 	browserTarget atomic.Pointer[string]
 
@@ -269,7 +269,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	g.judge = fetchdomain.New(g.mux, fetchdomain.Options{
 		Policy:              g.policy,
 		Instructions:        g.cfg.Instructions,
-		OnShed:              g.metrics.shedCounter().Inc,
+		OnShed:              g.metrics.pausesShed.Inc,
 		ErrorForNavigation:  g.cfg.BlockedNavigation == "error",
 		PauseTimeout:        g.cfg.PauseTimeout,
 		Logger:              g.log,

@@ -59,12 +59,7 @@ func (g *Guard) listen() error {
 // requests whose Host is not an IP literal, localhost or a --public-host are
 // refused, and so are WebSocket upgrades that carry an Origin.
 func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !g.hostAllowed(r.Host) {
-		http.Error(w, "cdpguard: Host header "+r.Host+" is not accepted; use an IP address, localhost or a --public-host name", http.StatusForbidden)
-		return
-	}
-	if fromWebPage(r) {
-		http.Error(w, "cdpguard: requests from web pages are refused (Origin or Sec-Fetch-Site header)", http.StatusForbidden)
+	if g.refuseForeign(w, r) {
 		return
 	}
 	path := r.URL.Path
@@ -117,6 +112,22 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// refuseForeign answers 403 to a request a web page could have made (its
+// Host is not an IP literal, localhost or a --public-host name, or it
+// carries fromWebPage's headers) and reports whether it did. The guard and
+// the Supervisor in front of it (between browsers) both check first with it.
+func (g *Guard) refuseForeign(w http.ResponseWriter, r *http.Request) bool {
+	if !g.hostAllowed(r.Host) {
+		http.Error(w, "cdpguard: Host header "+r.Host+" is not accepted; use an IP address, localhost or a --public-host name", http.StatusForbidden)
+		return true
+	}
+	if fromWebPage(r) {
+		http.Error(w, "cdpguard: requests from web pages are refused (Origin or Sec-Fetch-Site header)", http.StatusForbidden)
+		return true
+	}
+	return false
 }
 
 // fromWebPage reports whether r came from a web page rather than an agent.

@@ -31,6 +31,15 @@ func launch(t *testing.T, cfg Config) *Guard {
 func get(t *testing.T, url string, hdr map[string]string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
+	resp := do(t, req, hdr)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// do sends req with the headers hdr ("Host" sets the request's Host).
+func do(t *testing.T, req *http.Request, hdr map[string]string) *http.Response {
+	t.Helper()
 	for k, v := range hdr {
 		if k == "Host" {
 			req.Host = v
@@ -43,9 +52,7 @@ func get(t *testing.T, url string, hdr map[string]string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp
 }
 
 // TestHTTPSurface checks the endpoints and the rules that keep web pages

@@ -104,7 +104,7 @@ func (g *Guard) applyRule(ctx context.Context, st *agentState, cmd relay.Command
 	case firewall.CheckFiles:
 		return g.checkFiles(cmd)
 	case firewall.Guard:
-		return g.guardMethod(st, cmd)
+		return g.guardMethod(ctx, st, cmd)
 	case firewall.Rewrite:
 		switch cmd.Method {
 		case "Browser.close":
@@ -165,10 +165,10 @@ func localNetworkGrant(cmd relay.Command) string {
 	return ""
 }
 
-func (g *Guard) guardMethod(st *agentState, cmd relay.Command) relay.Verdict {
+func (g *Guard) guardMethod(ctx context.Context, st *agentState, cmd relay.Command) relay.Verdict {
 	switch cmd.Method {
 	case "Guard.read":
-		return g.guardRead(st, cmd)
+		return g.guardRead(ctx, st, cmd)
 	case "Guard.getPolicy":
 		b, err := jsonv2.Marshal(g.policyView())
 		if err != nil {

@@ -243,6 +243,13 @@ func stringParam(params []byte, name string) string {
 // attachment to every target must not show through, or clients that only
 // attach to unattached targets (chromedp's popup handling) never do.
 func hideAttached(params []byte) []byte {
+	return setTargetInfoField(params, "attached", jsonv2.Value("false"))
+}
+
+// setTargetInfoField returns a target event's params with targetInfo's
+// field key set to the JSON value raw, every other field as it was; params
+// it cannot read come back unchanged.
+func setTargetInfoField(params []byte, key string, raw jsonv2.Value) []byte {
 	var p map[string]jsonv2.Value
 	if jsonv2.Unmarshal(params, &p) != nil {
 		return params
@@ -251,7 +258,7 @@ func hideAttached(params []byte) []byte {
 	if jsonv2.Unmarshal(p["targetInfo"], &ti) != nil {
 		return params
 	}
-	ti["attached"] = jsonv2.Value("false")
+	ti[key] = raw
 	b, err := jsonv2.Marshal(ti)
 	if err != nil {
 		return params
@@ -404,9 +411,5 @@ func (g *Guard) filterEvent(u *users.User, st *agentState) func(a *relay.Agent, 
 // replyError is a CDP error object for a reply hook that cannot pass the
 // browser's reply on.
 func replyError(method, why string) []byte {
-	b, err := jsonv2.Marshal(map[string]any{"code": cdpmsg.CodeServerError, "message": cdpmsg.Refusal(method, why)})
-	if err != nil {
-		return []byte(`{"code":-32000,"message":"cdpguard: error"}`)
-	}
-	return b
+	return cdpmsg.AppendErrorObject(nil, cdpmsg.CodeServerError, cdpmsg.Refusal(method, why))
 }

@@ -18,18 +18,7 @@ func postMCP(t *testing.T, url string, hdr map[string]string) (int, string) {
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(initializeBody))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range hdr {
-		if k == "Host" {
-			req.Host = v
-		} else {
-			req.Header.Set(k, v)
-		}
-	}
-	c := &http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := do(t, req, hdr)
 	defer resp.Body.Close()
 	var b strings.Builder
 	buf := make([]byte, 4096)

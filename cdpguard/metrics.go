@@ -23,6 +23,7 @@ type metrics struct {
 	cdpRefused       *prometheus.CounterVec
 	mcpToolCalls     *prometheus.CounterVec
 	agentsSlowClosed prometheus.Counter
+	pausesShed       prometheus.Counter
 	handler          http.Handler
 }
 
@@ -64,6 +65,10 @@ func newMetrics(cur func() *Guard) *metrics {
 			Name: "cdpguard_agents_cut_off_total",
 			Help: "Agent connections closed because they did not read their messages in time.",
 		}),
+		pausesShed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cdpguard_paused_requests_shed_total",
+			Help: "Paused requests failed at once because the Fetch judge's queue was full.",
+		}),
 	}
 	gauge := func(name, help string, f func(*Guard) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
@@ -74,7 +79,7 @@ func newMetrics(cur func() *Guard) *metrics {
 		})
 	}
 	m.reg.MustRegister(m.fetchBlocked, m.proxyRefused, m.browserRestarts, m.rendererCrashes,
-		m.decisionSeconds, m.cdpRefused, m.mcpToolCalls, m.agentsSlowClosed,
+		m.decisionSeconds, m.cdpRefused, m.mcpToolCalls, m.agentsSlowClosed, m.pausesShed,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gauge("cdpguard_users", "Users with a browser context.",

@@ -42,4 +42,3 @@ func (g *Guard) refusedNavigation(ctx context.Context, st *agentState, cmd relay
 	}
 	return relay.Verdict{Local: res}
 }
-

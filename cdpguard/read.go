@@ -97,8 +97,9 @@ func (r *readState) session(targetID string) string {
 }
 
 // guardRead answers Guard.read on an agent's page session. It runs on the
-// agent's read goroutine, so that agent waits for the read (bounded).
-func (g *Guard) guardRead(st *agentState, cmd relay.Command) relay.Verdict {
+// agent's read goroutine, so that agent waits for the read (bounded); ctx
+// is the agent's, so a read ends when its agent goes.
+func (g *Guard) guardRead(ctx context.Context, st *agentState, cmd relay.Command) relay.Verdict {
 	if cmd.Browser {
 		return refusal(cmd.Method, "it works on a page session: attach to the page (Target.attachToTarget with flatten) and send it there")
 	}
@@ -106,7 +107,7 @@ func (g *Guard) guardRead(st *agentState, cmd relay.Command) relay.Verdict {
 	if err := unmarshalParams(cmd.Params, &p); err != nil {
 		return refusal(cmd.Method, "unreadable params: "+err.Error())
 	}
-	ctx, cancel := context.WithTimeout(g.ctx, g.readLoadTimeout()+readCallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, g.readLoadTimeout()+readCallTimeout)
 	defer cancel()
 	res, err := g.mux.Call(ctx, cmd.SessionID, "Target.getTargetInfo", nil)
 	if err != nil {

@@ -152,12 +152,7 @@ func (s *Supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.ServeHTTP(w, r)
 		return
 	}
-	if !s.gate.hostAllowed(r.Host) {
-		http.Error(w, "cdpguard: Host header "+r.Host+" is not accepted; use an IP address, localhost or a --public-host name", http.StatusForbidden)
-		return
-	}
-	if fromWebPage(r) {
-		http.Error(w, "cdpguard: requests from web pages are refused (Origin or Sec-Fetch-Site header)", http.StatusForbidden)
+	if s.gate.refuseForeign(w, r) {
 		return
 	}
 	switch r.URL.Path {
@@ -195,10 +190,7 @@ func (s *Supervisor) watch(g *Guard) {
 			s.giveUp(fmt.Errorf("%w: %d failures within %v", ErrGaveUp, len(failures), s.opts.Window))
 			return
 		}
-		delay := s.backoff(len(failures))
-		select {
-		case <-time.After(delay):
-		case <-s.ctx.Done():
+		if !s.sleep(s.backoff(len(failures))) {
 			return
 		}
 		lctx, cancel := context.WithTimeout(s.ctx, 60*time.Second)
@@ -230,6 +222,18 @@ func (s *Supervisor) backoff(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, 30*time.Second)
+}
+
+// sleep waits d, or until Close; it reports false on Close.
+func (s *Supervisor) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
 }
 
 // install makes g the current guard unless the supervisor is closing.

@@ -13,10 +13,10 @@ import (
 // true and every agent session on it is ended with the reason. It runs on
 // the mux read loop: the sends go to the guard's effects goroutine.
 func (g *Guard) markWeb(t targetInfo, changed bool) {
-	why := firewall.NotWeb(t.Type, t.URL)
 	if t.Type == "browser" {
 		return
 	}
+	why := firewall.NotWeb(t.Type, t.URL)
 	g.users.MarkWeb(t.TargetID, why)
 	g.log.Debug("target", "id", t.TargetID, "type", t.Type, "url", truncateReason(t.URL), "context", t.BrowserContextID, "notWeb", why)
 	if why == "" || !changed {

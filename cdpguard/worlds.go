@@ -32,7 +32,7 @@ func newGuardWorlds() *guardWorlds {
 	return &guardWorlds{seen: map[string]bool{}, made: map[string]map[int64]bool{}}
 }
 
-// made records a guard world's context in a frame.
+// madeIn records a guard world's context in a frame.
 func (w *guardWorlds) madeIn(frameID string, contextID int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -183,14 +184,7 @@ func TestDifferential(t *testing.T) {
 		if mutate != nil {
 			mutate(&cfg)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		g, err := cdpguard.Launch(ctx, cfg)
-		if err != nil {
-			t.Fatalf("cdpguard.Launch: %v", err)
-		}
-		closeGuard(t, g)
-		return g
+		return cdptest.StartGuard(t, cfg)
 	}
 	g := launch(nil)
 	downloads := t.TempDir()

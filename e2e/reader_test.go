@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 	"github.com/cdpguard/cdpguard/internal/reader"
 )
@@ -81,15 +82,7 @@ func readerGuard(t *testing.T, origin string) *cdpguard.Guard {
 	cfg := guardConfig(t)
 	cfg.SearchURL = origin + "/search"
 	cfg.ReadLoadTimeout = 2 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	g, err := cdpguard.Launch(ctx, cfg)
-	if err != nil {
-		t.Fatalf("cdpguard.Launch: %v", err)
-	}
-	closeGuard(t, g)
-	waitHTTP(t, g.URL()+"/readyz", "ok", 30*time.Second)
-	return g
+	return cdptest.StartGuard(t, cfg)
 }
 
 // TestReader reads pages through one guard: the fixture table (Playwright

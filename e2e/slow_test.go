@@ -11,7 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -29,13 +29,7 @@ func TestSlowConsumer(t *testing.T) {
 	h := testhosts.Start(t)
 	cfg := guardConfig(t)
 	cfg.AgentWriteTimeout = 3 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	g, err := cdpguard.Launch(ctx, cfg)
-	if err != nil {
-		t.Fatalf("cdpguard.Launch: %v", err)
-	}
-	closeGuard(t, g)
+	g := cdptest.StartGuard(t, cfg)
 	ws := g.WebSocketURL()
 
 	fast := dialRaw(t, ws, "fast-user")

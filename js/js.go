@@ -1,5 +1,7 @@
-// Package js holds cdpguard's in-page scripts, embedded: each runs in an
-// isolated world the guard creates, never in the page's own world.
+// Package js holds cdpguard's in-page scripts, embedded. The reader's (this
+// file) run in an isolated world the guard creates and hides from agents;
+// the MCP tools' (mcpserver.go) run where any agent's scripts run, in the
+// page's main world, through the MCP server's agent connection.
 package js
 
 import _ "embed"

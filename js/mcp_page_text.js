@@ -1,5 +1,4 @@
-// Evaluated by the MCP server's browser_read fallback (used while the
-// reader is not in the build) and by browser_wait_for: the rendered text of
+// Evaluated by the MCP server's browser_wait_for: the rendered text of
 // the page's main region (the main, article or role=main element with the
 // most text, else body), with the URL of each link to another site written
 // after its text.

@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -84,7 +82,7 @@ func commonFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "host-map", Usage: "PATTERN=IP name mapping for Chrome and the egress proxy (repeatable)", EnvVars: []string{"CDPGUARD_HOST_MAP"}},
 		&cli.StringFlag{Name: "instructions", Usage: "text added to the explanation page of a blocked navigation", EnvVars: []string{"EXTRA_INSTRUCTIONS"}},
 		&cli.StringFlag{Name: "search-url", Usage: "prefix of search result pages: the reader notes on them that search results are not a source", EnvVars: []string{"SEARCH_URL"}},
-		&cli.StringFlag{Name: "blocked-navigation", Value: "page", Usage: "page (403 explanation page) or error (net::ERR_BLOCKED_BY_CLIENT)", EnvVars: []string{"CDPGUARD_BLOCKED_NAVIGATION"}},
+		&cli.StringFlag{Name: "blocked-navigation", Value: cdpguard.DefaultBlockedNavigation, Usage: "page (403 explanation page) or error (net::ERR_BLOCKED_BY_CLIENT)", EnvVars: []string{"CDPGUARD_BLOCKED_NAVIGATION"}},
 		&cli.DurationFlag{Name: "dialog-grace", Usage: "how long an agent with Page events enabled may take to answer a JavaScript dialog before the guard does (default " + dialogs.DefaultGrace.String() + "; 0: the guard answers at once)", EnvVars: []string{"CDPGUARD_DIALOG_GRACE"}},
 		&cli.StringSliceFlag{Name: "public-host", Usage: "extra Host names the endpoint accepts (repeatable)", EnvVars: []string{"CDPGUARD_PUBLIC_HOST"}},
 		&cli.StringFlag{Name: "download-dir", Usage: "downloads go to a per-user directory under it (default: downloads denied)", EnvVars: []string{"CDPGUARD_DOWNLOAD_DIR"}},
@@ -94,7 +92,7 @@ func commonFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "require-session-header", Usage: "refuse connections without the session header", EnvVars: []string{"CDPGUARD_REQUIRE_SESSION_HEADER"}},
 		&cli.IntFlag{Name: "session-idle", Value: int(cdpguard.DefaultSessionIdle / time.Second), Usage: "seconds without connection or activity after which a user's contexts are disposed (0: never)", EnvVars: []string{"SESSION_IDLE_SECONDS"}},
 		&cli.StringSliceFlag{Name: "allow-private", Usage: "CIDR the egress proxy may dial although it is loopback/private/link-local (repeatable)", EnvVars: []string{"CDPGUARD_ALLOW_PRIVATE"}},
-		&cli.StringFlag{Name: "service-workers", Value: "block", Usage: "block (registration refused) or guard (run, all traffic judged)", EnvVars: []string{"CDPGUARD_SERVICE_WORKERS"}},
+		&cli.StringFlag{Name: "service-workers", Value: cdpguard.DefaultServiceWorkers, Usage: "block (registration refused) or guard (run, all traffic judged)", EnvVars: []string{"CDPGUARD_SERVICE_WORKERS"}},
 		&cli.BoolFlag{Name: "mcp", Value: true, Usage: "serve the MCP server at /mcp", EnvVars: []string{"CDPGUARD_MCP"}},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"CDPGUARD_LOG_FORMAT"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"CDPGUARD_LOG_LEVEL"}},
@@ -204,7 +202,7 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return runSupervised(log, s)
+	return run(log, s, s.Err)
 }
 
 func attach(c *cli.Context) error {
@@ -218,24 +216,9 @@ func attach(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return run(c, log, g)
-}
-
-// run serves until a signal or until the guard stops by itself (browser
-// lost), which is an error: the agents were disconnected.
-func run(c *cli.Context, log *slog.Logger, g *cdpguard.Guard) error {
-	log.Info("listening on " + g.URL())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sig)
-	select {
-	case s := <-sig:
-		log.Info("stopping", "signal", s.String())
-		return g.Close()
-	case <-g.Done():
-		_ = g.Close()
+	return run(log, g, func() error {
 		return errors.New("the browser connection was lost; every agent connection was closed")
-	}
+	})
 }
 
 func check(c *cli.Context) error {

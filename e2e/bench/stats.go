@@ -127,7 +127,7 @@ func printTable(w io.Writer, rep report) {
 	}
 	_ = tw.Flush()
 	printMCP(w, rep.MCP)
-	fmt.Fprintf(w, "page load: accepted bar ≤ 1.30x (DESIGN \"Performance floors\": browser-level Fetch alone costs ≈ 1.20x here).\n")
+	fmt.Fprintf(w, "page load: accepted bar ≤ 1.30x (where the cost comes from: docs/decisions/2026-11-30-fetch-cost.md).\n")
 	fmt.Fprintf(w, "runtime %.0f s. %s\n", rep.RuntimeSec, rep.NoiseWarning)
 }
 

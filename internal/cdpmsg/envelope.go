@@ -138,12 +138,7 @@ const (
 // AppendError appends an error response. A negative id writes no id (for
 // messages whose id could not be read).
 func AppendError(b []byte, id int64, sessionID string, code int, message string) []byte {
-	eb := make([]byte, 0, len(message)+32)
-	eb = append(eb, `{"code":`...)
-	eb = strconv.AppendInt(eb, int64(code), 10)
-	eb = append(eb, `,"message":`...)
-	eb = AppendString(eb, message)
-	eb = append(eb, '}')
+	eb := AppendErrorObject(make([]byte, 0, len(message)+32), code, message)
 	if id < 0 {
 		b = append(b, `{"error":`...)
 		b = append(b, eb...)
@@ -154,6 +149,16 @@ func AppendError(b []byte, id int64, sessionID string, code int, message string)
 		return append(b, '}')
 	}
 	return AppendResponse(b, id, sessionID, nil, eb)
+}
+
+// AppendErrorObject appends a CDP error object, {"code":..,"message":..}:
+// the error of a response, also for reply hooks that replace the browser's.
+func AppendErrorObject(b []byte, code int, message string) []byte {
+	b = append(b, `{"code":`...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"message":`...)
+	b = AppendString(b, message)
+	return append(b, '}')
 }
 
 // AppendString appends s as a JSON string. Invalid UTF-8 is replaced.

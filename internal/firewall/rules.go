@@ -21,9 +21,8 @@ const (
 	// whose explanation page tells the agent what it can reach.
 	CheckURL
 	// CheckPolicy refuses the command if its url param is set and the
-	// allowlist does not allow it: for requests the Fetch judge never sees,
-	// and for an agent's own interception redirecting a request the guard
-	// already judged.
+	// allowlist does not allow it: for requests the Fetch judge never sees
+	// (an agent's own interception redirecting a request has CheckRedirect).
 	CheckPolicy
 	// CheckRedirect is CheckPolicy for an agent's own request interception
 	// (Fetch.continueRequest with a url): a redirect outside the allowlist

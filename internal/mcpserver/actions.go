@@ -230,26 +230,24 @@ func documentObject(ctx context.Context, t *tab) (runtime.RemoteObjectID, error)
 	return obj.Object.ObjectID, nil
 }
 
-// pageText returns the page's rendered text.
-func pageText(ctx context.Context, t *tab) (url, title, text string, err error) {
+// pageText returns the page's rendered text (js.MCPPageText).
+func pageText(ctx context.Context, t *tab) (string, error) {
 	res, err := cdp.Call(ctx, t.s, runtime.Evaluate, runtime.EvaluateParams{Expression: js.MCPPageText, ReturnByValue: ptr(true)})
 	if err != nil {
-		return "", "", "", err
+		return "", err
 	}
 	if res.ExceptionDetails != nil {
-		return "", "", "", errors.New(exceptionText(res.ExceptionDetails))
+		return "", errors.New(exceptionText(res.ExceptionDetails))
 	}
 	var v struct {
-		URL   string `json:"url"`
-		Title string `json:"title"`
-		Text  string `json:"text"`
+		Text string `json:"text"`
 	}
 	if res.Result != nil && len(res.Result.Value) > 0 {
 		if err := jsonv2.Unmarshal(res.Result.Value, &v); err != nil {
-			return "", "", "", err
+			return "", err
 		}
 	}
-	return v.URL, v.Title, v.Text, nil
+	return v.Text, nil
 }
 
 // call0 runs a command whose result does not matter.

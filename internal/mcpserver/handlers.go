@@ -227,7 +227,7 @@ func (s *Server) toolWait(ctx context.Context, u *user, in waitIn) (*mcp.CallToo
 	}
 	deadline := time.Now().Add(limit)
 	for {
-		_, _, text, err := pageText(ctx, t)
+		text, err := pageText(ctx, t)
 		if err == nil && (in.Text == "" || strings.Contains(text, in.Text)) && (in.TextGone == "" || !strings.Contains(text, in.TextGone)) {
 			return textResult("The condition holds."), nil
 		}

@@ -22,13 +22,11 @@ func (r *Registry) DisposeNow(ctx context.Context, key string) error {
 		r.mu.Unlock()
 		return ErrInUse
 	}
-	delete(r.users, key)
+	r.retire(key, u)
 	ids := make([]string, 0, len(u.contexts))
 	for id := range u.contexts {
-		delete(r.owner, id)
 		ids = append(ids, id)
 	}
-	r.stats.Disposed++
 	r.mu.Unlock()
 	var errs []error
 	for _, id := range ids {

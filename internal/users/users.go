@@ -73,6 +73,7 @@ func New(ctxs Contexts, idle time.Duration, log *slog.Logger) *Registry {
 		targets: map[string]string{},
 		gone:    map[string]time.Time{},
 		windows: map[int64]string{},
+		nonWeb:  map[string]string{},
 	}
 }
 
@@ -264,6 +265,16 @@ func (r *Registry) Run(ctx context.Context) {
 	}
 }
 
+// retire forgets user key u and its contexts' ownership and counts it
+// disposed; the caller holds r.mu and disposes the contexts after unlocking.
+func (r *Registry) retire(key string, u *User) {
+	delete(r.users, key)
+	for id := range u.contexts {
+		delete(r.owner, id)
+	}
+	r.stats.Disposed++
+}
+
 func (r *Registry) sweep(ctx context.Context) {
 	now := r.now()
 	var idle []*User
@@ -279,11 +290,7 @@ func (r *Registry) sweep(ctx context.Context) {
 		for k, u := range r.users {
 			if u.conns == 0 && u.Primary != "" && now.Sub(u.last) > r.idle {
 				idle = append(idle, u)
-				delete(r.users, k)
-				for id := range u.contexts {
-					delete(r.owner, id)
-				}
-				r.stats.Disposed++
+				r.retire(k, u)
 			}
 		}
 	}

@@ -9,9 +9,6 @@ func (r *Registry) MarkWeb(targetID, why string) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.nonWeb == nil {
-		r.nonWeb = map[string]string{}
-	}
 	if why == "" {
 		delete(r.nonWeb, targetID)
 	} else {

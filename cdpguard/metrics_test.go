@@ -1,17 +1,13 @@
 package cdpguard
 
-import (
-	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
-)
+import "testing"
 
 // TestShedCounter: the judge's shed counter is on the guard's registry, and
 // a guard started again on the same registry keeps counting on it.
 func TestShedCounter(t *testing.T) {
-	m := &metrics{reg: prometheus.NewRegistry()}
-	m.shedCounter().Inc()
-	m.shedCounter().Inc()
+	m := newMetrics(func() *Guard { return nil })
+	m.pausesShed.Inc() // the first guard (the judge's OnShed)
+	m.pausesShed.Inc() // a guard launched again with the same metrics
 	mfs, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
