@@ -93,7 +93,12 @@ func (s *Server) toolRead(ctx context.Context, u *user, in readIn) (*mcp.CallToo
 		}
 	}
 	end := r.Offset + len([]rune(r.Text))
-	head := fmt.Sprintf("URL: %s\nTitle: %s\nCharacters %d-%d of %d.", r.URL, r.Title, r.Offset, end, r.TotalChars)
+	// The reader's text starts with its title and URL; a later section
+	// does not, so name the page there.
+	head := fmt.Sprintf("Characters %d-%d of %d.", r.Offset, end, r.TotalChars)
+	if r.Offset > 0 {
+		head = fmt.Sprintf("URL: %s\nTitle: %s\n", r.URL, r.Title) + head
+	}
 	if r.NextOffset != nil {
 		head += fmt.Sprintf(" More follows: call browser_read with offset=%d (no url) to continue.", *r.NextOffset)
 	}
