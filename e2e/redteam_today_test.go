@@ -58,6 +58,7 @@ func TestRedTeamToday(t *testing.T) {
 	t.Run("windows", func(t *testing.T) { rtWindows(t, e) })
 	t.Run("dialogGrace", func(t *testing.T) { rtDialogGrace(t, e) })
 	t.Run("mcp", func(t *testing.T) { rtMCP(t, e) })
+	t.Run("giantReply", func(t *testing.T) { rtGiantReply(t, e) })
 	e.noLeak(t)
 	e.aliceIntact(t)
 }
@@ -497,5 +498,26 @@ func rtMCP(t *testing.T, e *rtEnv) {
 		if resp.StatusCode < 400 {
 			t.Errorf("/mcp with %v: %d, want a refusal", hd, resp.StatusCode)
 		}
+	}
+}
+
+// rtGiantReply: mallory makes Chrome answer her with a message over the
+// guard's browser-connection limit (256 MB). The guard must not lose its
+// browser connection (every user's agents) over one agent's reply.
+func rtGiantReply(t *testing.T, e *rtEnv) {
+	_, err := e.mallory.call(e.malPage, "Runtime.evaluate", map[string]any{"expression": `"x".repeat(270 * 1024 * 1024)`, "returnByValue": true}, 60*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "message limit") {
+		t.Errorf("270 MB reply: %.200v, want the guard's error naming the message limit", err)
+	}
+	e.aliceIntact(t)
+	// The same from the page: a 270 MB console message while mallory has
+	// Runtime enabled on it (an event, dropped).
+	_, err = e.mallory.call(e.malPage, "Runtime.evaluate", map[string]any{"expression": `console.log("y".repeat(270 * 1024 * 1024)), 1`}, 60*time.Second)
+	if err != nil {
+		t.Errorf("a page's 270 MB console message: %v", err)
+	}
+	e.aliceIntact(t)
+	if _, err := e.mallory.eval(e.malPage, "1+1"); err != nil {
+		t.Errorf("mallory's connection after her giant reply: %v", err)
 	}
 }
