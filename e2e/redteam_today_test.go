@@ -106,6 +106,12 @@ func rtReadURLs(t *testing.T, e *rtEnv) {
 	if _, err := m.guardRead(e.malPage, map[string]any{"url": "data:text/html," + url.PathEscape(page)}); err != nil {
 		t.Logf("Guard.read of a hostile data: page: %v", err)
 	}
+	// A page with a huge title (it could make the reader's reply larger
+	// than the browser connection's message limit): the title is cut.
+	r, err = m.guardRead(e.malPage, map[string]any{"url": "data:text/html," + url.PathEscape(`<p>some text for the reader to find here, enough of it to count as the main content.</p><script>document.title = "t".repeat(1e5)</script>`)})
+	if err != nil || len(r.Title) > 4096 {
+		t.Errorf("Guard.read of a page with a 100 kB title: title %d chars, %v", len(r.Title), err)
+	}
 	// A negative offset and a huge maxChars are answered, not obeyed.
 	_, err = m.guardRead(e.malPage, map[string]any{"offset": -5})
 	failed(t, "Guard.read offset -5", err)
@@ -505,16 +511,18 @@ func rtMCP(t *testing.T, e *rtEnv) {
 // guard's browser-connection limit (256 MB). The guard must not lose its
 // browser connection (every user's agents) over one agent's reply.
 func rtGiantReply(t *testing.T, e *rtEnv) {
-	_, err := e.mallory.call(e.malPage, "Runtime.evaluate", map[string]any{"expression": `"x".repeat(270 * 1024 * 1024)`, "returnByValue": true}, 60*time.Second)
+	// mallory's MCP browser_close closed her tabs: a fresh one.
+	e.malTarget, e.malPage = e.mallory.openPage(t, userURL(e.h, "mallory"))
+	_, err := e.mallory.call(e.malPage, "Runtime.evaluate", map[string]any{"expression": `"x".repeat(257 * 1024 * 1024)`, "returnByValue": true}, 60*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "message limit") {
-		t.Errorf("270 MB reply: %.200v, want the guard's error naming the message limit", err)
+		t.Errorf("257 MB reply: %.200v, want the guard's error naming the message limit", err)
 	}
 	e.aliceIntact(t)
-	// The same from the page: a 270 MB console message while mallory has
+	// The same from the page: a 257 MB console message while mallory has
 	// Runtime enabled on it (an event, dropped).
-	_, err = e.mallory.call(e.malPage, "Runtime.evaluate", map[string]any{"expression": `console.log("y".repeat(270 * 1024 * 1024)), 1`}, 60*time.Second)
+	_, err = e.mallory.call(e.malPage, "Runtime.evaluate", map[string]any{"expression": `console.log("y".repeat(257 * 1024 * 1024)), 1`}, 60*time.Second)
 	if err != nil {
-		t.Errorf("a page's 270 MB console message: %v", err)
+		t.Errorf("a page's 257 MB console message: %v", err)
 	}
 	e.aliceIntact(t)
 	if _, err := e.mallory.eval(e.malPage, "1+1"); err != nil {

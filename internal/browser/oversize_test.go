@@ -13,7 +13,7 @@ func TestPipeConnOversize(t *testing.T) {
 	c, _, peerW := pipePair(t)
 	c.maxMsg = 1000
 	big := strings.Repeat("x", 3*pipeReadBuffer) // the skipping path
-	small := strings.Repeat("y", 2000)            // over the limit, within one buffer
+	small := strings.Repeat("y", 2000)           // over the limit, within one buffer
 	msgs := []string{
 		`{"id":7,"result":{"result":{"type":"string","value":"` + big + `"}},"sessionId":"AB12"}`,
 		`{"method":"Runtime.consoleAPICalled","params":{"v":"` + big + `"},"sessionId":"AB12"}`,
