@@ -106,6 +106,20 @@ func rtReadURLs(t *testing.T, e *rtEnv) {
 	if _, err := m.guardRead(e.malPage, map[string]any{"url": "data:text/html," + url.PathEscape(page)}); err != nil {
 		t.Logf("Guard.read of a hostile data: page: %v", err)
 	}
+	// The guard's own endpoint under an allowed name (allowed.test maps to
+	// 127.0.0.1, any port is allowed): a browser-initiated navigation sends
+	// no Origin and Sec-Fetch-Site: none, so only the Host check and the
+	// proxy's refusal to dial the endpoint stand between it and alice.
+	gu, _ := url.Parse(e.base)
+	for _, p := range []string{"/json/list", "/json/version", "/read?url=" + url.QueryEscape(userURL(e.h, "alice"))} {
+		u := "http://" + testhosts.AllowedName + ":" + gu.Port() + p
+		r, err := m.guardRead(e.malPage, map[string]any{"url": u})
+		e.noAlice(t, "Guard.read of the endpoint "+p, r.Text)
+		if strings.Contains(r.Text, "webSocketDebuggerUrl") || strings.Contains(r.Text, "Browser") && strings.Contains(r.Text, "Protocol-Version") {
+			t.Errorf("LEAK: Guard.read reached the guard's endpoint %s: %.300s", p, r.Text)
+		}
+		t.Logf("Guard.read %s: %v %.120q", p, err, r.Text)
+	}
 	// A page with a huge title (it could make the reader's reply larger
 	// than the browser connection's message limit): the title is cut.
 	r, err = m.guardRead(e.malPage, map[string]any{"url": "data:text/html," + url.PathEscape(`<p>some text for the reader to find here, enough of it to count as the main content.</p><script>document.title = "t".repeat(1e5)</script>`)})
