@@ -249,6 +249,42 @@ func rtHiddenWorld(t *testing.T, e *rtEnv) {
 			}
 		}
 	}
+	// Replays: Runtime.enable again and Debugger.enable announce every
+	// existing context and script; none of the guard's may show.
+	n := len(m.snapshotEvents())
+	for _, c := range []string{"Runtime.disable", "Runtime.enable", "Debugger.enable"} {
+		if _, err := m.call(e.malPage, c, nil, 10*time.Second); err != nil {
+			t.Errorf("%s: %v", c, err)
+		}
+	}
+	if _, err := m.guardRead(e.malPage, nil); err != nil {
+		t.Errorf("Guard.read with Debugger enabled: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	for _, ev := range m.snapshotEvents()[n:] {
+		if ev.SessionID != e.malPage {
+			continue
+		}
+		var p struct {
+			Context struct {
+				ID   int64  `json:"id"`
+				Name string `json:"name"`
+			} `json:"context"`
+			ContextID int64 `json:"executionContextId"`
+		}
+		_ = json.Unmarshal(ev.Params, &p)
+		switch ev.Method {
+		case "Runtime.executionContextCreated":
+			if strings.HasPrefix(p.Context.Name, "cdpguard") || !announced[p.Context.ID] && p.Context.ID > 0 && strings.Contains(string(ev.Params), `"isolated"`) {
+				t.Errorf("replay shows a guard world: %s", ev.Params)
+			}
+		case "Debugger.scriptParsed":
+			if !announced[p.ContextID] && strings.Contains(string(ev.Params), `"isolated"`) {
+				t.Errorf("Debugger shows a script of an unannounced isolated world: %.300s", ev.Params)
+			}
+		}
+	}
+	_, _ = m.call(e.malPage, "Debugger.disable", nil, 10*time.Second)
 	// Control: the page's own world answers.
 	if got, err := m.eval(e.malPage, "document.title"); err != nil || got == "" {
 		t.Errorf("control: evaluate in the page's world: %q %v", got, err)
