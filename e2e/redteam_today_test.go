@@ -508,6 +508,10 @@ func rtMCP(t *testing.T, e *rtEnv) {
 	// Tabs: index games never reach alice's tabs.
 	list := call(t, s, "browser_tabs", map[string]any{"action": "list"}, false)
 	e.noAlice(t, "mallory's browser_tabs", list)
+	if strings.Contains(list, "file:") || strings.Contains(list, "chrome:") {
+		t.Errorf("LEAK: a tab left web content: %s", list)
+	}
+	call(t, s, "browser_file_upload", map[string]any{"element": "x", "ref": "e1", "paths": []string{"/etc/passwd"}}, true)
 	for _, idx := range []int{-1, 99, 1 << 40} {
 		call(t, s, "browser_tabs", map[string]any{"action": "select", "index": idx}, true)
 		call(t, s, "browser_tabs", map[string]any{"action": "close", "index": idx}, true)
@@ -518,6 +522,29 @@ func rtMCP(t *testing.T, e *rtEnv) {
 	snap := call(t, a, "browser_snapshot", nil, false)
 	ref := refOf(t, snap, "open popup")
 	call(t, s, "browser_click", map[string]any{"element": "alice's button", "ref": ref}, true)
+	// Alice's Mcp-Session-Id with mallory's header: the header is the
+	// user, so the call drives mallory's browser, never alice's.
+	body := `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"browser_tabs","arguments":{"action":"list"}}}`
+	req, _ := http.NewRequest(http.MethodPost, e.base+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", a.ID())
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	req.Header.Set(userHeader, "mallory")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		var b strings.Builder
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := resp.Body.Read(buf)
+			b.Write(buf[:n])
+			if err != nil {
+				break
+			}
+		}
+		resp.Body.Close()
+		e.noAlice(t, "alice's MCP session with mallory's header", b.String())
+		t.Logf("alice's session id with mallory's header: %d %.200s", resp.StatusCode, b.String())
+	}
 	// Giant arguments.
 	call(t, s, "browser_evaluate", map[string]any{"function": "() => '" + strings.Repeat("x", 70<<10) + "'"}, true)
 	call(t, s, "browser_navigate", map[string]any{"url": e.h.PageURL("/?" + strings.Repeat("a", 9<<10))}, true)
