@@ -20,15 +20,17 @@ import (
 // naming an id the guard made anywhere pay for looking up the session's
 // target.
 func (g *Guard) worldCommand(ctx context.Context, cmd relay.Command) relay.Verdict {
-	if cmd.Browser || !bytes.Contains(cmd.Params, []byte("ontextId")) {
+	// A key may be spelt with escapes ("cont\u0065xtId"): Chrome reads it
+	// as contextId, so params with a backslash are decoded too.
+	if cmd.Browser || !bytes.Contains(cmd.Params, []byte("ontextId")) && bytes.IndexByte(cmd.Params, '\\') < 0 {
 		return relay.Verdict{}
 	}
 	var p struct {
 		ContextID          jsonv2.Value `json:"contextId"`
 		ExecutionContextID jsonv2.Value `json:"executionContextId"`
 	}
-	if unmarshalParams(cmd.Params, &p) != nil {
-		return relay.Verdict{} // Chrome refuses params it cannot read
+	if err := unmarshalParams(cmd.Params, &p); err != nil {
+		return refusal(cmd.Method, "unreadable params: "+err.Error())
 	}
 	var ids []int64
 	for _, v := range []jsonv2.Value{p.ContextID, p.ExecutionContextID} {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
@@ -54,6 +55,7 @@ func TestRedTeamToday(t *testing.T) {
 	t.Run("readURLs", func(t *testing.T) { rtReadURLs(t, e) })
 	t.Run("readScope", func(t *testing.T) { rtReadScope(t, e) })
 	t.Run("hiddenWorld", func(t *testing.T) { rtHiddenWorld(t, e) })
+	t.Run("rawWorld", func(t *testing.T) { rtRawWorld(t, e) })
 	t.Run("readConcurrent", func(t *testing.T) { rtReadConcurrent(t, e) })
 	t.Run("readHTTP", func(t *testing.T) { rtReadHTTP(t, e) })
 	t.Run("windows", func(t *testing.T) { rtWindows(t, e) })
@@ -233,7 +235,7 @@ func rtHiddenWorld(t *testing.T, e *rtEnv) {
 		}
 		for _, c := range []struct {
 			method string
-			params map[string]any
+			params any
 		}{
 			{"Runtime.evaluate", map[string]any{"expression": "document.title", "contextId": id, "returnByValue": true}},
 			{"Runtime.callFunctionOn", map[string]any{"functionDeclaration": "function(){return document.title}", "executionContextId": id, "returnByValue": true}},
@@ -241,6 +243,8 @@ func rtHiddenWorld(t *testing.T, e *rtEnv) {
 			{"Runtime.evaluate", map[string]any{"expression": "document.title", "contextId": json.RawMessage(fmt.Sprintf("%d.0", id)), "returnByValue": true}},
 			{"Runtime.evaluate", map[string]any{"expression": "document.title", "contextId": json.RawMessage(fmt.Sprintf("%de0", id)), "returnByValue": true}},
 			{"DOM.resolveNode", map[string]any{"backendNodeId": 1, "executionContextId": id}},
+			{"Runtime.evaluate", json.RawMessage(fmt.Sprintf(`{"expression":"document.title","returnByValue":true,"cont\u0065xtId":%d}`, id))},
+			{"Runtime.evaluate", json.RawMessage(fmt.Sprintf(`{"expression":"document.title","returnByValue":true,"contextId":1,"contextId":%d}`, id))},
 		} {
 			res, err := m.call(e.malPage, c.method, c.params, 5*time.Second)
 			if err == nil && !strings.Contains(string(res), "exceptionDetails") {
@@ -628,4 +632,95 @@ func rtGiantReply(t *testing.T, e *rtEnv) {
 	if _, err := e.mallory.eval(e.malPage, "1+1"); err != nil {
 		t.Errorf("mallory's connection after her giant reply: %v", err)
 	}
+}
+
+// rtRawWorld sends hand-written frames (a key spelt with a JSON escape,
+// which Chrome decodes, and duplicate keys) that name the reader's world
+// by a guessed context id, on a raw WebSocket as mallory.
+func rtRawWorld(t *testing.T, e *rtEnv) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	h := http.Header{userHeader: {"mallory"}}
+	wsURL, err := cdptest.BrowserURL(ctx, e.base, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(64 << 20)
+	id := 0
+	send := func(frame string) (string, error) {
+		id++
+		if err := c.Write(ctx, websocket.MessageText, []byte(fmt.Sprintf(frame, id))); err != nil {
+			return "", err
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer rcancel()
+		for {
+			_, b, err := c.Read(rctx)
+			if err != nil {
+				return "", err
+			}
+			var m struct {
+				ID *int `json:"id"`
+			}
+			if json.Unmarshal(b, &m) == nil && m.ID != nil && *m.ID == id {
+				return string(b), nil
+			}
+		}
+	}
+	res, err := send(`{"id":%d,"method":"Target.attachToTarget","params":{"targetId":"` + e.malTarget + `","flatten":true}}`)
+	var at struct {
+		Result struct {
+			SessionID string `json:"sessionId"`
+		} `json:"result"`
+	}
+	if err != nil || json.Unmarshal([]byte(res), &at) != nil || at.Result.SessionID == "" {
+		t.Fatalf("attach: %s %v", res, err)
+	}
+	s := at.Result.SessionID
+	if res, err := send(`{"id":%d,"sessionId":"` + s + `","method":"Runtime.evaluate","params":{"expression":"window.__mainMark = 1"}}`); err != nil || strings.Contains(res, `"error"`) {
+		t.Fatalf("mark the main world: %s %v", res, err)
+	}
+	if res, err := send(`{"id":%d,"sessionId":"` + s + `","method":"Guard.read","params":{}}`); err != nil || !strings.Contains(res, "user=mallory") {
+		t.Fatalf("control: Guard.read: %.200s %v", res, err)
+	}
+	reached := 0
+	for ctxID := 1; ctxID <= 30; ctxID++ {
+		for _, f := range []string{
+			`{"id":%%d,"sessionId":"%s","method":"Runtime.evaluate","params":{"expression":"typeof window.__mainMark","returnByValue":true,"cont\u0065xtId":%d}}`,
+		} {
+			res, err := send(fmt.Sprintf(f, s, ctxID))
+			if err != nil {
+				t.Fatalf("raw frame %s: %v", fmt.Sprintf(f, s, ctxID), err)
+			}
+			// The main world has __mainMark; any other world that answers
+			// is one the agent was never told about.
+			if strings.Contains(res, `"value":"undefined"`) {
+				reached++
+				t.Errorf("raw frame reached a world without the page's globals (context %d): %.200s", ctxID, res)
+			}
+		}
+	}
+	// Duplicate keys (Chrome would read the last): the relay refuses the
+	// frame as malformed; whatever comes back is no evaluation result.
+	for ctxID := 1; ctxID <= 6; ctxID++ {
+		frame := fmt.Sprintf(`{"id":%d,"sessionId":"%s","method":"Runtime.evaluate","params":{"expression":"typeof window.__mainMark","returnByValue":true,"contextId":1,"contextId":%d}}`, 10000+ctxID, s, ctxID)
+		if err := c.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
+			t.Fatal(err)
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+		_, b, err := c.Read(rctx)
+		rcancel()
+		if err == nil && strings.Contains(string(b), `"result"`) {
+			t.Errorf("a frame with duplicate keys was answered: %.200s", b)
+		}
+		if ctxID == 1 {
+			t.Logf("duplicate keys: %.200s %v", b, err)
+		}
+	}
+	t.Logf("worlds reached with raw frames: %d", reached)
 }
