@@ -56,6 +56,7 @@ func TestRedTeamToday(t *testing.T) {
 	t.Run("readScope", func(t *testing.T) { rtReadScope(t, e) })
 	t.Run("hiddenWorld", func(t *testing.T) { rtHiddenWorld(t, e) })
 	t.Run("rawWorld", func(t *testing.T) { rtRawWorld(t, e) })
+	t.Run("debuggerWorld", func(t *testing.T) { rtDebuggerWorld(t, e) })
 	t.Run("readConcurrent", func(t *testing.T) { rtReadConcurrent(t, e) })
 	t.Run("readHTTP", func(t *testing.T) { rtReadHTTP(t, e) })
 	t.Run("windows", func(t *testing.T) { rtWindows(t, e) })
@@ -723,4 +724,70 @@ func rtRawWorld(t *testing.T, e *rtEnv) {
 		}
 	}
 	t.Logf("worlds reached with raw frames: %d", reached)
+}
+
+// rtDebuggerWorld: a second connection of mallory's pauses her page in the
+// debugger while the first reads it, and tries to run code in the reader's
+// world through the paused call frames and their objects.
+func rtDebuggerWorld(t *testing.T, e *rtEnv) {
+	m := e.mallory
+	if _, err := m.eval(e.malPage, "window.__mainMark = 1"); err != nil {
+		t.Fatal(err)
+	}
+	b := rtDial(t, e.base, "mallory")
+	res, err := b.call("", "Target.attachToTarget", map[string]any{"targetId": e.malTarget, "flatten": true}, 10*time.Second)
+	var at struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err != nil || json.Unmarshal(res, &at) != nil {
+		t.Fatalf("second connection attach: %s %v", res, err)
+	}
+	bs := at.SessionID
+	for _, c := range []string{"Runtime.enable", "Debugger.enable", "Debugger.pause"} {
+		if _, err := b.call(bs, c, nil, 10*time.Second); err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.guardRead(e.malPage, nil)
+		done <- err
+	}()
+	ev, ok := b.waitEvent(10*time.Second, func(ev rtMsg) bool { return ev.Method == "Debugger.paused" && ev.SessionID == bs })
+	if ok {
+		var p struct {
+			CallFrames []struct {
+				CallFrameID string `json:"callFrameId"`
+				This        struct {
+					ObjectID string `json:"objectId"`
+				} `json:"this"`
+			} `json:"callFrames"`
+		}
+		_ = json.Unmarshal(ev.Params, &p)
+		for _, f := range p.CallFrames {
+			r1, err1 := b.call(bs, "Debugger.evaluateOnCallFrame", map[string]any{"callFrameId": f.CallFrameID, "expression": "typeof window.__mainMark", "returnByValue": true}, 5*time.Second)
+			if err1 == nil && strings.Contains(string(r1), `"value":"undefined"`) {
+				t.Errorf("evaluateOnCallFrame ran in a world without the page's globals: %.200s", r1)
+			}
+			refused(t, "evaluateOnCallFrame in the reader's paused script", err1, "isolated worlds")
+			if f.This.ObjectID != "" {
+				r2, err2 := b.call(bs, "Runtime.callFunctionOn", map[string]any{"objectId": f.This.ObjectID, "functionDeclaration": "function(){ return typeof window.__mainMark }", "returnByValue": true}, 5*time.Second)
+				if err2 == nil && strings.Contains(string(r2), `"value":"undefined"`) {
+					t.Errorf("callFunctionOn a paused frame's this ran in a world without the page's globals: %.200s", r2)
+				}
+				refused(t, "callFunctionOn the reader's this", err2, "isolated worlds")
+			}
+		}
+		t.Logf("paused with %d frames: %.300s", len(p.CallFrames), ev.Params)
+	} else {
+		t.Errorf("the read never paused: the attack did not run")
+	}
+	_, _ = b.call(bs, "Debugger.resume", nil, 5*time.Second)
+	_, _ = b.call(bs, "Debugger.disable", nil, 5*time.Second)
+	select {
+	case err := <-done:
+		t.Logf("Guard.read while paused: %v", err)
+	case <-time.After(40 * time.Second):
+		t.Errorf("Guard.read did not end")
+	}
 }
