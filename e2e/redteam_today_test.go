@@ -57,6 +57,7 @@ func TestRedTeamToday(t *testing.T) {
 	t.Run("hiddenWorld", func(t *testing.T) { rtHiddenWorld(t, e) })
 	t.Run("rawWorld", func(t *testing.T) { rtRawWorld(t, e) })
 	t.Run("debuggerWorld", func(t *testing.T) { rtDebuggerWorld(t, e) })
+	t.Run("aboutURLs", func(t *testing.T) { rtAboutURLs(t, e) })
 	t.Run("readConcurrent", func(t *testing.T) { rtReadConcurrent(t, e) })
 	t.Run("readHTTP", func(t *testing.T) { rtReadHTTP(t, e) })
 	t.Run("windows", func(t *testing.T) { rtWindows(t, e) })
@@ -789,5 +790,26 @@ func rtDebuggerWorld(t *testing.T, e *rtEnv) {
 		t.Logf("Guard.read while paused: %v", err)
 	case <-time.After(40 * time.Second):
 		t.Errorf("Guard.read did not end")
+	}
+}
+
+// rtAboutURLs: about: is allowed (it never touches the network), but Chrome
+// rewrites some about: URLs to its WebUI (about:version → chrome://version).
+func rtAboutURLs(t *testing.T, e *rtEnv) {
+	m := e.mallory
+	for _, u := range []string{"about:version", "about:settings"} {
+		r, err := m.guardRead(e.malPage, map[string]any{"url": u})
+		if err == nil && (strings.Contains(r.URL, "chrome:") || strings.Contains(r.Text, "Command Line") || strings.Contains(r.Text, "--remote-debugging")) {
+			t.Errorf("LEAK: Guard.read %s reached WebUI: %s %.300s", u, r.URL, r.Text)
+		}
+		t.Logf("Guard.read %s: %v %s %.100q", u, err, r.URL, r.Text)
+		res, err := m.call(e.malPage, "Page.navigate", map[string]any{"url": u}, 10*time.Second)
+		t.Logf("Page.navigate %s: %s %v", u, res, err)
+		time.Sleep(300 * time.Millisecond)
+		res, err = m.call("", "Target.getTargetInfo", map[string]any{"targetId": e.malTarget}, 10*time.Second)
+		if strings.Contains(string(res), "chrome:") {
+			t.Errorf("LEAK: Page.navigate %s left her tab at WebUI: %s", u, res)
+		}
+		t.Logf("her tab: %.200s %v", res, err)
 	}
 }
