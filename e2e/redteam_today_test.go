@@ -811,5 +811,29 @@ func rtAboutURLs(t *testing.T, e *rtEnv) {
 			t.Errorf("LEAK: Page.navigate %s left her tab at WebUI: %s", u, res)
 		}
 		t.Logf("her tab: %.200s %v", res, err)
+		res, err = m.call("", "Target.createTarget", map[string]any{"url": u}, 10*time.Second)
+		var ct struct {
+			TargetID string `json:"targetId"`
+		}
+		if err == nil && json.Unmarshal(res, &ct) == nil {
+			time.Sleep(300 * time.Millisecond)
+			info, _ := m.call("", "Target.getTargetInfo", map[string]any{"targetId": ct.TargetID}, 10*time.Second)
+			if strings.Contains(string(info), "chrome:") {
+				t.Errorf("LEAK: Target.createTarget %s made a WebUI tab she can see: %s", u, info)
+			}
+			if at, err := m.call("", "Target.attachToTarget", map[string]any{"targetId": ct.TargetID, "flatten": true}, 10*time.Second); err == nil {
+				var a struct {
+					SessionID string `json:"sessionId"`
+				}
+				_ = json.Unmarshal(at, &a)
+				if v, err := m.eval(a.SessionID, "location.href + ' ' + document.body.innerText.slice(0, 200)"); err == nil && strings.Contains(v, "chrome:") {
+					t.Errorf("LEAK: evaluate in a tab made with %s: %s", u, v)
+				}
+			}
+			_, _ = m.call("", "Target.closeTarget", map[string]any{"targetId": ct.TargetID}, 10*time.Second)
+			t.Logf("Target.createTarget %s: %.200s", u, info)
+		} else {
+			t.Logf("Target.createTarget %s: %v", u, err)
+		}
 	}
 }
