@@ -613,26 +613,22 @@ func rtMCP(t *testing.T, e *rtEnv) {
 	}
 }
 
-// rtGiantReply: mallory makes Chrome answer her with a message over the
-// guard's browser-connection limit (256 MB). The guard must not lose its
-// browser connection (every user's agents) over one agent's reply.
+// rtGiantReply: mallory's page logs a 257 MB string while she has Runtime
+// enabled: an event over the guard's 256 MB browser-message limit. Before
+// the fix a page alone ended the browser connection of every user this
+// way (an agent too, with Runtime.evaluate of such a string by value). The
+// pipe now skips it: an event is dropped, an answer becomes a CDP error
+// naming the limit (internal/browser TestPipeConnOversize: one 257 MB
+// message is enough CI time here); nobody is cut off.
 func rtGiantReply(t *testing.T, e *rtEnv) {
 	// mallory's MCP browser_close closed her tabs: a fresh one.
 	e.malTarget, e.malPage = e.mallory.openPage(t, userURL(e.h, "mallory"))
-	_, err := e.mallory.call(e.malPage, "Runtime.evaluate", map[string]any{"expression": `"x".repeat(257 * 1024 * 1024)`, "returnByValue": true}, 60*time.Second)
-	if err == nil || !strings.Contains(err.Error(), "message limit") {
-		t.Errorf("257 MB reply: %.200v, want the guard's error naming the message limit", err)
-	}
-	e.aliceIntact(t)
-	// The same from the page: a 257 MB console message while mallory has
-	// Runtime enabled on it (an event, dropped).
-	_, err = e.mallory.call(e.malPage, "Runtime.evaluate", map[string]any{"expression": `console.log("y".repeat(257 * 1024 * 1024)), 1`}, 60*time.Second)
-	if err != nil {
+	if _, err := e.mallory.call(e.malPage, "Runtime.evaluate", map[string]any{"expression": `console.log("x".repeat(257 * 1024 * 1024)), 1`}, 60*time.Second); err != nil {
 		t.Errorf("a page's 257 MB console message: %v", err)
 	}
 	e.aliceIntact(t)
 	if _, err := e.mallory.eval(e.malPage, "1+1"); err != nil {
-		t.Errorf("mallory's connection after her giant reply: %v", err)
+		t.Errorf("mallory's connection after the giant message: %v", err)
 	}
 }
 
