@@ -37,6 +37,9 @@ func (g *Guard) judgeCommand(ctx context.Context, a *relay.Agent, st *agentState
 	if v, done := g.attachBrowserTarget(cmd); done {
 		return v
 	}
+	if v := g.worldCommand(ctx, cmd); v.Refuse != "" {
+		return v
+	}
 	rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
 	switch rule.Action {
 	case firewall.Refuse:

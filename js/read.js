@@ -70,5 +70,7 @@
   if (root) {
     element(root, false);
   }
-  return { url: location.href, title: document.title, html: out.join(''), truncated };
+  // The title is cut as Chrome cuts tab titles (4096): a page could set one
+  // of hundreds of MB and make the reply too large, like the HTML above.
+  return { url: location.href, title: document.title.slice(0, 4096), html: out.join(''), truncated };
 })

@@ -23,6 +23,7 @@ type pipeConn struct {
 	readMu  sync.Mutex
 	br      *bufio.Reader
 	readErr error // sticky
+	maxMsg  int   // MaxMessageSize; smaller in tests
 
 	writeMu  sync.Mutex
 	writeErr error // sticky
@@ -37,6 +38,7 @@ func newPipeConn(r, w *os.File) *pipeConn {
 		r:      r,
 		w:      w,
 		br:     bufio.NewReaderSize(r, pipeReadBuffer),
+		maxMsg: MaxMessageSize,
 		closed: make(chan struct{}),
 	}
 }
@@ -49,6 +51,9 @@ func (c *pipeConn) ReadMessage() ([]byte, error) {
 		return nil, c.readErr
 	}
 	msg, err := c.readFrame()
+	for errors.Is(err, errOversizeDropped) {
+		msg, err = c.readFrame()
+	}
 	if err != nil {
 		c.readErr = c.wrapErr("read", err)
 		return nil, c.readErr
@@ -65,16 +70,16 @@ func (c *pipeConn) readFrame() ([]byte, error) {
 		switch {
 		case err == nil:
 			frag = frag[:len(frag)-1] // drop the NUL
-			if len(msg)+len(frag) > MaxMessageSize {
-				return nil, ErrMessageTooLarge
+			if len(msg)+len(frag) > c.maxMsg {
+				return oversize(append(msg, frag...), nil)
 			}
 			if msg == nil {
 				return bytes.Clone(frag), nil
 			}
 			return append(msg, frag...), nil
 		case errors.Is(err, bufio.ErrBufferFull):
-			if len(msg)+len(frag) > MaxMessageSize {
-				return nil, ErrMessageTooLarge
+			if len(msg)+len(frag) > c.maxMsg {
+				return c.skipOversize(append(msg, frag...))
 			}
 			msg = append(msg, frag...)
 		case errors.Is(err, io.EOF) && len(msg)+len(frag) > 0:
