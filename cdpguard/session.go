@@ -29,6 +29,18 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		g.dialogs.Opening(e.SessionID, e.Params)
 	case "Page.javascriptDialogClosed":
 		g.dialogs.Closed(e.SessionID)
+	case "Page.frameNavigated":
+		// A new document: the guard's worlds of the old one are gone, and
+		// their context ids may be the new page's own (a new renderer
+		// process numbers its contexts from 1 again).
+		var p struct {
+			Frame struct {
+				ID string `json:"id"`
+			} `json:"frame"`
+		}
+		if jsonv2.Unmarshal(e.Params, &p) == nil && p.Frame.ID != "" {
+			g.worlds.frameGone(p.Frame.ID)
+		}
 	case "Target.attachedToTarget":
 		if e.SessionID != "" {
 			return // only the root session's auto-attach is the guard's

@@ -42,8 +42,8 @@ func (w *guardWorlds) madeIn(frameID string, contextID int64) {
 	w.made[frameID][contextID] = true
 }
 
-// frameGone forgets the worlds of a frame that no longer exists (a page's
-// main frame id is its target id).
+// frameGone forgets the worlds of a frame that no longer exists or that
+// navigated to a new document (a page's main frame id is its target id).
 func (w *guardWorlds) frameGone(frameID string) {
 	w.mu.Lock()
 	delete(w.made, frameID)

@@ -57,6 +57,7 @@ func TestRedTeamToday(t *testing.T) {
 	t.Run("hiddenWorld", func(t *testing.T) { rtHiddenWorld(t, e) })
 	t.Run("rawWorld", func(t *testing.T) { rtRawWorld(t, e) })
 	t.Run("debuggerWorld", func(t *testing.T) { rtDebuggerWorld(t, e) })
+	t.Run("oldDocumentWorld", func(t *testing.T) { rtOldDocumentWorld(t, e) })
 	t.Run("aboutURLs", func(t *testing.T) { rtAboutURLs(t, e) })
 	t.Run("readConcurrent", func(t *testing.T) { rtReadConcurrent(t, e) })
 	t.Run("readHTTP", func(t *testing.T) { rtReadHTTP(t, e) })
@@ -832,4 +833,44 @@ func rtAboutURLs(t *testing.T, e *rtEnv) {
 			t.Logf("Target.createTarget %s: %v", u, err)
 		}
 	}
+}
+
+// rtOldDocumentWorld: the refusal of the reader's context ids must not
+// outlive the document they were made in. After a read and a cross-site
+// navigation (a new renderer numbers its contexts from 1 again) every
+// context of the new document is usable by id (the MCP tools'
+// browser_evaluate hit this): the agent makes worlds of its own until their
+// ids pass the reader's old one, and evaluates in each.
+func rtOldDocumentWorld(t *testing.T, e *rtEnv) {
+	m := e.mallory
+	if _, err := m.guardRead(e.malPage, nil); err != nil {
+		t.Fatalf("Guard.read: %v", err)
+	}
+	m.navigate(t, e.malPage, e.h.Sink.Origin()+testhosts.HitPath("rt-old-document"))
+	res, err := m.call(e.malPage, "Page.getFrameTree", nil, 10*time.Second)
+	if err != nil {
+		t.Fatalf("Page.getFrameTree: %v", err)
+	}
+	var tree struct {
+		FrameTree struct {
+			Frame struct {
+				ID string `json:"id"`
+			} `json:"frame"`
+		} `json:"frameTree"`
+	}
+	_ = json.Unmarshal(res, &tree)
+	for i := range 12 {
+		res, err := m.call(e.malPage, "Page.createIsolatedWorld", map[string]any{"frameId": tree.FrameTree.Frame.ID, "worldName": fmt.Sprintf("agent-world-%d", i)}, 10*time.Second)
+		if err != nil {
+			t.Fatalf("Page.createIsolatedWorld: %v", err)
+		}
+		var w struct {
+			ID int64 `json:"executionContextId"`
+		}
+		_ = json.Unmarshal(res, &w)
+		if _, err := m.call(e.malPage, "Runtime.evaluate", map[string]any{"expression": "1+1", "contextId": w.ID, "returnByValue": true}, 10*time.Second); err != nil {
+			t.Errorf("the agent's own world (context %d) in a new document, after a read of the old one, was refused: %v", w.ID, err)
+		}
+	}
+	m.navigate(t, e.malPage, userURL(e.h, "mallory"))
 }
