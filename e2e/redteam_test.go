@@ -232,16 +232,7 @@ func setupRedTeam(t *testing.T) *rtEnv {
 	if _, err := e.alice.eval(e.aliceSession, `document.cookie="secret=alice-cookie; path=/"; localStorage.setItem("k","alice-storage"); 1`); err != nil {
 		t.Fatalf("alice's cookie: %v", err)
 	}
-	res, err := e.alice.call("", "Target.getTargetInfo", map[string]any{"targetId": e.aliceTarget}, 10*time.Second)
-	var ti struct {
-		TargetInfo struct {
-			BrowserContextID string `json:"browserContextId"`
-		} `json:"targetInfo"`
-	}
-	if err != nil || json.Unmarshal(res, &ti) != nil || ti.TargetInfo.BrowserContextID == "" {
-		t.Fatalf("alice's context: %s %v", res, err)
-	}
-	e.aliceCtx = ti.TargetInfo.BrowserContextID
+	e.aliceCtx = e.alice.contextOf(t, e.aliceTarget)
 	e.mallory = rtDial(t, e.base, "mallory")
 	e.malTarget, e.malPage = e.mallory.openPage(t, userURL(h, "mallory"))
 	return e

@@ -39,16 +39,7 @@ func TestRedTeamToday(t *testing.T) {
 	e := &rtEnv{h: h, base: g.URL()}
 	e.alice = rtDial(t, e.base, "alice")
 	e.aliceTarget, e.aliceSession = e.alice.openPage(t, userURL(h, "alice"))
-	res, err := e.alice.call("", "Target.getTargetInfo", map[string]any{"targetId": e.aliceTarget}, 10*time.Second)
-	var ti struct {
-		TargetInfo struct {
-			BrowserContextID string `json:"browserContextId"`
-		} `json:"targetInfo"`
-	}
-	if err != nil || json.Unmarshal(res, &ti) != nil || ti.TargetInfo.BrowserContextID == "" {
-		t.Fatalf("alice's context: %s %v", res, err)
-	}
-	e.aliceCtx = ti.TargetInfo.BrowserContextID
+	e.aliceCtx = e.alice.contextOf(t, e.aliceTarget)
 	e.mallory = rtDial(t, e.base, "mallory")
 	e.malTarget, e.malPage = e.mallory.openPage(t, userURL(h, "mallory"))
 

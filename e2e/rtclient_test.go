@@ -67,3 +67,18 @@ func (r *rtClient) call(session, method string, params any, d time.Duration) (js
 	}
 	return json.RawMessage(res), err
 }
+
+// contextOf returns the browser context of a target, as Chrome reports it.
+func (r *rtClient) contextOf(t *testing.T, targetID string) string {
+	t.Helper()
+	res, err := r.call("", "Target.getTargetInfo", map[string]any{"targetId": targetID}, 10*time.Second)
+	var ti struct {
+		TargetInfo struct {
+			BrowserContextID string `json:"browserContextId"`
+		} `json:"targetInfo"`
+	}
+	if err != nil || json.Unmarshal(res, &ti) != nil || ti.TargetInfo.BrowserContextID == "" {
+		t.Fatalf("context of %s: %s %v", targetID, res, err)
+	}
+	return ti.TargetInfo.BrowserContextID
+}

@@ -167,6 +167,7 @@ func (r *Registry) RemoveContext(id string) {
 		delete(u.contexts, id)
 	}
 	delete(r.owner, id)
+	r.forgetWindows(id)
 }
 
 // OwnsContext reports whether context id is u's.
@@ -271,6 +272,7 @@ func (r *Registry) retire(key string, u *User) {
 	delete(r.users, key)
 	for id := range u.contexts {
 		delete(r.owner, id)
+		r.forgetWindows(id)
 	}
 	r.stats.Disposed++
 }

@@ -371,3 +371,19 @@ func TestUsersWindows(t *testing.T) {
 		t.Error("a disposed context's window is still owned")
 	}
 }
+
+// TestWindowsForgottenWithContext: a disposed context's windows are not kept.
+func TestWindowsForgottenWithContext(t *testing.T) {
+	r := New(nil, 0, nil)
+	u := &User{Key: "a", contexts: map[string]bool{"C1": true}}
+	r.owner["C1"] = u
+	r.targets["T1"] = "C1"
+	r.AddWindow("T1", 7)
+	if !r.OwnsWindow(u, 7) {
+		t.Fatal("window 7 not recorded")
+	}
+	r.RemoveContext("C1")
+	if len(r.windows) != 0 {
+		t.Errorf("windows after the context went: %v", r.windows)
+	}
+}

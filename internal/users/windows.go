@@ -23,3 +23,12 @@ func (r *Registry) OwnsWindow(u *User, window int64) bool {
 	c, ok := r.windows[window]
 	return ok && r.owner[c] == u
 }
+
+// forgetWindows drops the windows of a disposed context; r.mu is held.
+func (r *Registry) forgetWindows(contextID string) {
+	for w, c := range r.windows {
+		if c == contextID {
+			delete(r.windows, w)
+		}
+	}
+}
