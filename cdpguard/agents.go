@@ -3,6 +3,10 @@ package cdpguard
 import (
 	"context"
 
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
@@ -21,13 +25,15 @@ type agentSpec struct {
 // per-user fairness share and registration, so no kind can skip a rule.
 // The caller runs a.Serve and then calls dropAgent.
 func (g *Guard) admitAgent(ctx context.Context, conn relay.AgentConn, s agentSpec) (*relay.Agent, error) {
-	st := &agentState{user: s.user}
+	st := &agentState{user: s.user, iso: isolation.NewConn(s.user)}
 	a, err := g.mux.NewAgent(ctx, conn, relay.AgentOptions{
-		Name:        s.name,
-		TargetID:    s.targetID,
-		FilterEvent: g.filterEvent(s.user, st),
-		OnActivity:  func() { st.touch(g) },
-		Share:       g.share(s.key),
+		Name:     s.name,
+		TargetID: s.targetID,
+		FilterEvent: func(a *relay.Agent, e *cdpmsg.Envelope) bool {
+			return !g.worlds.hide(e) && g.iso.Event(st.iso, a, e)
+		},
+		OnActivity: func() { st.touch(g) },
+		Share:      g.share(s.key),
 		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
 			return g.countRefusal(cmd, g.intercept(ctx, a, st, cmd))
 		},
@@ -35,17 +41,54 @@ func (g *Guard) admitAgent(ctx context.Context, conn relay.AgentConn, s agentSpe
 	if err != nil {
 		return nil, err
 	}
-	g.agentsMu.Lock()
-	g.agents[a] = st
-	g.agentsMu.Unlock()
+	g.agents.mu.Lock()
+	g.agents.m[a] = st
+	g.agents.mu.Unlock()
 	g.log.Info("agent connected", "remote", s.name, "user", s.key, "target", s.targetID)
 	return a, nil
 }
 
 // dropAgent forgets an agent whose Serve returned.
 func (g *Guard) dropAgent(a *relay.Agent) {
-	g.agentsMu.Lock()
-	delete(g.agents, a)
-	g.agentsMu.Unlock()
+	g.agents.mu.Lock()
+	delete(g.agents.m, a)
+	g.agents.mu.Unlock()
 	g.dialogs.ForgetOwner(a)
+}
+
+// newIsolator wires per-user isolation (internal/isolation) to the guard:
+// the users registry, the guard's browser session for window look-ups, the
+// guard's proxy settings for the contexts users create, the browser's own
+// target id, and the effects goroutine for the browser sends an event
+// filter decides on (it runs on the read loop and must not send itself).
+func (g *Guard) newIsolator() *isolation.Isolator {
+	return isolation.New(isolation.Options{
+		Users:   g.users,
+		Browser: muxCaller{g},
+		ContextParams: func(_ *users.User, in map[string]jsonv2.Value) map[string]any {
+			return g.contextParams(in)
+		},
+		BrowserTarget: func() string {
+			if b := g.about.target.Load(); b != nil {
+				return *b
+			}
+			return ""
+		},
+		Undo: func(parent, child string, waiting bool) {
+			g.agents.fx.add(func() {
+				if waiting {
+					_ = g.mux.Send(child, "Runtime.runIfWaitingForDebugger", nil)
+				}
+				_ = g.mux.Send(parent, "Target.detachFromTarget", map[string]any{"sessionId": child})
+			})
+		},
+	})
+}
+
+// muxCaller calls the browser through the guard's mux, which exists only
+// once the guard has started.
+type muxCaller struct{ g *Guard }
+
+func (m muxCaller) Call(ctx context.Context, sessionID, method string, params any) (jsonv2.Value, error) {
+	return m.g.mux.Call(ctx, sessionID, method, params)
 }

@@ -22,13 +22,13 @@ func (g *Guard) learnBrowserTarget(ctx context.Context) {
 		TargetInfo targetInfo `json:"targetInfo"`
 	}
 	if jsonv2.Unmarshal(res, &r) == nil && r.TargetInfo.Type == "browser" && r.TargetInfo.TargetID != "" {
-		g.browserTarget.Store(&r.TargetInfo.TargetID)
+		g.about.target.Store(&r.TargetInfo.TargetID)
 	}
 }
 
 // isBrowserTarget reports whether id is the browser's own target.
 func (g *Guard) isBrowserTarget(id string) bool {
-	b := g.browserTarget.Load()
+	b := g.about.target.Load()
 	return b != nil && *b == id
 }
 
@@ -49,21 +49,4 @@ func (g *Guard) attachBrowserTarget(cmd relay.Command) (v relay.Verdict, done bo
 		return relay.Verdict{}, false
 	}
 	return relay.Verdict{Method: "Target.attachToBrowserTarget", Params: []byte("{}")}, true
-}
-
-// sameBrowserTarget gives the browser-type targetInfo of a
-// Target.attachedToTarget event the browser's own target id, once the
-// guard has learned it (learnBrowserTarget, at start-up). Chrome gives every Target.attachToBrowserTarget session a
-// target id of its own, where attaching to the browser target keeps the
-// browser's id: without this Puppeteer lists a second browser target.
-func (g *Guard) sameBrowserTarget(params []byte) []byte {
-	id := g.browserTarget.Load()
-	if id == nil {
-		return params
-	}
-	raw, err := jsonv2.Marshal(*id)
-	if err != nil {
-		return params
-	}
-	return setTargetInfoField(params, "targetId", raw)
 }

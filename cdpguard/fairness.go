@@ -8,9 +8,9 @@ import "github.com/cdpguard/cdpguard/internal/relay"
 // nor slow another user's tab set-up by flooding the browser. Shares are
 // kept for the guard's life (a few hundred bytes per user key).
 func (g *Guard) share(key string) *relay.Share {
-	if s, ok := g.shares.Load(key); ok {
+	if s, ok := g.agents.shares.Load(key); ok {
 		return s.(*relay.Share)
 	}
-	s, _ := g.shares.LoadOrStore(key, relay.NewShare(0, 0))
+	s, _ := g.agents.shares.LoadOrStore(key, relay.NewShare(0, 0))
 	return s.(*relay.Share)
 }

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/hostmap"
+	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
@@ -42,6 +42,7 @@ type Guard struct {
 	dialogs   *dialogs.Handler
 	attached  bool
 	users     *users.Registry
+	iso       *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
 	proxy     *egress.Proxy
 	proxyAddr string
 	proxyURL  string
@@ -49,69 +50,64 @@ type Guard struct {
 	fg        *fileGuard
 	worlds    *guardWorlds // the guard's isolated worlds, hidden from agents
 	rd        *readState
-	id        string // the browser id in /devtools/browser/<id>
-	version   browser.Version
-	endpoint  string // set when a Supervisor serves the endpoint: its address
-
-	ln  net.Listener
-	srv *http.Server
-	url string
+	about     browserAbout // what agents are told about the browser
+	ep        endpoint     // where agents connect
 
 	ready atomic.Bool
 	ctx   context.Context // ends at Close; owns every goroutine below
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
 
-	setupMu sync.Mutex
-	setups  map[string]chan struct{} // targetId → closed when the guard's setup on it ended
+	setups setups   // the guard's setup of each target
+	agents agentSet // the agent connections and what they share
+	mcp    mcpState // the MCP server at /mcp
+	closed closeState
+}
 
-	agentsMu sync.Mutex
-	agents   map[*relay.Agent]*agentState
-	shares   sync.Map // user key → *relay.Share of all the user's connections
-	fx       *effects // browser sends that filters decide on (effects.go)
-
-	mcp mcpState // the MCP server at /mcp
-
-	// browserTarget is the browser's own target id, learned at start-up
+// browserAbout is what agents are told about the browser.
+type browserAbout struct {
+	id      string // the browser id in /devtools/browser/<id>
+	version browser.Version
+	// target is the browser's own target id, learned at start-up
 	// (browsertarget.go).
-	browserTarget atomic.Pointer[string]
+	target atomic.Pointer[string]
+}
 
-	closeOnce sync.Once
-	closeErr  error
-	done      chan struct{}
+// endpoint is where agents connect.
+type endpoint struct {
+	url        string       // the endpoint's base URL
+	srv        *http.Server // nil when a Supervisor serves the endpoint
+	supervisor string       // set when a Supervisor serves the endpoint: its address
+}
+
+// setups tracks the guard's setup of each target.
+type setups struct {
+	mu   sync.Mutex
+	done map[string]chan struct{} // targetId → closed when the guard's setup on it ended
+}
+
+// agentSet is the guard's agent connections and what they share.
+type agentSet struct {
+	// mu guards m, and is the barrier between admitting an agent and
+	// Close: handlers check g.ctx and add to g.wg under it.
+	mu     sync.Mutex
+	m      map[*relay.Agent]*agentState
+	shares sync.Map // user key → *relay.Share of all the user's connections
+	fx     *effects // browser sends that filters decide on (effects.go)
+}
+
+// closeState makes Close run once and remembers its result.
+type closeState struct {
+	once sync.Once
+	err  error
+	done chan struct{}
 }
 
 type agentState struct {
 	user        *users.User
-	guardEvents atomic.Bool  // Guard.enable was called
-	lastTouch   atomic.Int64 // unix seconds of the last activity recorded
-
-	mu       sync.Mutex
-	attached map[string]int // target id → this agent's sessions to it
-}
-
-func (st *agentState) setAttached(targetID string, on bool) {
-	if targetID == "" {
-		return
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.attached == nil {
-		st.attached = map[string]int{}
-	}
-	if on {
-		st.attached[targetID]++
-	} else if st.attached[targetID] > 1 {
-		st.attached[targetID]--
-	} else {
-		delete(st.attached, targetID)
-	}
-}
-
-func (st *agentState) isAttached(targetID string) bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.attached[targetID] > 0
+	iso         *isolation.Conn // the targets this connection holds
+	guardEvents atomic.Bool     // Guard.enable was called
+	lastTouch   atomic.Int64    // unix seconds of the last activity recorded
 }
 
 // touch records the agent's activity for idle disposal, at most once a
@@ -141,7 +137,7 @@ func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, err
 	if err != nil {
 		return nil, err
 	}
-	g.endpoint = lo.endpoint
+	g.ep.supervisor = lo.endpoint
 	if lo.metrics != nil {
 		g.metrics = lo.metrics
 	}
@@ -165,7 +161,7 @@ func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, err
 	}
 	g.proc = proc
 	if v := proc.Version(); v != nil {
-		g.version = *v
+		g.about.version = *v
 	}
 	if err := g.start(ctx, proc.Conn()); err != nil {
 		_ = g.Close()
@@ -193,7 +189,7 @@ func Attach(ctx context.Context, browserURL string, cfg Config) (*Guard, error) 
 		return nil, setupError("attach to "+browserURL, err)
 	}
 	if v != nil {
-		g.version = *v
+		g.about.version = *v
 	}
 	if err := g.start(ctx, conn); err != nil {
 		_ = g.Close()
@@ -242,14 +238,13 @@ func newGuard(cfg Config) (*Guard, error) {
 	_, _ = rand.Read(id)
 	g := &Guard{
 		cfg: cfg, log: log, policy: pol, hosts: hosts,
-		id:     hex.EncodeToString(id),
 		ctx:    ctx,
 		stop:   stop,
-		setups: map[string]chan struct{}{},
-		agents: map[*relay.Agent]*agentState{},
-		fx:     newEffects(),
-		done:   make(chan struct{}),
+		setups: setups{done: map[string]chan struct{}{}},
+		agents: agentSet{m: map[*relay.Agent]*agentState{}, fx: newEffects()},
+		closed: closeState{done: make(chan struct{})},
 	}
+	g.about.id = hex.EncodeToString(id)
 	if err := checkFileDirs(cfg); err != nil {
 		stop()
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
@@ -259,6 +254,7 @@ func newGuard(cfg Config) (*Guard, error) {
 	g.worlds = newGuardWorlds()
 	g.rd = newReadState(g.worlds)
 	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
+	g.iso = g.newIsolator()
 	return g, nil
 }
 
@@ -286,7 +282,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	}()
 	go func() { // the filters' browser sends: ends with the guard
 		defer g.wg.Done()
-		g.fx.run(g.ctx)
+		g.agents.fx.run(g.ctx)
 	}()
 	go func() { // the read loop: ends when the browser connection does
 		defer g.wg.Done()
@@ -322,8 +318,8 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		return err
 	}
 	g.ready.Store(true)
-	g.log.Info("browser " + g.version.Browser + " (" + g.version.UserAgent + ")")
-	g.log.Info("cdpguard up, allowed origins="+strings.Join(g.policy.Origins(), ";"), "blocked", strings.Join(g.policy.Blocked(), ";"), "endpoint", g.url, "mode", g.mode())
+	g.log.Info("browser " + g.about.version.Browser + " (" + g.about.version.UserAgent + ")")
+	g.log.Info("cdpguard up, allowed origins="+strings.Join(g.policy.Origins(), ";"), "blocked", strings.Join(g.policy.Blocked(), ";"), "endpoint", g.ep.url, "mode", g.mode())
 	return nil
 }
 
@@ -349,9 +345,9 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 		return fmt.Errorf("auto-attach: %w", err)
 	}
 	g.learnBrowserTarget(ctx)
-	if g.version.Browser == "" {
+	if g.about.version.Browser == "" {
 		if res, err := g.mux.Call(ctx, "", "Browser.getVersion", nil); err == nil {
-			g.version = versionFromCDP(res)
+			g.about.version = versionFromCDP(res)
 		}
 	}
 	targets, err := g.targets(ctx)
@@ -371,13 +367,13 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 
 // awaitSetup waits until the guard's setup on a target ended.
 func (g *Guard) awaitSetup(ctx context.Context, targetID string) error {
-	g.setupMu.Lock()
-	ch := g.setups[targetID]
+	g.setups.mu.Lock()
+	ch := g.setups.done[targetID]
 	if ch == nil {
 		ch = make(chan struct{})
-		g.setups[targetID] = ch
+		g.setups.done[targetID] = ch
 	}
-	g.setupMu.Unlock()
+	g.setups.mu.Unlock()
 	select {
 	case <-ch:
 		return nil
@@ -387,12 +383,12 @@ func (g *Guard) awaitSetup(ctx context.Context, targetID string) error {
 }
 
 func (g *Guard) setupDone(targetID string) {
-	g.setupMu.Lock()
-	defer g.setupMu.Unlock()
-	ch := g.setups[targetID]
+	g.setups.mu.Lock()
+	defer g.setups.mu.Unlock()
+	ch := g.setups.done[targetID]
 	if ch == nil {
 		ch = make(chan struct{})
-		g.setups[targetID] = ch
+		g.setups.done[targetID] = ch
 	}
 	select {
 	case <-ch:
@@ -404,31 +400,31 @@ func (g *Guard) setupDone(targetID string) {
 // URL returns the endpoint's base URL, e.g. http://127.0.0.1:9222: what
 // chromium.connectOverCDP, puppeteer.connect({browserURL}) and chromedp's
 // remote allocator take.
-func (g *Guard) URL() string { return g.url }
+func (g *Guard) URL() string { return g.ep.url }
 
 // WebSocketURL returns the browser endpoint, ws://host:port/devtools/browser/<id>.
 func (g *Guard) WebSocketURL() string {
-	return "ws://" + strings.TrimPrefix(g.url, "http://") + "/devtools/browser/" + g.id
+	return "ws://" + strings.TrimPrefix(g.ep.url, "http://") + "/devtools/browser/" + g.about.id
 }
 
 // Done is closed when the guard has stopped, by Close or because the browser
 // connection was lost.
-func (g *Guard) Done() <-chan struct{} { return g.done }
+func (g *Guard) Done() <-chan struct{} { return g.closed.done }
 
 // Close stops the endpoint, closes every agent connection and, for a launched
 // browser, the browser. It waits for every goroutine of the guard.
 func (g *Guard) Close() error {
-	g.closeOnce.Do(func() {
+	g.closed.once.Do(func() {
 		g.ready.Store(false)
 		g.stop()
-		g.agentsMu.Lock() // a barrier: agent handlers check g.ctx under it
+		g.agents.mu.Lock() // a barrier: agent handlers check g.ctx under it
 		//lint:ignore SA2001 the empty critical section is that barrier
-		g.agentsMu.Unlock()
+		g.agents.mu.Unlock()
 		var errs []error
-		if g.srv != nil {
+		if g.ep.srv != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			if err := g.srv.Shutdown(sctx); err != nil {
-				_ = g.srv.Close()
+			if err := g.ep.srv.Shutdown(sctx); err != nil {
+				_ = g.ep.srv.Close()
 			}
 			cancel()
 		}
@@ -447,11 +443,11 @@ func (g *Guard) Close() error {
 			g.dialogs.Close()
 		}
 		g.wg.Wait()
-		g.closeErr = errors.Join(errs...)
-		close(g.done)
+		g.closed.err = errors.Join(errs...)
+		close(g.closed.done)
 	})
-	<-g.done
-	return g.closeErr
+	<-g.closed.done
+	return g.closed.err
 }
 
 // closeAsync starts Close from inside a goroutine Close waits for.

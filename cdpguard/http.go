@@ -23,8 +23,8 @@ import (
 const agentReadLimit = 64 << 20
 
 func (g *Guard) listen() error {
-	if g.endpoint != "" {
-		return g.useEndpoint(g.endpoint) // a Supervisor serves it
+	if g.ep.supervisor != "" {
+		return g.useEndpoint(g.ep.supervisor) // a Supervisor serves it
 	}
 	addr := g.cfg.Listen
 	if addr == "" {
@@ -34,12 +34,11 @@ func (g *Guard) listen() error {
 	if err != nil {
 		return fmt.Errorf("%w: listen on %s: %w", ErrSetup, addr, err)
 	}
-	g.ln = ln
-	g.url = "http://" + ln.Addr().String()
+	g.ep.url = "http://" + ln.Addr().String()
 	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil && g.proxy != nil {
 		g.proxy.Deny(ap) // pages never reach the endpoint through the proxy
 	}
-	g.srv = &http.Server{
+	g.ep.srv = &http.Server{
 		Handler:           g,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return g.ctx },
@@ -47,7 +46,7 @@ func (g *Guard) listen() error {
 	g.wg.Add(1)
 	go func() { // the endpoint: ends at Close (Shutdown)
 		defer g.wg.Done()
-		if err := g.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := g.ep.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			g.log.Error("endpoint stopped", "err", err)
 		}
 	}()
@@ -183,8 +182,8 @@ func (g *Guard) writeJSON(w http.ResponseWriter, v any) {
 func wsBase(r *http.Request) string { return "ws://" + r.Host }
 
 func (g *Guard) serveVersion(w http.ResponseWriter, r *http.Request) {
-	v := g.version
-	v.WebSocketDebuggerURL = wsBase(r) + "/devtools/browser/" + g.id
+	v := g.about.version
+	v.WebSocketDebuggerURL = wsBase(r) + "/devtools/browser/" + g.about.id
 	g.writeJSON(w, v)
 }
 
@@ -309,16 +308,16 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 	if key == "" {
 		g.log.Warn("agent without the "+g.cfg.SessionHeader+" header: it shares the fallback context", "remote", r.RemoteAddr)
 	}
-	// Close waits for every agent: register under agentsMu, which Close
+	// Close waits for every agent: register under agents.mu, which Close
 	// takes after cancelling g.ctx, so no handler slips past it.
-	g.agentsMu.Lock()
+	g.agents.mu.Lock()
 	if g.ctx.Err() != nil {
-		g.agentsMu.Unlock()
+		g.agents.mu.Unlock()
 		http.Error(w, "cdpguard: shutting down", http.StatusServiceUnavailable)
 		return
 	}
 	g.wg.Add(1)
-	g.agentsMu.Unlock()
+	g.agents.mu.Unlock()
 	defer g.wg.Done()
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {

@@ -85,13 +85,13 @@ func TestHTTPSurface(t *testing.T) {
 	}
 	// Another instance's browser id is accepted: behind a load balancer
 	// /json/version and the WebSocket may reach different instances.
-	c, _, err := websocket.Dial(ctx, strings.Replace(g.WebSocketURL(), g.id, "another-instance", 1), nil)
+	c, _, err := websocket.Dial(ctx, strings.Replace(g.WebSocketURL(), g.about.id, "another-instance", 1), nil)
 	if err != nil {
 		t.Errorf("foreign browser id: %v; want a connection", err)
 	} else {
 		_ = c.CloseNow()
 	}
-	_, resp, err = websocket.Dial(ctx, strings.Replace(g.WebSocketURL(), g.id, "a/b", 1), nil)
+	_, resp, err = websocket.Dial(ctx, strings.Replace(g.WebSocketURL(), g.about.id, "a/b", 1), nil)
 	if err == nil || resp == nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("bad browser id: err %v; want 404", err)
 	}

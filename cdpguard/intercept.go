@@ -49,7 +49,7 @@ func (g *Guard) judgeCommand(ctx context.Context, a *relay.Agent, st *agentState
 			return v
 		}
 	}
-	iso := g.isolate(ctx, st, a, cmd, rule.Scope)
+	iso := g.iso.Command(ctx, st.iso, a, cmd, rule.Scope)
 	if iso.Refuse != "" || iso.Local != nil {
 		return iso
 	}

@@ -58,11 +58,11 @@ func (g *Guard) mcpServer() *mcpserver.Server {
 			UploadEnabled: g.cfg.UploadDir != "",
 			Linger:        mcpLinger(g.cfg.SessionIdle),
 			OnToolCall:    g.metrics.ToolCall,
-			Version:       g.version.Browser,
+			Version:       g.about.version.Browser,
 			Logger:        g.log,
 		})
-		g.agentsMu.Lock()
-		defer g.agentsMu.Unlock()
+		g.agents.mu.Lock()
+		defer g.agents.mu.Unlock()
 		if g.ctx.Err() != nil {
 			return
 		}
@@ -96,13 +96,13 @@ func (b mcpBackend) Open(ctx context.Context, key string, p *mcpserver.Pipe) (<-
 	if !g.ready.Load() {
 		return nil, errors.New("cdpguard: not ready (the browser is starting or restarting); try again shortly")
 	}
-	g.agentsMu.Lock()
+	g.agents.mu.Lock()
 	if g.ctx.Err() != nil {
-		g.agentsMu.Unlock()
+		g.agents.mu.Unlock()
 		return nil, errors.New("cdpguard: shutting down")
 	}
 	g.wg.Add(1)
-	g.agentsMu.Unlock()
+	g.agents.mu.Unlock()
 	ok := false
 	defer func() {
 		if !ok {

@@ -118,9 +118,9 @@ func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
 // browser restart), so that clients learn why rather than seeing a bare
 // close. Agents' in-flight commands fail with them.
 func (g *Guard) closeAgents(code int, reason string) {
-	g.agentsMu.Lock()
-	defer g.agentsMu.Unlock()
-	for a := range g.agents {
+	g.agents.mu.Lock()
+	defer g.agents.mu.Unlock()
+	for a := range g.agents.m {
 		a.Close(code, reason)
 	}
 }
@@ -128,7 +128,7 @@ func (g *Guard) closeAgents(code int, reason string) {
 // useEndpoint records the address a Supervisor serves the endpoint on,
 // instead of listening: the guard serves through the supervisor.
 func (g *Guard) useEndpoint(addr string) error {
-	g.url = "http://" + addr
+	g.ep.url = "http://" + addr
 	if ap, err := netip.ParseAddrPort(addr); err == nil && g.proxy != nil {
 		g.proxy.Deny(ap) // pages never reach the endpoint through the proxy
 	}

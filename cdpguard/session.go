@@ -87,9 +87,9 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			g.rd.pageGone(p.TargetID)
 			g.dialogs.Forget(p.TargetID)
 			g.users.ForgetTarget(p.TargetID)
-			g.setupMu.Lock()
-			delete(g.setups, p.TargetID)
-			g.setupMu.Unlock()
+			g.setups.mu.Lock()
+			delete(g.setups.done, p.TargetID)
+			g.setups.mu.Unlock()
 		}
 	}
 }
@@ -176,9 +176,9 @@ func (g *Guard) notifyBlock(key string, b fetchdomain.Block) {
 	if err != nil {
 		return
 	}
-	g.agentsMu.Lock()
-	defer g.agentsMu.Unlock()
-	for a, st := range g.agents {
+	g.agents.mu.Lock()
+	defer g.agents.mu.Unlock()
+	for a, st := range g.agents.m {
 		if st.user.Key == key && st.guardEvents.Load() {
 			a.SendEvent("Guard.requestBlocked", params)
 		}

@@ -43,7 +43,7 @@ func TestSupervisorGivesUp(t *testing.T) {
 	ws := first.WebSocketURL()
 	kill()
 	// Between browsers every endpoint request is refused, fail closed.
-	for _, path := range []string{"/json/version", "/json/list", "/devtools/browser/" + first.id} {
+	for _, path := range []string{"/json/version", "/json/list", "/devtools/browser/" + first.about.id} {
 		resp, err := http.Get(s.URL() + path)
 		if err != nil {
 			t.Fatalf("GET %s between browsers: %v", path, err)

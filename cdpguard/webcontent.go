@@ -24,13 +24,13 @@ func (g *Guard) markWeb(t targetInfo, changed bool) {
 	}
 	reason := cdpmsg.Refusal("", fmt.Sprintf("target %s is no longer web content (%s %s): %s", t.TargetID, why, truncateReason(t.URL), firewall.WhyNotWeb))
 	id := t.TargetID
-	g.fx.add(func() {
-		g.agentsMu.Lock()
-		agents := make([]interface{ Evict(string, string) }, 0, len(g.agents))
-		for a := range g.agents {
+	g.agents.fx.add(func() {
+		g.agents.mu.Lock()
+		agents := make([]interface{ Evict(string, string) }, 0, len(g.agents.m))
+		for a := range g.agents.m {
 			agents = append(agents, a)
 		}
-		g.agentsMu.Unlock()
+		g.agents.mu.Unlock()
 		for _, a := range agents {
 			a.Evict(id, reason)
 		}
@@ -40,8 +40,5 @@ func (g *Guard) markWeb(t targetInfo, changed bool) {
 // notWebRefusal returns the refusal of a command naming a target that is
 // not web content, or "".
 func (g *Guard) notWebRefusal(method, targetID string) string {
-	if why := g.users.NotWeb(targetID); why != "" {
-		return refusal(method, fmt.Sprintf("target %s is not web content (%s): %s", targetID, why, firewall.WhyNotWeb)).Refuse
-	}
-	return ""
+	return g.iso.NotWebRefusal(method, targetID)
 }
