@@ -27,11 +27,8 @@ func dialogGrace(d time.Duration) time.Duration {
 // on: Page.enable and Page.disable say whether the agent listens for
 // dialogs on a page, and Page.handleJavaScriptDialog is the agent's answer,
 // which must not race the guard's own (exactly one answer per dialog).
-// done is true when v is the whole verdict.
-func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Command) (v relay.Verdict, done bool) {
-	if cmd.Browser && cmd.Method != "Target.detachFromTarget" {
-		return relay.Verdict{}, false
-	}
+// It is the firewall table's Dialogs rule (intercept.go).
+func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
 	switch cmd.Method {
 	case "Page.enable":
 		// Registered before Chrome enables the domain, so that a dialog
@@ -44,7 +41,7 @@ func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Com
 	case "Page.handleJavaScriptDialog":
 		answered, late := g.dialogs.Claim(a, cmd.SessionID)
 		if answered == nil && late == "" {
-			return relay.Verdict{}, true
+			return relay.Verdict{}
 		}
 		return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
 			if answered != nil {
@@ -55,7 +52,7 @@ func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Com
 				errRaw = cdpmsg.AppendErrorObject(nil, cdpmsg.CodeServerError, late)
 			}
 			return result, errRaw
-		}}, true
+		}}
 	case "Target.detachFromTarget":
 		var p struct {
 			SessionID string `json:"sessionId"`
@@ -64,7 +61,7 @@ func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Com
 			g.dialogs.Listen(a, p.SessionID, "", false)
 		}
 	}
-	return relay.Verdict{}, false
+	return relay.Verdict{}
 }
 
 // sessionTarget returns the target of an agent's session (Target.getTargetInfo

@@ -87,7 +87,7 @@ func TestFirewallPolicyRows(t *testing.T) {
 	st := &agentState{user: &users.User{Key: "alice"}}
 	check := func(method, u string, browser bool) relay.Verdict {
 		rule, name := firewall.Lookup(method, browser)
-		return g.applyRule(t.Context(), st, relay.Command{Method: method, Params: params(t, map[string]any{"url": u})}, name, rule)
+		return g.applyRule(t.Context(), nil, st, relay.Command{Method: method, Params: params(t, map[string]any{"url": u})}, name, rule)
 	}
 	wantRefused(t, check("Network.loadNetworkResource", "http://evil.test/x", false), "Network.loadNetworkResource", "evil.test", "bypasses request interception")
 	wantRefused(t, check("Network.loadNetworkResource", "file:///etc/passwd", false), "Network.loadNetworkResource", "file")
@@ -98,7 +98,7 @@ func TestFirewallPolicyRows(t *testing.T) {
 	wantRefused(t, check("Network.continueInterceptedRequest", "http://evil.test/", false), "Network.continueInterceptedRequest")
 	nav := relay.Command{Method: "Page.navigate", Params: params(t, map[string]any{"url": "chrome://version", "frameId": "F1"})}
 	rule, name := firewall.Lookup(nav.Method, false)
-	if v := g.applyRule(t.Context(), st, nav, name, rule); v.Refuse != "" || string(v.Local) != `{"frameId":"F1","errorText":"net::ERR_BLOCKED_BY_CLIENT"}` {
+	if v := g.applyRule(t.Context(), nil, st, nav, name, rule); v.Refuse != "" || string(v.Local) != `{"frameId":"F1","errorText":"net::ERR_BLOCKED_BY_CLIENT"}` {
 		t.Errorf("Page.navigate to chrome: must be answered as Chrome answers a blocked navigation, got refuse=%q local=%s", v.Refuse, v.Local)
 	}
 	wantRefused(t, check("Target.createTarget", "file:///etc/passwd", true), "Target.createTarget", `"file"`)

@@ -31,9 +31,6 @@ func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, c
 // and rewrites on the params isolation produced; the verdicts combine
 // explicitly (relay.Combine).
 func (g *Guard) judgeCommand(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
-	if v, done := g.dialogCommand(ctx, a, cmd); done {
-		return v
-	}
 	if v, done := g.attachBrowserTarget(cmd); done {
 		return v
 	}
@@ -56,7 +53,7 @@ func (g *Guard) judgeCommand(ctx context.Context, a *relay.Agent, st *agentState
 	if iso.Params != nil {
 		cmd.Params = iso.Params
 	}
-	return relay.Combine(iso, g.applyRule(ctx, st, cmd, name, rule))
+	return relay.Combine(iso, g.applyRule(ctx, a, st, cmd, name, rule))
 }
 
 // refuseParams refuses cmd if it carries one of rule.Params.
@@ -73,7 +70,7 @@ func refuseParams(cmd relay.Command, name string, rule firewall.Rule) relay.Verd
 	return relay.Verdict{}
 }
 
-func (g *Guard) applyRule(ctx context.Context, st *agentState, cmd relay.Command, name string, rule firewall.Rule) relay.Verdict {
+func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command, name string, rule firewall.Rule) relay.Verdict {
 	switch rule.Action {
 	case firewall.CheckURL:
 		u, err := urlParam(cmd.Params)
@@ -108,6 +105,8 @@ func (g *Guard) applyRule(ctx context.Context, st *agentState, cmd relay.Command
 		return g.checkFiles(cmd)
 	case firewall.Guard:
 		return g.guardMethod(ctx, st, cmd)
+	case firewall.Dialogs:
+		return g.dialogCommand(ctx, a, cmd)
 	case firewall.Rewrite:
 		switch cmd.Method {
 		case "Browser.close":

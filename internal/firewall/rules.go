@@ -42,6 +42,13 @@ const (
 	Guard
 	// Rewrite marks methods the guard answers or changes itself.
 	Rewrite
+	// Dialogs marks the commands the dialog handler must see: Page.enable
+	// and Page.disable say whether the agent listens for dialogs on a page
+	// (and so gets the grace to answer them), Target.detachFromTarget ends
+	// that, and Page.handleJavaScriptDialog is the agent's answer, which
+	// must not race the guard's own (exactly one answer per dialog; an
+	// answer after the guard's gets a CDP error naming cdpguard).
+	Dialogs
 )
 
 // String names the action, for test and log output.
@@ -69,6 +76,8 @@ func (a Action) String() string {
 		return "Guard"
 	case Rewrite:
 		return "Rewrite"
+	case Dialogs:
+		return "Dialogs"
 	}
 	return "Action(?)"
 }
@@ -144,7 +153,12 @@ var rules = map[string]Rule{
 
 	// Answered or changed by the guard.
 	"Browser.close":               {Action: Rewrite, Why: "closes only this connection's own targets"},
-	"Page.handleJavaScriptDialog": {Action: Rewrite, Why: "an agent's answer after the guard's is refused, naming --dialog-grace"},
+
+	// Seen by the dialog handler on their way to Chrome.
+	"Page.handleJavaScriptDialog": {Action: Dialogs, Why: "an agent's answer after the guard's is refused, naming --dialog-grace"},
+	"Page.enable":                 {Action: Dialogs, Why: "an agent listening for dialogs gets --dialog-grace to answer them"},
+	"Page.disable":                {Action: Dialogs, Why: "an agent no longer listening for dialogs gets no grace"},
+	"Target.detachFromTarget":     {Action: Dialogs, Why: "an agent detached from a page no longer answers its dialogs"},
 	"Guard.*":                     {Action: Guard, Why: "the guard's own domain"},
 }
 

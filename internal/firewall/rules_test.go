@@ -45,7 +45,12 @@ var rowCases = []struct {
 	{"Fetch.continueRequest", "Fetch.continueRequest", false, CheckRedirect},
 	{"Network.continueInterceptedRequest", "Network.continueInterceptedRequest", false, CheckRedirect},
 	{"Browser.close", "Browser.close", true, Rewrite},
-	{"Page.handleJavaScriptDialog", "Page.handleJavaScriptDialog", false, Rewrite},
+	{"Page.handleJavaScriptDialog", "Page.handleJavaScriptDialog", false, Dialogs},
+	{"Page.handleJavaScriptDialog", "Page.handleJavaScriptDialog", true, Refuse}, // not on the browser-level allowlist
+	{"Page.enable", "Page.enable", false, Dialogs},
+	{"Page.disable", "Page.disable", false, Dialogs},
+	{"Target.detachFromTarget", "Target.detachFromTarget", false, Dialogs},
+	{"Target.detachFromTarget", "Target.detachFromTarget", true, Dialogs},
 	{"Guard.*", "Guard.getPolicy", true, Guard},
 	{"Guard.*", "Guard.enable", false, Guard},
 	{"Memory.simulatePressureNotification", "Memory.simulatePressureNotification", true, Refuse},
