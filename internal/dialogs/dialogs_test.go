@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -27,15 +28,6 @@ func (r *rec) n() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.got)
-}
-
-// waitN waits up to d for n answers.
-func (r *rec) waitN(n int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for r.n() < n && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond)
-	}
-	return r.n() == n
 }
 
 func ev(typ string) []byte {
@@ -66,26 +58,30 @@ func TestNobodyListens(t *testing.T) {
 
 // TestAgentAnswersInGrace: a listening agent's answer is the only one.
 func TestAgentAnswersInGrace(t *testing.T) {
-	r := &rec{}
-	h := New(r, 50*time.Millisecond, nil)
-	defer h.Close()
-	agent := new(int)
-	h.Attach("S1", "T1")
-	h.Listen(agent, "A1", "T1", true)
-	h.Opening("S1", ev("prompt"))
-	if r.n() != 0 {
-		t.Fatal("the guard answered while an agent listens")
-	}
-	done, refuse := h.Claim(agent, "A1")
-	if refuse != "" || done == nil {
-		t.Fatalf("claim: done=%v refuse=%q", done != nil, refuse)
-	}
-	done(true)
-	h.Closed("S1")
-	time.Sleep(100 * time.Millisecond)
-	if r.n() != 0 {
-		t.Fatalf("the guard answered a dialog the agent answered: %v", r.got)
-	}
+	synctest.Test(t, func(t *testing.T) { // time moves only when the test waits
+		r := &rec{}
+		grace := 50 * time.Millisecond
+		h := New(r, grace, nil)
+		defer h.Close()
+		agent := new(int)
+		h.Attach("S1", "T1")
+		h.Listen(agent, "A1", "T1", true)
+		h.Opening("S1", ev("prompt"))
+		time.Sleep(grace - time.Millisecond)
+		if r.n() != 0 {
+			t.Fatal("the guard answered while an agent listens, within the grace")
+		}
+		done, refuse := h.Claim(agent, "A1")
+		if refuse != "" || done == nil {
+			t.Fatalf("claim: done=%v refuse=%q", done != nil, refuse)
+		}
+		done(true)
+		h.Closed("S1")
+		time.Sleep(2 * grace)
+		if r.n() != 0 {
+			t.Fatalf("the guard answered a dialog the agent answered: %v", r.got)
+		}
+	})
 }
 
 // TestAgentAnswerFails: when Chrome refuses the agent's answer, the guard
@@ -112,56 +108,78 @@ func TestAgentAnswerFails(t *testing.T) {
 // TestGraceThenLateAnswer: the guard answers when the grace runs out and
 // the agent's late answer is refused, naming cdpguard and --dialog-grace.
 func TestGraceThenLateAnswer(t *testing.T) {
-	r := &rec{}
-	h := New(r, 30*time.Millisecond, nil)
-	defer h.Close()
-	agent := new(int)
-	h.Attach("S1", "T1")
-	h.Listen(agent, "A1", "T1", true)
-	h.Opening("S1", ev("alert"))
-	if !r.waitN(1, 2*time.Second) {
-		t.Fatal("not answered after the grace")
-	}
-	h.Closed("S1")
-	done, late := h.Claim(agent, "A1")
-	if done != nil || !strings.Contains(late, "cdpguard already dismissed this alert dialog") || !strings.Contains(late, "--dialog-grace") {
-		t.Fatalf("late answer: done=%v late=%q", done != nil, late)
-	}
-	// A session the handler cannot place is left to Chrome.
-	if done, refuse := h.Claim(agent, "other"); done != nil || refuse != "" {
-		t.Fatalf("unknown session: done=%v refuse=%q", done != nil, refuse)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		r := &rec{}
+		grace := 30 * time.Millisecond
+		h := New(r, grace, nil)
+		defer h.Close()
+		agent := new(int)
+		h.Attach("S1", "T1")
+		h.Listen(agent, "A1", "T1", true)
+		h.Opening("S1", ev("alert"))
+		time.Sleep(grace)
+		synctest.Wait() // the timer's answer is sent
+		if r.n() != 1 {
+			t.Fatal("not answered after the grace")
+		}
+		h.Closed("S1")
+		done, late := h.Claim(agent, "A1")
+		if done != nil || !strings.Contains(late, "cdpguard already dismissed this alert dialog") || !strings.Contains(late, "--dialog-grace") {
+			t.Fatalf("late answer: done=%v late=%q", done != nil, late)
+		}
+		// A session the handler cannot place is left to Chrome.
+		if done, refuse := h.Claim(agent, "other"); done != nil || refuse != "" {
+			t.Fatalf("unknown session: done=%v refuse=%q", done != nil, refuse)
+		}
+	})
 }
 
 // TestLoop: a page that keeps opening dialogs waits one grace at most: after
 // an unanswered dialog the next ones are answered at once, until the agent
 // answers one again.
 func TestLoop(t *testing.T) {
-	r := &rec{}
-	grace := 40 * time.Millisecond
-	h := New(r, grace, nil)
-	defer h.Close()
-	agent := new(int)
-	h.Attach("S1", "T1")
-	h.Listen(agent, "A1", "T1", true)
-	h.Opening("S1", ev("alert"))
-	if !r.waitN(1, 2*time.Second) {
-		t.Fatal("first dialog not answered")
-	}
-	for i := range 5 {
+	// In a bubble (testing/synctest) the handler's clock and timers are
+	// the bubble's: time moves only when the test waits, so "at once" and
+	// "after the grace" are exact however loaded the machine.
+	synctest.Test(t, func(t *testing.T) {
+		r := &rec{}
+		grace := 40 * time.Millisecond
+		h := New(r, grace, nil)
+		defer h.Close()
+		agent := new(int)
+		h.Attach("S1", "T1")
+		h.Listen(agent, "A1", "T1", true)
 		h.Opening("S1", ev("alert"))
-		if r.n() != 2+i {
-			t.Fatalf("loop dialog %d was not answered at once", i)
+		time.Sleep(grace - time.Millisecond)
+		if r.n() != 0 {
+			t.Fatal("first dialog answered before the grace ran out")
 		}
-	}
-	// The agent answers one: the next gets the grace again.
-	time.Sleep(2 * grace)
-	h.Opening("S1", ev("alert"))
-	if r.n() != 6 {
-		t.Fatal("after the loop pause the guard answered at once")
-	}
-	done, _ := h.Claim(agent, "A1")
-	done(true)
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if r.n() != 1 {
+			t.Fatal("first dialog not answered after the grace")
+		}
+		for i := range 5 {
+			// Each within one grace of the last unanswered one.
+			time.Sleep(grace - time.Millisecond)
+			h.Opening("S1", ev("alert"))
+			if r.n() != 2+i {
+				t.Fatalf("loop dialog %d was not answered at once", i)
+			}
+		}
+		// A pause of one grace ends the loop: the next gets the grace again.
+		time.Sleep(grace)
+		h.Opening("S1", ev("alert"))
+		time.Sleep(grace - time.Millisecond)
+		if r.n() != 6 {
+			t.Fatal("after the loop pause the guard answered within the grace")
+		}
+		done, _ := h.Claim(agent, "A1")
+		if done == nil {
+			t.Fatal("the agent could not claim the dialog within its grace")
+		}
+		done(true)
+	})
 }
 
 // TestListenerComesLate: dialogs answered at once because nobody listened
@@ -206,14 +224,17 @@ func TestListenOff(t *testing.T) {
 
 // TestCloseStopsTimers: Close stops pending answers.
 func TestCloseStopsTimers(t *testing.T) {
-	r := &rec{}
-	h := New(r, 30*time.Millisecond, nil)
-	h.Attach("S1", "T1")
-	h.Listen(new(int), "A1", "T1", true)
-	h.Opening("S1", ev("alert"))
-	h.Close()
-	time.Sleep(80 * time.Millisecond)
-	if r.n() != 0 {
-		t.Fatal("answered after Close")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		r := &rec{}
+		grace := 30 * time.Millisecond
+		h := New(r, grace, nil)
+		h.Attach("S1", "T1")
+		h.Listen(new(int), "A1", "T1", true)
+		h.Opening("S1", ev("alert"))
+		h.Close()
+		time.Sleep(2 * grace)
+		if r.n() != 0 {
+			t.Fatal("answered after Close")
+		}
+	})
 }

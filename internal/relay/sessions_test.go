@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
@@ -37,76 +38,115 @@ func TestEvictTellsThenDetaches(t *testing.T) {
 
 // TestShareWindowBoundsInflight: one user's flood never has more than the
 // window's commands waiting in the browser at once, while the browser holds
-// its answers; answered, the rest go on.
+// its answers, for as long as slotWait; answered, the rest go on. It runs
+// in a bubble (testing/synctest): time moves only when every goroutine of
+// the relay is blocked, so "not yet" is exact however loaded the machine.
 func TestShareWindowBoundsInflight(t *testing.T) {
-	h := newHarness(t)
-	var mu sync.Mutex
-	var held []*cdpmsg.Envelope
-	h.b.setResponder(func(e *cdpmsg.Envelope) ([][]byte, bool) {
-		if e.Method != "Flood.m" {
-			return nil, false
-		}
-		mu.Lock()
-		held = append(held, e)
-		mu.Unlock()
-		return nil, true // held: no answer yet
-	})
-	share := NewShare(1<<20, 4)
-	share.wait = time.Minute // no command goes out without a slot here
-	x := h.startAgent(t, AgentOptions{Name: "x", Share: share, Rate: -1})
-	sent := make(chan struct{})
-	go func() { // the agent's read loop blocks while the window is full
-		defer close(sent)
-		for i := 1; i <= 6; i++ {
-			if !x.trySend(fmt.Sprintf(`{"id":%d,"method":"Flood.m"}`, i), wait) {
-				return
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		var mu sync.Mutex
+		var held []*cdpmsg.Envelope
+		h.b.setResponder(func(e *cdpmsg.Envelope) ([][]byte, bool) {
+			if e.Method != "Flood.m" {
+				return nil, false
 			}
+			mu.Lock()
+			held = append(held, e)
+			mu.Unlock()
+			return nil, true // held: no answer yet
+		})
+		share := NewShare(1<<20, 4)
+		x := h.startAgent(t, AgentOptions{Name: "x", Share: share, Rate: -1})
+		sent := make(chan struct{})
+		go func() { // the agent's read loop blocks while the window is full
+			defer close(sent)
+			for i := 1; i <= 6; i++ {
+				if !x.trySend(fmt.Sprintf(`{"id":%d,"method":"Flood.m"}`, i), wait) {
+					return
+				}
+			}
+		}()
+		count := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(held)
 		}
-	}()
-	count := func() int {
+		time.Sleep(slotWait - time.Millisecond)
+		if n := count(); n != 4 {
+			t.Errorf("%d commands of one user reached the browser at once, want the window's 4", n)
+		}
+		// Answering frees the window for the rest.
 		mu.Lock()
-		defer mu.Unlock()
-		return len(held)
-	}
-	time.Sleep(200 * time.Millisecond)
-	if n := count(); n != 4 {
-		t.Errorf("%d commands of one user reached the browser at once, want the window's 4", n)
-	}
-	// Answering frees the window for the rest.
-	mu.Lock()
-	for _, e := range held {
-		h.b.inject(string(echo(e)))
-	}
-	mu.Unlock()
-	deadline := time.Now().Add(wait)
-	for count() < 6 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n := count(); n != 6 {
-		t.Errorf("after the answers %d of 6 commands reached the browser", n)
-	}
-	<-sent
+		for _, e := range held {
+			h.b.inject(string(echo(e)))
+		}
+		mu.Unlock()
+		synctest.Wait()
+		if n := count(); n != 6 {
+			t.Errorf("after the answers %d of 6 commands reached the browser", n)
+		}
+		<-sent
+	})
+}
+
+// TestShareSlotWait: a command that found no slot for slotWait goes out
+// without one (the commands ahead are ones Chrome is working on, not
+// queued), so a client with long waits is slowed, never stalled.
+func TestShareSlotWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		var mu sync.Mutex
+		held := 0
+		h.b.setResponder(func(e *cdpmsg.Envelope) ([][]byte, bool) {
+			if e.Method != "Slow.m" {
+				return nil, false
+			}
+			mu.Lock()
+			held++
+			mu.Unlock()
+			return nil, true // never answered
+		})
+		x := h.startAgent(t, AgentOptions{Name: "x", Share: NewShare(1<<20, 2), Rate: -1})
+		for i := 1; i <= 3; i++ {
+			x.send(t, fmt.Sprintf(`{"id":%d,"method":"Slow.m"}`, i))
+		}
+		count := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return held
+		}
+		synctest.Wait()
+		if n := count(); n != 2 {
+			t.Fatalf("%d commands reached the browser before slotWait, want the window's 2", n)
+		}
+		time.Sleep(slotWait)
+		synctest.Wait()
+		if n := count(); n != 3 {
+			t.Fatalf("%d commands reached the browser after slotWait, want all 3", n)
+		}
+	})
 }
 
 // TestSharePerUserRate: two connections of one user, each under its own
 // limit, are held to the user's together.
 func TestSharePerUserRate(t *testing.T) {
-	h := newHarness(t)
-	share := NewShare(10, 64) // bursts of 20 for the user
-	x := h.startAgent(t, AgentOptions{Name: "x", Share: share, Rate: 1000})
-	y := h.startAgent(t, AgentOptions{Name: "y", Share: share, Rate: 1000})
-	limited := 0
-	for i := 1; i <= 15; i++ {
-		for _, ag := range []*agent{x, y} {
-			e := ag.call(t, int64(i), "", "Browser.getVersion", "")
-			if len(e.Error) > 0 {
-				wantError(t, e, cdpmsg.CodeServerError, "more than 10 commands a second from this user")
-				limited++
+	synctest.Test(t, func(t *testing.T) { // no refill while the test runs
+		h := newHarness(t)
+		share := NewShare(10, 64) // bursts of 20 for the user
+		x := h.startAgent(t, AgentOptions{Name: "x", Share: share, Rate: 1000})
+		y := h.startAgent(t, AgentOptions{Name: "y", Share: share, Rate: 1000})
+		limited := 0
+		for i := 1; i <= 15; i++ {
+			for _, ag := range []*agent{x, y} {
+				e := ag.call(t, int64(i), "", "Browser.getVersion", "")
+				if len(e.Error) > 0 {
+					wantError(t, e, cdpmsg.CodeServerError, "more than 10 commands a second from this user")
+					limited++
+				}
 			}
 		}
-	}
-	// 30 against a burst of 20, less what refills while the test runs.
-	if limited < 1 || limited > 10 {
-		t.Errorf("%d of 30 commands refused by the user's limit, want 1 to 10 (burst 20)", limited)
-	}
+		if limited != 10 {
+			t.Errorf("%d of 30 commands refused by the user's limit, want 10 (burst 20)", limited)
+		}
+	})
 }

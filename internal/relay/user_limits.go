@@ -30,7 +30,6 @@ const (
 type Share struct {
 	rate  int
 	slots chan struct{}
-	wait  time.Duration // slotWait; tests set it
 
 	mu     sync.Mutex
 	tokens float64
@@ -45,7 +44,7 @@ func NewShare(rate, window int) *Share {
 	if window <= 0 {
 		window = DefaultUserWindow
 	}
-	return &Share{rate: rate, slots: make(chan struct{}, window), wait: slotWait}
+	return &Share{rate: rate, slots: make(chan struct{}, window)}
 }
 
 // allow takes one token from the user's bucket.
@@ -63,7 +62,7 @@ func (s *Share) acquire(ctx context.Context, quit <-chan struct{}) bool {
 		return true
 	default:
 	}
-	t := time.NewTimer(s.wait)
+	t := time.NewTimer(slotWait)
 	defer t.Stop()
 	select {
 	case s.slots <- struct{}{}:
