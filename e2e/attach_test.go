@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -40,8 +41,8 @@ func TestAttach(t *testing.T) {
 		if err != nil {
 			t.Fatalf("cdpguard.Attach: %v", err)
 		}
-		closeGuard(t, g)
-		waitHTTP(t, g.URL()+"/readyz", "ok", 30*time.Second)
+		cdptest.CloseOnCleanup(t, g)
+		cdptest.WaitHTTP(t, g.URL()+"/readyz", "ok", 30*time.Second)
 		endpointURL = g.URL()
 	}
 

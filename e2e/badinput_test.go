@@ -256,7 +256,7 @@ func TestFirewallBadInput(t *testing.T) {
 			t.Fatal("the guard stopped")
 		default:
 		}
-		waitHTTP(t, g.URL()+"/readyz", "ok", 5*time.Second)
+		cdptest.WaitHTTP(t, g.URL()+"/readyz", "ok", 5*time.Second)
 		bystander(t, "everything")
 		c := dialRaw(t, g.WebSocketURL(), "newcomer")
 		s := c.openPage(t)

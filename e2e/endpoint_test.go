@@ -96,7 +96,7 @@ func startChromium(t *testing.T) *chromium {
 			t.Fatalf("no DevToolsActivePort after 20s:\n%s", out)
 		}
 	}
-	waitHTTP(t, c.URL+"/json/version", "", 10*time.Second)
+	cdptest.WaitHTTP(t, c.URL+"/json/version", "", 10*time.Second)
 	return c
 }
 
@@ -124,16 +124,6 @@ func endpoint(t *testing.T) string {
 		return startChromium(t).URL
 	}
 	return cdptest.StartGuard(t, guardConfig(t)).URL()
-}
-
-// closeGuard closes g when t ends and checks that it stops in time.
-func closeGuard(t *testing.T, g *cdpguard.Guard) { cdptest.CloseOnCleanup(t, g) }
-
-// waitHTTP polls url until it answers 200 (and, if want is not empty, a body
-// equal to want after trimming space) or d passes.
-func waitHTTP(t *testing.T, url, want string, d time.Duration) {
-	t.Helper()
-	cdptest.WaitHTTP(t, url, want, d)
 }
 
 // tailBuffer keeps the last max bytes written to it; safe for concurrent use.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -73,7 +74,7 @@ func TestHAProxyScaleOut(t *testing.T) {
 	}
 	for _, in := range insts {
 		in.url = in.srv.listenURL(t)
-		waitHTTP(t, in.url+"/readyz", "ok", 45*time.Second)
+		cdptest.WaitHTTP(t, in.url+"/readyz", "ok", 45*time.Second)
 	}
 
 	lbAddr := freeAddr(t)
@@ -84,7 +85,7 @@ func TestHAProxyScaleOut(t *testing.T) {
 	}
 	lb := startServed(t, cmd)
 	lbURL := "http://" + lbAddr
-	waitHTTP(t, lbURL+"/readyz", "ok", 15*time.Second)
+	cdptest.WaitHTTP(t, lbURL+"/readyz", "ok", 15*time.Second)
 
 	users := make([]string, lbUsers)
 	home := map[string]*lbInstance{}

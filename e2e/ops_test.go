@@ -23,6 +23,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -68,7 +69,7 @@ func TestServeLifecycle(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("no `listening on` line within 2 min:\n%s", srv.out)
 	}
-	waitHTTP(t, base+"/readyz", "ok", 30*time.Second)
+	cdptest.WaitHTTP(t, base+"/readyz", "ok", 30*time.Second)
 	if exe, err := os.Readlink("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/exe"); err != nil || filepath.Base(exe) != "cdpguard" {
 		t.Errorf("serve.sh did not exec cdpguard: pid %d runs %q (%v): signals would not reach cdpguard", cmd.Process.Pid, exe, err)
 	}
@@ -147,7 +148,7 @@ func TestServeLifecycle(t *testing.T) {
 		}
 	}
 	waitMetric(t, base, "cdpguard_renderer_crashes_total", 1)
-	waitHTTP(t, base+"/readyz", "ok", time.Second)
+	cdptest.WaitHTTP(t, base+"/readyz", "ok", time.Second)
 	sinkBefore := h.Sink.Hits(testhosts.HitPath("lifecycle"))
 	waitSinkHits(t, h, sinkBefore+3) // the Playwright tab kept running
 
@@ -179,7 +180,7 @@ func TestServeLifecycle(t *testing.T) {
 		}
 	}
 	expect("disconnected", 1, 10*time.Second)
-	waitHTTP(t, base+"/readyz", "ok", 45*time.Second)
+	cdptest.WaitHTTP(t, base+"/readyz", "ok", 45*time.Second)
 	waitMetric(t, base, "cdpguard_browser_restarts_total", 1)
 	for _, p := range firstBrowser { // the dead browser's helpers went with it
 		if alive(p) {

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -96,7 +97,7 @@ func TestRedTeamPage(t *testing.T) {
 		if ok, err := evalBool(env.victim, 5*time.Second, `true`); err != nil || !ok {
 			t.Errorf("LEAK (%s): the fallback user's victim tab %s is gone: %v", env.name, env.victimID, err)
 		}
-		waitHTTP(t, env.g.URL()+"/readyz", "ok", 5*time.Second)
+		cdptest.WaitHTTP(t, env.g.URL()+"/readyz", "ok", 5*time.Second)
 	}
 	for name, s := range map[string]testhosts.Snapshot{"evil.test": h.Forbidden.Snapshot(), "127.0.0.1:" + strconv.Itoa(fb2.Port): fb2.Snapshot()} {
 		if s.Total > 0 || s.Conns > 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
@@ -148,7 +149,7 @@ func sideSIGKILL(t *testing.T, h *testhosts.Hosts, rec *sideResult) {
 	srv := startServed(t, cmd)
 	waited, out := srv.waited, srv.out
 	base := srv.listenURL(t)
-	waitHTTP(t, base+"/readyz", "ok", 30*time.Second)
+	cdptest.WaitHTTP(t, base+"/readyz", "ok", 30*time.Second)
 
 	const name = "sigkill-poll"
 	before := h.Forbidden.Snapshot()

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 )
 
 // TestSIGKILLTakesBrowserDown runs `cdpguard serve`, finds the Chromium it
@@ -56,7 +58,7 @@ func TestSIGKILLTakesBrowserDown(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Errorf("no `cdpguard up` line within 30s:\n%s", out)
 		}
-		waitHTTP(t, base+"/readyz", "ok", 30*time.Second)
+		cdptest.WaitHTTP(t, base+"/readyz", "ok", 30*time.Second)
 	}
 
 	deadline := time.Now().Add(15 * time.Second)

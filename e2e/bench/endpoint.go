@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -17,7 +16,7 @@ import (
 	"time"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
-	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 )
 
 // userHeader keys a user at cdpguard (its default SESSION_HEADER).
@@ -34,7 +33,7 @@ type endpoint struct {
 // session is one user's connection and the browser context its pages go in
 // ("" lets cdpguard place them in the user's context).
 type session struct {
-	c         *conn
+	c         *cdptest.Client
 	contextID string
 }
 
@@ -48,47 +47,22 @@ func (e *endpoint) connect(ctx context.Context, user string) (*session, error) {
 	if e.perUser {
 		h.Set(userHeader, user)
 	}
-	ws, err := browserWS(ctx, e.httpURL, h)
+	ws, err := cdptest.BrowserURL(ctx, e.httpURL, h)
 	if err != nil {
 		return nil, err
 	}
-	c, err := dial(ctx, ws, h)
+	c, err := cdptest.Dial(ctx, ws, cdptest.Options{Header: h})
 	if err != nil {
 		return nil, err
 	}
 	s := &session{c: c}
 	if !e.perUser {
 		if s.contextID, err = createContext(ctx, c); err != nil {
-			c.close()
+			c.Close()
 			return nil, err
 		}
 	}
 	return s, nil
-}
-
-// browserWS reads webSocketDebuggerUrl from /json/version.
-func browserWS(ctx context.Context, httpURL string, h http.Header) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, httpURL+"/json/version", nil)
-	if err != nil {
-		return "", fmt.Errorf("json/version: %w", err)
-	}
-	req.Header = h.Clone()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("json/version: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("json/version: status %d: %w", resp.StatusCode, err)
-	}
-	var v struct {
-		WS string `json:"webSocketDebuggerUrl"`
-	}
-	if err := jsonv2.Unmarshal(body, &v); err != nil || v.WS == "" {
-		return "", fmt.Errorf("json/version: no webSocketDebuggerUrl in %.200q: %w", body, err)
-	}
-	return v.WS, nil
 }
 
 // directFlags match the managed browser's flags where comparable (see

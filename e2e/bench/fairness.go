@@ -41,7 +41,7 @@ func (e *env) setupTab(ctx context.Context, ep *endpoint) (measureFunc, func(), 
 	return func(ctx context.Context, _ int) (float64, error) {
 		d, err := newTab(ctx, s)
 		return ms(d), err
-	}, s.c.close, nil
+	}, s.c.Close, nil
 }
 
 // floodConns and floodCallers shape the flood: the flooding user's
@@ -58,9 +58,9 @@ func (e *env) setupFair(ctx context.Context, ep *endpoint) (measureFunc, func(),
 	}
 	var flooders []*session
 	cleanup := func() {
-		alice.c.close()
+		alice.c.Close()
 		for _, f := range flooders {
-			f.c.close()
+			f.c.Close()
 		}
 	}
 	for range floodConns {
@@ -81,7 +81,7 @@ func (e *env) setupFair(ctx context.Context, ep *endpoint) (measureFunc, func(),
 					// flood; only the end of the measurement stops it.
 					for fctx.Err() == nil {
 						cctx, cancel := context.WithTimeout(fctx, opTimeout)
-						_, _ = f.c.call(cctx, "", "Target.getTargets", nil)
+						_, _ = f.c.Call(cctx, "", "Target.getTargets", nil)
 						cancel()
 					}
 				})

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 )
 
 // Issue 9's figures: cdpguard's own MCP server (/mcp).
@@ -229,15 +231,15 @@ func measureMCP(ctx context.Context, o options) (*mcpReport, error) {
 	}
 
 	// browser_navigate through MCP vs Page.navigate + load over CDP.
-	ws, err := browserWS(ctx, b.url, http.Header{"X-LibreChat-User": {"bench-nav-cdp"}})
+	ws, err := cdptest.BrowserURL(ctx, b.url, http.Header{"X-LibreChat-User": {"bench-nav-cdp"}})
 	if err != nil {
 		return rep, err
 	}
-	c, err := dial(ctx, ws, http.Header{"X-LibreChat-User": {"bench-nav-cdp"}})
+	c, err := cdptest.Dial(ctx, ws, cdptest.Options{Header: http.Header{"X-LibreChat-User": {"bench-nav-cdp"}}})
 	if err != nil {
 		return rep, err
 	}
-	defer c.close()
+	defer c.Close()
 	p, err := openPage(ctx, c, "")
 	if err != nil {
 		return rep, err

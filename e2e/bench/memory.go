@@ -160,7 +160,7 @@ func measureMemory(ctx context.Context, opts options, counts []int) ([]memResult
 	var sessions []*session
 	defer func() {
 		for _, s := range sessions {
-			s.c.close()
+			s.c.Close()
 		}
 	}()
 	var out []memResult
@@ -169,12 +169,12 @@ func measureMemory(ctx context.Context, opts options, counts []int) ([]memResult
 			s, err := ep.connect(ctx, fmt.Sprintf("bench-idle-%d", len(sessions)))
 			if err == nil {
 				cctx, cancel := context.WithTimeout(ctx, opTimeout)
-				_, err = s.c.call(cctx, "", "Browser.getVersion", nil)
+				_, err = s.c.Call(cctx, "", "Browser.getVersion", nil)
 				cancel()
 			}
 			if err != nil {
 				if s != nil {
-					s.c.close()
+					s.c.Close()
 				}
 				return out, fmt.Errorf("idle user %d: %w", len(sessions), err)
 			}

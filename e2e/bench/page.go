@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 )
 
 // page is one tab driven over a flat session of a browser-level conn.
 type page struct {
-	c        *conn
+	c        *cdptest.Client
 	targetID string
 	session  string
 }
@@ -18,7 +20,7 @@ type page struct {
 // openPage creates a tab (in browserContextID, or where the endpoint puts
 // it when empty), attaches to it and enables what Playwright and Puppeteer
 // enable on every page: Page and Network, with the cache disabled.
-func openPage(ctx context.Context, c *conn, browserContextID string) (*page, error) {
+func openPage(ctx context.Context, c *cdptest.Client, browserContextID string) (*page, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	params := map[string]any{"url": "about:blank"}
@@ -46,7 +48,7 @@ func openPage(ctx context.Context, c *conn, browserContextID string) (*page, err
 		{"Network.enable", nil},
 		{"Network.setCacheDisabled", map[string]any{"cacheDisabled": true}},
 	} {
-		if _, err := c.call(ctx, p.session, m.method, m.params); err != nil {
+		if _, err := c.Call(ctx, p.session, m.method, m.params); err != nil {
 			return nil, err
 		}
 	}
@@ -54,7 +56,7 @@ func openPage(ctx context.Context, c *conn, browserContextID string) (*page, err
 }
 
 // createContext makes a fresh browser context, as cdpguard makes one per user.
-func createContext(ctx context.Context, c *conn) (string, error) {
+func createContext(ctx context.Context, c *cdptest.Client) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	var res struct {
@@ -65,8 +67,8 @@ func createContext(ctx context.Context, c *conn) (string, error) {
 }
 
 // callInto calls method and decodes its result into out.
-func callInto(ctx context.Context, c *conn, session, method string, params, out any) error {
-	res, err := c.call(ctx, session, method, params)
+func callInto(ctx context.Context, c *cdptest.Client, session, method string, params, out any) error {
+	res, err := c.Call(ctx, session, method, params)
 	if err != nil {
 		return err
 	}
@@ -81,7 +83,7 @@ func callInto(ctx context.Context, c *conn, session, method string, params, out 
 func (p *page) load(ctx context.Context, url string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, loadTimeout)
 	defer cancel()
-	loaded, unsub := p.c.subscribe(p.session, "Page.loadEventFired")
+	loaded, unsub := p.c.Subscribe(p.session, "Page.loadEventFired")
 	defer unsub()
 	start := time.Now()
 	var nav struct {
@@ -93,7 +95,7 @@ func (p *page) load(ctx context.Context, url string) (time.Duration, error) {
 	if nav.ErrorText != "" {
 		return 0, fmt.Errorf("navigate %s: %s", url, nav.ErrorText)
 	}
-	if _, err := p.c.wait(ctx, loaded, "Page.loadEventFired"); err != nil {
+	if _, err := p.c.Wait(ctx, loaded, "Page.loadEventFired"); err != nil {
 		return 0, fmt.Errorf("load %s: %w", url, err)
 	}
 	return time.Since(start), nil
@@ -138,5 +140,5 @@ func (p *page) eval(ctx context.Context, expr string, out any) error {
 func (p *page) close(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	_, _ = p.c.call(ctx, "", "Target.closeTarget", map[string]any{"targetId": p.targetID})
+	_, _ = p.c.Call(ctx, "", "Target.closeTarget", map[string]any{"targetId": p.targetID})
 }

@@ -133,13 +133,13 @@ func (s *soak) soakOps(hasRead bool) []soakOp {
 			return err
 		}},
 		{"screenshot", func(ctx context.Context, p *page, _ int, _ string) error {
-			_, err := p.c.call(ctx, p.session, "Page.captureScreenshot", map[string]any{"format": "jpeg", "quality": 60})
+			_, err := p.c.Call(ctx, p.session, "Page.captureScreenshot", map[string]any{"format": "jpeg", "quality": 60})
 			return err
 		}},
 	}
 	if hasRead {
 		ops = append(ops, soakOp{"read", func(ctx context.Context, p *page, _ int, _ string) error {
-			_, err := p.c.call(ctx, p.session, "Guard.read", map[string]any{"maxChars": 4000})
+			_, err := p.c.Call(ctx, p.session, "Guard.read", map[string]any{"maxChars": 4000})
 			return err
 		}}, soakOp{"mcp", func(ctx context.Context, _ *page, n int, user string) error {
 			ms, err := mcpSession(ctx, s.guard.url, user) // the agent's own user and context
@@ -318,7 +318,7 @@ func probeRead(ctx context.Context, ep *endpoint) (bool, string) {
 	defer cleanup()
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	if _, err := p.c.call(cctx, p.session, "Guard.read", map[string]any{"maxChars": 100}); err != nil {
+	if _, err := p.c.Call(cctx, p.session, "Guard.read", map[string]any{"maxChars": 100}); err != nil {
 		return false, "Guard.read not answered by this build: " + err.Error()
 	}
 	return true, ""

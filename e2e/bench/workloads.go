@@ -40,10 +40,10 @@ func onePage(ctx context.Context, ep *endpoint, user string) (*page, func(), err
 	}
 	p, err := openPage(ctx, s.c, s.contextID)
 	if err != nil {
-		s.c.close()
+		s.c.Close()
 		return nil, nil, err
 	}
-	return p, func() { p.close(ctx); s.c.close() }, nil
+	return p, func() { p.close(ctx); s.c.Close() }, nil
 }
 
 func (e *env) token(ep *endpoint, what string, i int) string {
@@ -123,7 +123,7 @@ func (e *env) setupShot(ctx context.Context, ep *endpoint) (measureFunc, func(),
 	}
 	sctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	_, err = p.c.call(sctx, p.session, "Emulation.setDeviceMetricsOverride", map[string]any{
+	_, err = p.c.Call(sctx, p.session, "Emulation.setDeviceMetricsOverride", map[string]any{
 		"width": 1920, "height": 3000, "deviceScaleFactor": 1, "mobile": false,
 	})
 	if err == nil {
@@ -137,7 +137,7 @@ func (e *env) setupShot(ctx context.Context, ep *endpoint) (measureFunc, func(),
 		ctx, cancel := context.WithTimeout(ctx, loadTimeout)
 		defer cancel()
 		start := time.Now()
-		res, err := p.c.call(ctx, p.session, "Page.captureScreenshot", map[string]any{
+		res, err := p.c.Call(ctx, p.session, "Page.captureScreenshot", map[string]any{
 			"format": "png", "captureBeyondViewport": true,
 		})
 		d := time.Since(start)
