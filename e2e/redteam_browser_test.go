@@ -8,12 +8,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 )
 
 // windowOf asks c for the window of target.
-func windowOf(t *testing.T, c *rtClient, target string) int64 {
+func windowOf(t *testing.T, c *cdptest.Client, target string) int64 {
 	t.Helper()
-	res, err := c.call("", "Browser.getWindowForTarget", map[string]any{"targetId": target}, 10*time.Second)
+	res, err := c.CallWithin("", "Browser.getWindowForTarget", map[string]any{"targetId": target}, 10*time.Second)
 	var w struct {
 		WindowID int64 `json:"windowId"`
 	}
@@ -29,10 +31,10 @@ func windowOf(t *testing.T, c *rtClient, target string) int64 {
 // visibility stay as they were, and mallory's own window still works.
 func rtBrowserLevel(t *testing.T, e *rtEnv) {
 	// A fresh connection and tab: earlier attacks may have closed hers.
-	m := rtDial(t, e.base, "mallory")
-	malTarget, malPage := m.openPage(t, userURL(e.h, "mallory")+"&window=1")
+	m := cdptest.Connect(t, e.base, "mallory")
+	malTarget, malPage := m.OpenPage(t, userURL(e.h, "mallory")+"&window=1")
 	view := `innerWidth + "x" + innerHeight + " " + document.visibilityState`
-	before, err := e.alice.eval(e.aliceSession, view)
+	before, err := e.alice.Eval(e.aliceSession, view)
 	if err != nil {
 		t.Fatalf("alice's viewport: %v", err)
 	}
@@ -59,27 +61,27 @@ func rtBrowserLevel(t *testing.T, e *rtEnv) {
 					{"Browser.setWindowBounds", map[string]any{"windowId": id, "bounds": map[string]any{"left": 0, "top": 0, "width": 123, "height": 369}}},
 					{"Browser.setContentsSize", map[string]any{"windowId": id, "width": 123, "height": 369}},
 				} {
-					_, err := m.call(session, c.method, c.params, 10*time.Second)
+					_, err := m.CallWithin(session, c.method, c.params, 10*time.Second)
 					refused(t, fmt.Sprintf("%s on window %d (session %q)", c.method, id, session), err, "window")
 				}
 			}
 		}
-		_, err := m.call("", "Browser.getWindowBounds", map[string]any{}, 10*time.Second)
+		_, err := m.CallWithin("", "Browser.getWindowBounds", map[string]any{}, 10*time.Second)
 		refused(t, "Browser.getWindowBounds without windowId", err, "windowId")
-		after, err := e.alice.eval(e.aliceSession, view)
+		after, err := e.alice.Eval(e.aliceSession, view)
 		if err != nil || after != before {
 			t.Errorf("alice's viewport changed: %s -> %s (%v)", before, after, err)
 		}
 	})
 	t.Run("ownWindow", func(t *testing.T) {
 		// Control: mallory's own window stays hers to read and resize.
-		if _, err := m.call("", "Browser.getWindowBounds", map[string]any{"windowId": mine}, 10*time.Second); err != nil {
+		if _, err := m.CallWithin("", "Browser.getWindowBounds", map[string]any{"windowId": mine}, 10*time.Second); err != nil {
 			t.Errorf("Browser.getWindowBounds on her own window: %v", err)
 		}
-		if _, err := m.call("", "Browser.setWindowBounds", map[string]any{"windowId": mine, "bounds": map[string]any{"width": 800, "height": 600}}, 10*time.Second); err != nil {
+		if _, err := m.CallWithin("", "Browser.setWindowBounds", map[string]any{"windowId": mine, "bounds": map[string]any{"width": 800, "height": 600}}, 10*time.Second); err != nil {
 			t.Errorf("Browser.setWindowBounds on her own window: %v", err)
 		}
-		if _, err := m.call(malPage, "Browser.getWindowBounds", map[string]any{"windowId": mine}, 10*time.Second); err != nil {
+		if _, err := m.CallWithin(malPage, "Browser.getWindowBounds", map[string]any{"windowId": mine}, 10*time.Second); err != nil {
 			t.Errorf("Browser.getWindowBounds on her own window from her page session: %v", err)
 		}
 	})
@@ -98,13 +100,13 @@ func rtBrowserLevel(t *testing.T, e *rtEnv) {
 				{"Browser.getBrowserCommandLine", nil},
 				{"Browser.setDockTile", map[string]any{"badgeLabel": "x"}},
 			} {
-				_, err := m.call(session, c.method, c.params, 10*time.Second)
+				_, err := m.CallWithin(session, c.method, c.params, 10*time.Second)
 				refused(t, fmt.Sprintf("%s (session %q)", c.method, session), err, c.method)
 			}
 		}
 		// Not on the browser-level allowlist: refused, naming the method.
 		for _, method := range []string{"Storage.clearDataForOrigin", "Memory.forciblyPurgeJavaScriptMemory", "Network.clearBrowserCookies", "Page.navigate"} {
-			_, err := m.call("", method, map[string]any{"origin": "*", "storageTypes": "all", "url": "about:blank"}, 10*time.Second)
+			_, err := m.CallWithin("", method, map[string]any{"origin": "*", "storageTypes": "all", "url": "about:blank"}, 10*time.Second)
 			refused(t, method+" on the browser session", err, method+" is refused: it is not on cdpguard's browser-level allowlist")
 		}
 		e.aliceIntact(t)
@@ -115,7 +117,7 @@ func rtBrowserLevel(t *testing.T, e *rtEnv) {
 // three connections (which share one per-user budget and window). Timings are the bench's business
 // (cdpguard-bench fairness); this checks behaviour only.
 func rtUserShare(t *testing.T, e *rtEnv) {
-	conns := []*rtClient{e.mallory, rtDial(t, e.base, "mallory"), rtDial(t, e.base, "mallory")}
+	conns := []*cdptest.Client{e.mallory, cdptest.Connect(t, e.base, "mallory"), cdptest.Connect(t, e.base, "mallory")}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	userLimited := 0
@@ -124,9 +126,9 @@ func rtUserShare(t *testing.T, e *rtEnv) {
 		for g := 0; g < 16; g++ {
 			wg.Go(func() {
 				for i := 0; i < 3000/16; i++ {
-					_, err := c.call("", "Browser.getVersion", nil, 10*time.Second)
-					var re *rtError
-					if errors.As(err, &re) && strings.Contains(re.Msg, "from this user") {
+					_, err := c.CallWithin("", "Browser.getVersion", nil, 10*time.Second)
+					var re *cdptest.Error
+					if errors.As(err, &re) && strings.Contains(re.Message, "from this user") {
 						mu.Lock()
 						userLimited++
 						mu.Unlock()
@@ -136,12 +138,12 @@ func rtUserShare(t *testing.T, e *rtEnv) {
 		}
 	}
 	// Meanwhile alice opens a tab and uses it.
-	target, session := e.alice.openPage(t, userURL(e.h, "alice")+"&during=flood")
-	if got, err := e.alice.eval(session, `location.search`); err != nil || !strings.Contains(got, "during=flood") {
+	target, session := e.alice.OpenPage(t, userURL(e.h, "alice")+"&during=flood")
+	if got, err := e.alice.Eval(session, `location.search`); err != nil || !strings.Contains(got, "during=flood") {
 		t.Errorf("alice's tab set up during mallory's flood: %q %v", got, err)
 	}
 	wg.Wait()
-	_, _ = e.alice.call("", "Target.closeTarget", map[string]any{"targetId": target}, 10*time.Second)
+	_, _ = e.alice.CallWithin("", "Target.closeTarget", map[string]any{"targetId": target}, 10*time.Second)
 	// Whether the flood outruns the per-user rate depends on how fast this
 	// machine runs the guard (under -race on a busy machine it does not);
 	// internal/relay TestSharePerUserRate checks the limit itself.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 )
 
 // rtIsolation: mallory's browser session and the HTTP surface must never
@@ -29,13 +31,13 @@ func rtIsolation(t *testing.T, e *rtEnv) {
 			{"SystemInfo.getProcessInfo", nil},
 			{"Browser.getWindowForTarget", map[string]any{"targetId": e.malTarget}},
 		} {
-			res, err := m.call("", c.method, c.params, 10*time.Second)
+			res, err := m.CallWithin("", c.method, c.params, 10*time.Second)
 			t.Logf("%s: %v %.200s", c.method, err, res)
 			e.noAlice(t, c.method, string(res))
 		}
-		res, _ := m.call(e.malPage, "Network.getAllCookies", nil, 10*time.Second)
+		res, _ := m.CallWithin(e.malPage, "Network.getAllCookies", nil, 10*time.Second)
 		e.noAlice(t, "Network.getAllCookies on mallory's page", string(res))
-		got, _ := m.eval(e.malPage, `document.cookie + "|" + localStorage.getItem("k")`)
+		got, _ := m.Eval(e.malPage, `document.cookie + "|" + localStorage.getItem("k")`)
 		e.noAlice(t, "mallory's page storage", got)
 	})
 	t.Run("foreignTargetRefused", func(t *testing.T) {
@@ -60,7 +62,7 @@ func rtIsolation(t *testing.T, e *rtEnv) {
 			{"", "Browser.grantPermissions", map[string]any{"permissions": []string{"geolocation"}, "browserContextId": e.aliceCtx}},
 			{"", "Target.disposeBrowserContext", map[string]any{"browserContextId": e.aliceCtx}},
 		} {
-			_, err := m.call(c.session, c.method, c.params, 10*time.Second)
+			_, err := m.CallWithin(c.session, c.method, c.params, 10*time.Second)
 			refused(t, c.method+" on alice's", err, c.method)
 		}
 		e.aliceIntact(t)
@@ -68,10 +70,10 @@ func rtIsolation(t *testing.T, e *rtEnv) {
 	t.Run("foreignSessionRefused", func(t *testing.T) {
 		// alice's session id, as if guessed.
 		for _, method := range []string{"Runtime.runIfWaitingForDebugger", "Runtime.evaluate", "Fetch.disable"} {
-			_, err := m.call(e.aliceSession, method, map[string]any{"expression": "1"}, 10*time.Second)
+			_, err := m.CallWithin(e.aliceSession, method, map[string]any{"expression": "1"}, 10*time.Second)
 			refused(t, method+" on alice's session", err, "not one of this connection's sessions")
 		}
-		_, err := m.call("", "Target.detachFromTarget", map[string]any{"sessionId": e.aliceSession}, 10*time.Second)
+		_, err := m.CallWithin("", "Target.detachFromTarget", map[string]any{"sessionId": e.aliceSession}, 10*time.Second)
 		refused(t, "Target.detachFromTarget alice's session", err, "Target.detachFromTarget")
 		e.aliceIntact(t)
 	})
@@ -80,22 +82,22 @@ func rtIsolation(t *testing.T, e *rtEnv) {
 			{{"type": "browser"}, {"type": "tab"}},
 			{{"type": "browser"}, {"type": "page"}, {"type": "iframe"}, {"type": "worker"}, {"type": "service_worker"}, {"type": "shared_worker"}, {"type": "other"}},
 		} {
-			_, err := m.call("", "Target.setAutoAttach", map[string]any{"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true, "filter": filter}, 10*time.Second)
+			_, err := m.CallWithin("", "Target.setAutoAttach", map[string]any{"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true, "filter": filter}, 10*time.Second)
 			t.Logf("setAutoAttach %v: %v", filter, err)
-			_, _ = m.call("", "Target.setDiscoverTargets", map[string]any{"discover": true, "filter": []map[string]any{{}}}, 10*time.Second)
+			_, _ = m.CallWithin("", "Target.setDiscoverTargets", map[string]any{"discover": true, "filter": []map[string]any{{}}}, 10*time.Second)
 			// alice opens a new tab while mallory auto-attaches to everything.
-			_, s2 := e.alice.openPage(t, userURL(e.h, "alice")+"&second="+strconv.Itoa(i))
-			if got, err := e.alice.eval(s2, `location.search`); err != nil || !strings.Contains(got, "second=") {
+			_, s2 := e.alice.OpenPage(t, userURL(e.h, "alice")+"&second="+strconv.Itoa(i))
+			if got, err := e.alice.Eval(s2, `location.search`); err != nil || !strings.Contains(got, "second=") {
 				t.Errorf("alice's new tab with mallory auto-attached: %q %v", got, err)
 			}
 			time.Sleep(300 * time.Millisecond)
-			e.noAlice(t, "mallory's events", m.eventsText())
+			e.noAlice(t, "mallory's events", m.EventsText())
 		}
 		// Every browser or tab session mallory got: listings stay hers,
 		// Fetch stays refused on browser sessions.
-		m.mu.Lock()
+		events := m.Events()
 		sessions := map[string]string{}
-		for _, ev := range m.events {
+		for _, ev := range events {
 			if ev.Method == "Target.attachedToTarget" {
 				var a struct {
 					SessionID  string `json:"sessionId"`
@@ -109,19 +111,18 @@ func rtIsolation(t *testing.T, e *rtEnv) {
 				}
 			}
 		}
-		m.mu.Unlock()
 		for s, typ := range sessions {
-			res, _ := m.call(s, "Target.getTargets", nil, 10*time.Second)
+			res, _ := m.CallWithin(s, "Target.getTargets", nil, 10*time.Second)
 			e.noAlice(t, "Target.getTargets on an auto-attached "+typ+" session", string(res))
-			res, _ = m.call(s, "Storage.getCookies", nil, 10*time.Second)
+			res, _ = m.CallWithin(s, "Storage.getCookies", nil, 10*time.Second)
 			e.noAlice(t, "Storage.getCookies on an auto-attached "+typ+" session", string(res))
 			if typ == "browser" {
-				_, err := m.call(s, "Fetch.disable", nil, 10*time.Second)
+				_, err := m.CallWithin(s, "Fetch.disable", nil, 10*time.Second)
 				refused(t, "Fetch.disable on an auto-attached browser session", err, "Fetch")
 			}
 		}
-		_, _ = m.call("", "Target.setAutoAttach", map[string]any{"autoAttach": false, "waitForDebuggerOnStart": false}, 10*time.Second)
-		_, _ = m.call("", "Target.setDiscoverTargets", map[string]any{"discover": false}, 10*time.Second)
+		_, _ = m.CallWithin("", "Target.setAutoAttach", map[string]any{"autoAttach": false, "waitForDebuggerOnStart": false}, 10*time.Second)
+		_, _ = m.CallWithin("", "Target.setDiscoverTargets", map[string]any{"discover": false}, 10*time.Second)
 	})
 	t.Run("httpSurface", func(t *testing.T) {
 		for _, user := range []string{"", "mallory"} {
@@ -155,45 +156,45 @@ func rtIsolation(t *testing.T, e *rtEnv) {
 func rtPageSession(t *testing.T, e *rtEnv) {
 	m, p := e.mallory, e.malPage
 	t.Run("getTargets", func(t *testing.T) {
-		res, err := m.call(p, "Target.getTargets", nil, 10*time.Second)
+		res, err := m.CallWithin(p, "Target.getTargets", nil, 10*time.Second)
 		t.Logf("Target.getTargets on a page session: %v", err)
 		e.noAlice(t, "Target.getTargets on mallory's page session", string(res))
 	})
 	t.Run("createTargetInAlicesContext", func(t *testing.T) {
-		res, err := m.call(p, "Target.createTarget", map[string]any{"url": userURL(e.h, "alice") + "&planted=mallory", "browserContextId": e.aliceCtx}, 10*time.Second)
+		res, err := m.CallWithin(p, "Target.createTarget", map[string]any{"url": userURL(e.h, "alice") + "&planted=mallory", "browserContextId": e.aliceCtx}, 10*time.Second)
 		if err == nil {
 			var ct struct {
 				TargetID string `json:"targetId"`
 			}
 			_ = json.Unmarshal(res, &ct)
 			t.Errorf("LEAK: mallory opened tab %s in alice's context from a page session", ct.TargetID)
-			_, _ = e.alice.call("", "Target.closeTarget", map[string]any{"targetId": ct.TargetID}, 10*time.Second)
+			_, _ = e.alice.CallWithin("", "Target.closeTarget", map[string]any{"targetId": ct.TargetID}, 10*time.Second)
 		}
 	})
 	t.Run("createTargetLandsInOwnContext", func(t *testing.T) {
-		res, err := m.call(p, "Target.createTarget", map[string]any{"url": "about:blank#rt-own"}, 10*time.Second)
+		res, err := m.CallWithin(p, "Target.createTarget", map[string]any{"url": "about:blank#rt-own"}, 10*time.Second)
 		var ct struct {
 			TargetID string `json:"targetId"`
 		}
 		if err != nil || json.Unmarshal(res, &ct) != nil {
 			return // refused: fine
 		}
-		list, _ := m.call("", "Target.getTargets", nil, 10*time.Second)
+		list, _ := m.CallWithin("", "Target.getTargets", nil, 10*time.Second)
 		if !strings.Contains(string(list), ct.TargetID) {
 			t.Errorf("LEAK: a tab mallory created from a page session is outside her context (shared default context)")
 		}
-		_, _ = m.call(p, "Target.closeTarget", map[string]any{"targetId": ct.TargetID}, 10*time.Second)
+		_, _ = m.CallWithin(p, "Target.closeTarget", map[string]any{"targetId": ct.TargetID}, 10*time.Second)
 	})
 	t.Run("grantPermissionsInAlicesContext", func(t *testing.T) {
-		_, err := m.call(p, "Browser.grantPermissions", map[string]any{"permissions": []string{"geolocation"}, "origin": e.h.Allowed.Origin(), "browserContextId": e.aliceCtx}, 10*time.Second)
-		state, _ := e.alice.eval(e.aliceSession, `navigator.permissions.query({name:"geolocation"}).then(s=>s.state)`)
+		_, err := m.CallWithin(p, "Browser.grantPermissions", map[string]any{"permissions": []string{"geolocation"}, "origin": e.h.Allowed.Origin(), "browserContextId": e.aliceCtx}, 10*time.Second)
+		state, _ := e.alice.Eval(e.aliceSession, `navigator.permissions.query({name:"geolocation"}).then(s=>s.state)`)
 		if err == nil || strings.Contains(state, "granted") {
 			t.Errorf("LEAK: mallory granted geolocation in alice's context from a page session (err %v, alice sees %s)", err, state)
 		}
-		_, _ = e.alice.call("", "Browser.resetPermissions", nil, 10*time.Second)
+		_, _ = e.alice.CallWithin("", "Browser.resetPermissions", nil, 10*time.Second)
 	})
 	t.Run("downloadBehaviorInAlicesContext", func(t *testing.T) {
-		_, err := m.call(p, "Browser.setDownloadBehavior", map[string]any{"behavior": "allow", "downloadPath": t.TempDir(), "browserContextId": e.aliceCtx}, 10*time.Second)
+		_, err := m.CallWithin(p, "Browser.setDownloadBehavior", map[string]any{"behavior": "allow", "downloadPath": t.TempDir(), "browserContextId": e.aliceCtx}, 10*time.Second)
 		if err == nil {
 			t.Errorf("LEAK: mallory set alice's context's download behavior from a page session")
 		}
@@ -209,14 +210,14 @@ func rtPageSession(t *testing.T, e *rtEnv) {
 			{"Storage.getCookies", map[string]any{"browserContextId": e.aliceCtx}},
 			{"Storage.clearCookies", map[string]any{"browserContextId": e.aliceCtx}},
 		} {
-			res, err := m.call(p, c.method, c.params, 10*time.Second)
+			res, err := m.CallWithin(p, c.method, c.params, 10*time.Second)
 			failed(t, c.method+" on a page session", err)
 			e.noAlice(t, c.method, string(res))
 		}
 		e.aliceIntact(t)
 	})
 	t.Run("attachToBrowserTargetFromPage", func(t *testing.T) {
-		res, err := m.call(p, "Target.attachToBrowserTarget", nil, 10*time.Second)
+		res, err := m.CallWithin(p, "Target.attachToBrowserTarget", nil, 10*time.Second)
 		var at struct {
 			SessionID string `json:"sessionId"`
 		}
@@ -224,11 +225,11 @@ func rtPageSession(t *testing.T, e *rtEnv) {
 			t.Logf("attachToBrowserTarget from a page session: %v", err)
 			return
 		}
-		_, err = m.call(at.SessionID, "Fetch.disable", nil, 10*time.Second)
+		_, err = m.CallWithin(at.SessionID, "Fetch.disable", nil, 10*time.Second)
 		refused(t, "Fetch.disable on a browser session got from a page session", err, "Fetch")
-		list, _ := m.call(at.SessionID, "Target.getTargets", nil, 10*time.Second)
+		list, _ := m.CallWithin(at.SessionID, "Target.getTargets", nil, 10*time.Second)
 		e.noAlice(t, "Target.getTargets on that session", string(list))
-		_, _ = m.call("", "Target.detachFromTarget", map[string]any{"sessionId": at.SessionID}, 10*time.Second)
+		_, _ = m.CallWithin("", "Target.detachFromTarget", map[string]any{"sessionId": at.SessionID}, 10*time.Second)
 	})
 }
 
@@ -236,15 +237,15 @@ func rtPageSession(t *testing.T, e *rtEnv) {
 // Target.sendMessageToTarget, where the firewall must still see them.
 func rtNonFlat(t *testing.T, e *rtEnv) {
 	m := e.mallory
-	res, err := m.call("", "Target.createTarget", map[string]any{"url": "about:blank"}, 10*time.Second)
+	res, err := m.CallWithin("", "Target.createTarget", map[string]any{"url": "about:blank"}, 10*time.Second)
 	var ct struct {
 		TargetID string `json:"targetId"`
 	}
 	if err != nil || json.Unmarshal(res, &ct) != nil {
 		t.Fatalf("createTarget: %v", err)
 	}
-	defer m.call("", "Target.closeTarget", map[string]any{"targetId": ct.TargetID}, 10*time.Second)
-	res, err = m.call("", "Target.attachToTarget", map[string]any{"targetId": ct.TargetID, "flatten": false}, 10*time.Second)
+	defer m.CallWithin("", "Target.closeTarget", map[string]any{"targetId": ct.TargetID}, 10*time.Second)
+	res, err = m.CallWithin("", "Target.attachToTarget", map[string]any{"targetId": ct.TargetID, "flatten": false}, 10*time.Second)
 	var at struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -258,16 +259,16 @@ func rtNonFlat(t *testing.T, e *rtEnv) {
 	inner := func(t *testing.T, id int, method string, params map[string]any) bool {
 		t.Helper()
 		b, _ := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
-		_, err := m.call("", "Target.sendMessageToTarget", map[string]any{"sessionId": at.SessionID, "message": string(b)}, 10*time.Second)
-		var re *rtError
-		if errors.As(err, &re) && strings.Contains(re.Msg, "cdpguard") {
+		_, err := m.CallWithin("", "Target.sendMessageToTarget", map[string]any{"sessionId": at.SessionID, "message": string(b)}, 10*time.Second)
+		var re *cdptest.Error
+		if errors.As(err, &re) && strings.Contains(re.Message, "cdpguard") {
 			t.Logf("refused: %v", err)
 			return false
 		}
 		return true
 	}
 	answer := func(id int) string {
-		got, _ := m.waitEvent(3*time.Second, func(ev rtMsg) bool {
+		got, _ := m.WaitEvent(3*time.Second, func(ev cdptest.Message) bool {
 			return ev.Method == "Target.receivedMessageFromTarget" && strings.Contains(string(ev.Params), `\"id\":`+strconv.Itoa(id)+`,`)
 		})
 		var msg struct {
@@ -302,7 +303,7 @@ func rtNonFlat(t *testing.T, e *rtEnv) {
 		}
 		time.Sleep(time.Second)
 		_ = inner(t, 2, "Runtime.evaluate", map[string]any{"expression": "document.body && document.body.innerText"})
-		got, _ := m.waitEvent(3*time.Second, func(ev rtMsg) bool {
+		got, _ := m.WaitEvent(3*time.Second, func(ev cdptest.Message) bool {
 			return ev.Method == "Target.receivedMessageFromTarget" && strings.Contains(string(ev.Params), `\"id\":2`)
 		})
 		if strings.Contains(string(got.Params), "root:") {
@@ -315,7 +316,7 @@ func rtNonFlat(t *testing.T, e *rtEnv) {
 		if !inner(t, 3, "Target.getTargets", nil) {
 			return
 		}
-		got, _ := m.waitEvent(3*time.Second, func(ev rtMsg) bool {
+		got, _ := m.WaitEvent(3*time.Second, func(ev cdptest.Message) bool {
 			return ev.Method == "Target.receivedMessageFromTarget" && strings.Contains(string(ev.Params), `\"id\":3`)
 		})
 		e.noAlice(t, "Target.getTargets through sendMessageToTarget", string(got.Params))

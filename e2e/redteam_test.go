@@ -5,150 +5,15 @@
 package e2e
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
-
-// rtMsg is one message a red-team client received, decoded loosely.
-type rtMsg struct {
-	ID        *int64          `json:"id"`
-	SessionID string          `json:"sessionId"`
-	Method    string          `json:"method"`
-	Params    json.RawMessage `json:"params"`
-	Result    json.RawMessage `json:"result"`
-	Error     *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-// rtClient is a raw CDP client (cdptest.Client underneath, see
-// rtclient_test.go): it sends exactly what an attacker writes and keeps
-// every event, so tests can look for what must never arrive. c is the
-// connection; events is guarded by mu.
-type rtClient struct {
-	c      *websocket.Conn
-	cl     rtConn
-	mu     sync.Mutex
-	events []rtMsg
-	done   <-chan struct{}
-}
-
-// eventsText returns every event received so far, as text.
-func (r *rtClient) eventsText() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var b strings.Builder
-	for _, e := range r.events {
-		fmt.Fprintf(&b, "%s %s %s\n", e.SessionID, e.Method, e.Params)
-	}
-	return b.String()
-}
-
-// waitEvent waits up to d for an event for which ok is true.
-func (r *rtClient) waitEvent(d time.Duration, ok func(rtMsg) bool) (rtMsg, bool) {
-	deadline := time.Now().Add(d)
-	for seen := 0; ; {
-		r.mu.Lock()
-		evs := r.events[seen:]
-		seen = len(r.events)
-		r.mu.Unlock()
-		for _, e := range evs {
-			if ok(e) {
-				return e, true
-			}
-		}
-		if time.Now().After(deadline) {
-			return rtMsg{}, false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// openPage creates a page at u in the user's context and attaches to it
-// (flat); it returns the target and session ids.
-func (r *rtClient) openPage(t *testing.T, u string) (string, string) {
-	t.Helper()
-	res, err := r.call("", "Target.createTarget", map[string]any{"url": "about:blank"}, 15*time.Second)
-	if err != nil {
-		t.Fatalf("createTarget: %v", err)
-	}
-	var ct struct {
-		TargetID string `json:"targetId"`
-	}
-	_ = json.Unmarshal(res, &ct)
-	res, err = r.call("", "Target.attachToTarget", map[string]any{"targetId": ct.TargetID, "flatten": true}, 15*time.Second)
-	if err != nil {
-		t.Fatalf("attachToTarget: %v", err)
-	}
-	var at struct {
-		SessionID string `json:"sessionId"`
-	}
-	_ = json.Unmarshal(res, &at)
-	for _, m := range []string{"Page.enable", "Runtime.enable"} {
-		if _, err := r.call(at.SessionID, m, nil, 10*time.Second); err != nil {
-			t.Fatalf("%s: %v", m, err)
-		}
-	}
-	if u != "" {
-		r.navigate(t, at.SessionID, u)
-	}
-	return ct.TargetID, at.SessionID
-}
-
-// navigate navigates the page of session and waits for its load event.
-func (r *rtClient) navigate(t *testing.T, session, u string) {
-	t.Helper()
-	r.mu.Lock()
-	n := len(r.events)
-	r.mu.Unlock()
-	if _, err := r.call(session, "Page.navigate", map[string]any{"url": u}, 15*time.Second); err != nil {
-		t.Fatalf("navigate %s: %v", u, err)
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		r.mu.Lock()
-		for _, e := range r.events[n:] {
-			if e.SessionID == session && e.Method == "Page.loadEventFired" {
-				r.mu.Unlock()
-				return
-			}
-		}
-		r.mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("navigate %s: no load event within 15s", u)
-}
-
-// eval evaluates expr (awaiting promises) on session and returns the value
-// as JSON text.
-func (r *rtClient) eval(session, expr string) (string, error) {
-	res, err := r.call(session, "Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true, "returnByValue": true}, 10*time.Second)
-	if err != nil {
-		return "", err
-	}
-	var v struct {
-		Result struct {
-			Value json.RawMessage `json:"value"`
-		} `json:"result"`
-		ExceptionDetails json.RawMessage `json:"exceptionDetails"`
-	}
-	_ = json.Unmarshal(res, &v)
-	if len(v.ExceptionDetails) > 0 {
-		return "", fmt.Errorf("exception: %s", v.ExceptionDetails)
-	}
-	return string(v.Result.Value), nil
-}
 
 // rtEnv is the scene of every attack: one guard, alice with a page on the
 // allowed host (a cookie and local storage set), mallory with a page of her
@@ -156,7 +21,7 @@ func (r *rtClient) eval(session, expr string) (string, error) {
 type rtEnv struct {
 	h              *testhosts.Hosts
 	base           string
-	alice, mallory *rtClient
+	alice, mallory *cdptest.Client
 	aliceTarget    string
 	aliceSession   string
 	aliceCtx       string
@@ -184,8 +49,8 @@ func (e *rtEnv) noLeak(t *testing.T) {
 // refused checks that a command got the guard's refusal naming rule.
 func refused(t *testing.T, what string, err error, rule string) {
 	t.Helper()
-	var re *rtError
-	if !errors.As(err, &re) || !strings.Contains(re.Msg, "cdpguard") || !strings.Contains(re.Msg, rule) {
+	var re *cdptest.Error
+	if !errors.As(err, &re) || !strings.Contains(re.Message, "cdpguard") || !strings.Contains(re.Message, rule) {
 		t.Errorf("%s: got %v, want the guard's refusal naming %q", what, err, rule)
 	}
 }
@@ -193,7 +58,7 @@ func refused(t *testing.T, what string, err error, rule string) {
 // failed checks that a command got an error, from the guard or Chrome.
 func failed(t *testing.T, what string, err error) {
 	t.Helper()
-	var re *rtError
+	var re *cdptest.Error
 	if !errors.As(err, &re) {
 		t.Errorf("%s: got %v, want an error answer", what, err)
 	}
@@ -202,7 +67,7 @@ func failed(t *testing.T, what string, err error) {
 // aliceIntact checks that alice's page is still there, hers, and unchanged.
 func (e *rtEnv) aliceIntact(t *testing.T) {
 	t.Helper()
-	got, err := e.alice.eval(e.aliceSession, `document.getElementById("marker").textContent + "|" + location.search`)
+	got, err := e.alice.Eval(e.aliceSession, `document.getElementById("marker").textContent + "|" + location.search`)
 	if err != nil || !strings.Contains(got, "allowed-page-marker|?user=alice") {
 		t.Errorf("alice's page after the attack: %q, %v", got, err)
 	}
@@ -227,14 +92,14 @@ func setupRedTeam(t *testing.T) *rtEnv {
 		c.Logger = rec.logger()
 	})
 	e := &rtEnv{h: h, base: g.URL(), rec: rec}
-	e.alice = rtDial(t, e.base, "alice")
-	e.aliceTarget, e.aliceSession = e.alice.openPage(t, userURL(h, "alice"))
-	if _, err := e.alice.eval(e.aliceSession, `document.cookie="secret=alice-cookie; path=/"; localStorage.setItem("k","alice-storage"); 1`); err != nil {
+	e.alice = cdptest.Connect(t, e.base, "alice")
+	e.aliceTarget, e.aliceSession = e.alice.OpenPage(t, userURL(h, "alice"))
+	if _, err := e.alice.Eval(e.aliceSession, `document.cookie="secret=alice-cookie; path=/"; localStorage.setItem("k","alice-storage"); 1`); err != nil {
 		t.Fatalf("alice's cookie: %v", err)
 	}
-	e.aliceCtx = e.alice.contextOf(t, e.aliceTarget)
-	e.mallory = rtDial(t, e.base, "mallory")
-	e.malTarget, e.malPage = e.mallory.openPage(t, userURL(h, "mallory"))
+	e.aliceCtx = e.alice.ContextOf(t, e.aliceTarget)
+	e.mallory = cdptest.Connect(t, e.base, "mallory")
+	e.malTarget, e.malPage = e.mallory.OpenPage(t, userURL(h, "mallory"))
 	return e
 }
 

@@ -37,11 +37,11 @@ func TestRedTeamToday(t *testing.T) {
 		c.ReadLoadTimeout = 3 * time.Second
 	})
 	e := &rtEnv{h: h, base: g.URL()}
-	e.alice = rtDial(t, e.base, "alice")
-	e.aliceTarget, e.aliceSession = e.alice.openPage(t, userURL(h, "alice"))
-	e.aliceCtx = e.alice.contextOf(t, e.aliceTarget)
-	e.mallory = rtDial(t, e.base, "mallory")
-	e.malTarget, e.malPage = e.mallory.openPage(t, userURL(h, "mallory"))
+	e.alice = cdptest.Connect(t, e.base, "alice")
+	e.aliceTarget, e.aliceSession = e.alice.OpenPage(t, userURL(h, "alice"))
+	e.aliceCtx = e.alice.ContextOf(t, e.aliceTarget)
+	e.mallory = cdptest.Connect(t, e.base, "mallory")
+	e.malTarget, e.malPage = e.mallory.OpenPage(t, userURL(h, "mallory"))
 
 	t.Run("readURLs", func(t *testing.T) { rtReadURLs(t, e) })
 	t.Run("readScope", func(t *testing.T) { rtReadScope(t, e) })
@@ -60,10 +60,10 @@ func TestRedTeamToday(t *testing.T) {
 	e.aliceIntact(t)
 }
 
-// guardReadRaw sends Guard.read on session and decodes the result.
-func (r *rtClient) guardRead(session string, params map[string]any) (cdpguard.ReadResult, error) {
+// rtGuardRead sends Guard.read on session of c and decodes the result.
+func rtGuardRead(c *cdptest.Client, session string, params map[string]any) (cdpguard.ReadResult, error) {
 	var out cdpguard.ReadResult
-	res, err := r.call(session, "Guard.read", params, 40*time.Second)
+	res, err := c.CallWithin(session, "Guard.read", params, 40*time.Second)
 	if err != nil {
 		return out, err
 	}
@@ -84,12 +84,12 @@ func rtReadURLs(t *testing.T, e *rtEnv) {
 		{"view-source", "view-source:" + e.evil("read-vs"), `scheme "view-source"`},
 		{"userinfo trick", "http://allowed.test@evil.test:" + fmt.Sprint(e.h.Forbidden.Port) + testhosts.HitPath("rt-read-userinfo"), "evil.test"},
 	} {
-		_, err := m.guardRead(e.malPage, map[string]any{"url": c.url})
+		_, err := rtGuardRead(m, e.malPage, map[string]any{"url": c.url})
 		refused(t, "Guard.read "+c.name, err, c.rule)
 	}
 	// A redirect from the allowed host to the forbidden one: the hop is
 	// blocked, the read shows the explanation page.
-	r, err := m.guardRead(e.malPage, map[string]any{"url": e.h.PageURL("/redirect?to=" + url.QueryEscape(e.evil("read-redirect")))})
+	r, err := rtGuardRead(m, e.malPage, map[string]any{"url": e.h.PageURL("/redirect?to=" + url.QueryEscape(e.evil("read-redirect")))})
 	if err != nil {
 		t.Errorf("Guard.read of a redirect to a forbidden host: %v", err)
 	} else if strings.Contains(r.Text, testhosts.ForbiddenBody) {
@@ -100,7 +100,7 @@ func rtReadURLs(t *testing.T, e *rtEnv) {
 		`<img src="` + e.evil("read-data-img") + `"><script>fetch("` + e.evil("read-data-fetch") + `").catch(()=>{});` +
 		`try{new WebSocket("ws://evil.test:` + fmt.Sprint(e.h.Forbidden.Port) + `/rt-read-ws")}catch(e){};` +
 		`location.href="` + e.evil("read-data-nav") + `"</script>`
-	if _, err := m.guardRead(e.malPage, map[string]any{"url": "data:text/html," + url.PathEscape(page)}); err != nil {
+	if _, err := rtGuardRead(m, e.malPage, map[string]any{"url": "data:text/html," + url.PathEscape(page)}); err != nil {
 		t.Logf("Guard.read of a hostile data: page: %v", err)
 	}
 	// The guard's own endpoint under an allowed name (allowed.test maps to
@@ -110,7 +110,7 @@ func rtReadURLs(t *testing.T, e *rtEnv) {
 	gu, _ := url.Parse(e.base)
 	for _, p := range []string{"/json/list", "/json/version", "/read?url=" + url.QueryEscape(userURL(e.h, "alice"))} {
 		u := "http://" + testhosts.AllowedName + ":" + gu.Port() + p
-		r, err := m.guardRead(e.malPage, map[string]any{"url": u})
+		r, err := rtGuardRead(m, e.malPage, map[string]any{"url": u})
 		e.noAlice(t, "Guard.read of the endpoint "+p, r.Text)
 		if strings.Contains(r.Text, "webSocketDebuggerUrl") || strings.Contains(r.Text, "Browser") && strings.Contains(r.Text, "Protocol-Version") {
 			t.Errorf("LEAK: Guard.read reached the guard's endpoint %s: %.300s", p, r.Text)
@@ -119,29 +119,29 @@ func rtReadURLs(t *testing.T, e *rtEnv) {
 	}
 	// A page with a huge title (it could make the reader's reply larger
 	// than the browser connection's message limit): the title is cut.
-	r, err = m.guardRead(e.malPage, map[string]any{"url": "data:text/html," + url.PathEscape(`<p>some text for the reader to find here, enough of it to count as the main content.</p><script>document.title = "t".repeat(1e5)</script>`)})
+	r, err = rtGuardRead(m, e.malPage, map[string]any{"url": "data:text/html," + url.PathEscape(`<p>some text for the reader to find here, enough of it to count as the main content.</p><script>document.title = "t".repeat(1e5)</script>`)})
 	if err != nil || len(r.Title) > 4096 {
 		t.Errorf("Guard.read of a page with a 100 kB title: title %d chars, %v", len(r.Title), err)
 	}
 	// A negative offset and a huge maxChars are answered, not obeyed.
-	_, err = m.guardRead(e.malPage, map[string]any{"offset": -5})
+	_, err = rtGuardRead(m, e.malPage, map[string]any{"offset": -5})
 	failed(t, "Guard.read offset -5", err)
-	_, err = m.guardRead(e.malPage, map[string]any{"maxChars": 1 << 62})
+	_, err = rtGuardRead(m, e.malPage, map[string]any{"maxChars": 1 << 62})
 	if err != nil {
 		t.Logf("Guard.read maxChars 2^62: %v", err)
 	}
-	_, err = m.guardRead(e.malPage, map[string]any{"url": 42})
+	_, err = rtGuardRead(m, e.malPage, map[string]any{"url": 42})
 	failed(t, "Guard.read url 42", err)
 	e.noLeak(t)
 	// Control: the same method reaches an allowed listener.
 	ctl := e.h.Sink.Origin() + testhosts.HitPath("rt-read-control")
-	if _, err := m.guardRead(e.malPage, map[string]any{"url": ctl}); err != nil {
+	if _, err := rtGuardRead(m, e.malPage, map[string]any{"url": ctl}); err != nil {
 		t.Errorf("control read of %s: %v", ctl, err)
 	}
 	if e.h.Sink.Hits(testhosts.HitPath("rt-read-control")) == 0 {
 		t.Errorf("control: the sink saw no read")
 	}
-	m.navigate(t, e.malPage, userURL(e.h, "mallory"))
+	m.Navigate(t, e.malPage, userURL(e.h, "mallory"))
 }
 
 // rtReadScope: Guard.read on sessions that are not the agent's own page:
@@ -149,11 +149,11 @@ func rtReadURLs(t *testing.T, e *rtEnv) {
 // session of mallory's own page, and a page connection to alice's target.
 func rtReadScope(t *testing.T, e *rtEnv) {
 	m := e.mallory
-	_, err := m.guardRead("", map[string]any{"url": userURL(e.h, "alice")})
+	_, err := rtGuardRead(m, "", map[string]any{"url": userURL(e.h, "alice")})
 	refused(t, "Guard.read on the browser session", err, "page session")
-	_, err = m.guardRead(e.aliceSession, nil)
+	_, err = rtGuardRead(m, e.aliceSession, nil)
 	failed(t, "Guard.read on alice's session", err)
-	_, err = m.guardRead(e.malPage, map[string]any{"targetId": e.aliceTarget})
+	_, err = rtGuardRead(m, e.malPage, map[string]any{"targetId": e.aliceTarget})
 	if err != nil {
 		t.Errorf("Guard.read on her own page with alice's targetId as an extra param: %v", err)
 	}
@@ -180,13 +180,13 @@ func rtReadScope(t *testing.T, e *rtEnv) {
 		c.Close()
 	}
 	// A worker of mallory's own page.
-	if _, err := m.call(e.malPage, "Target.setAutoAttach", map[string]any{"autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true}, 10*time.Second); err != nil {
+	if _, err := m.CallWithin(e.malPage, "Target.setAutoAttach", map[string]any{"autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true}, 10*time.Second); err != nil {
 		t.Fatalf("auto-attach on her page: %v", err)
 	}
-	if _, err := m.eval(e.malPage, `window.__w = new Worker(URL.createObjectURL(new Blob(["setInterval(()=>{},1000)"]))); 1`); err != nil {
+	if _, err := m.Eval(e.malPage, `window.__w = new Worker(URL.createObjectURL(new Blob(["setInterval(()=>{},1000)"]))); 1`); err != nil {
 		t.Fatalf("worker: %v", err)
 	}
-	ev, ok := m.waitEvent(10*time.Second, func(e rtMsg) bool {
+	ev, ok := m.WaitEvent(10*time.Second, func(e cdptest.Message) bool {
 		return e.Method == "Target.attachedToTarget" && strings.Contains(string(e.Params), `"type":"worker"`)
 	})
 	if !ok {
@@ -196,9 +196,9 @@ func rtReadScope(t *testing.T, e *rtEnv) {
 		SessionID string `json:"sessionId"`
 	}
 	_ = json.Unmarshal(ev.Params, &at)
-	_, err = m.guardRead(at.SessionID, map[string]any{"url": userURL(e.h, "mallory")})
+	_, err = rtGuardRead(m, at.SessionID, map[string]any{"url": userURL(e.h, "mallory")})
 	refused(t, "Guard.read on a worker session", err, "worker")
-	_, _ = m.call(e.malPage, "Target.setAutoAttach", map[string]any{"autoAttach": false, "waitForDebuggerOnStart": false, "flatten": true}, 10*time.Second)
+	_, _ = m.CallWithin(e.malPage, "Target.setAutoAttach", map[string]any{"autoAttach": false, "waitForDebuggerOnStart": false, "flatten": true}, 10*time.Second)
 	e.aliceIntact(t)
 }
 
@@ -207,11 +207,11 @@ func rtReadScope(t *testing.T, e *rtEnv) {
 // tries to evaluate in it, to steer later reads of the page.
 func rtHiddenWorld(t *testing.T, e *rtEnv) {
 	m := e.mallory
-	if _, err := m.guardRead(e.malPage, nil); err != nil {
+	if _, err := rtGuardRead(m, e.malPage, nil); err != nil {
 		t.Fatalf("Guard.read: %v", err)
 	}
 	announced := map[int64]bool{}
-	for _, ev := range m.snapshotEvents() {
+	for _, ev := range m.Events() {
 		if ev.Method == "Runtime.executionContextCreated" && ev.SessionID == e.malPage {
 			var p struct {
 				Context struct {
@@ -240,7 +240,7 @@ func rtHiddenWorld(t *testing.T, e *rtEnv) {
 			{"Runtime.evaluate", json.RawMessage(fmt.Sprintf(`{"expression":"document.title","returnByValue":true,"cont\u0065xtId":%d}`, id))},
 			{"Runtime.evaluate", json.RawMessage(fmt.Sprintf(`{"expression":"document.title","returnByValue":true,"contextId":1,"contextId":%d}`, id))},
 		} {
-			res, err := m.call(e.malPage, c.method, c.params, 5*time.Second)
+			res, err := m.CallWithin(e.malPage, c.method, c.params, 5*time.Second)
 			if err == nil && !strings.Contains(string(res), "exceptionDetails") {
 				reached++
 				t.Errorf("mallory reached unannounced context %d with %s: %.200s", id, c.method, res)
@@ -249,17 +249,17 @@ func rtHiddenWorld(t *testing.T, e *rtEnv) {
 	}
 	// Replays: Runtime.enable again and Debugger.enable announce every
 	// existing context and script; none of the guard's may show.
-	n := len(m.snapshotEvents())
+	n := len(m.Events())
 	for _, c := range []string{"Runtime.disable", "Runtime.enable", "Debugger.enable"} {
-		if _, err := m.call(e.malPage, c, nil, 10*time.Second); err != nil {
+		if _, err := m.CallWithin(e.malPage, c, nil, 10*time.Second); err != nil {
 			t.Errorf("%s: %v", c, err)
 		}
 	}
-	if _, err := m.guardRead(e.malPage, nil); err != nil {
+	if _, err := rtGuardRead(m, e.malPage, nil); err != nil {
 		t.Errorf("Guard.read with Debugger enabled: %v", err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	for _, ev := range m.snapshotEvents()[n:] {
+	for _, ev := range m.Events()[n:] {
 		if ev.SessionID != e.malPage {
 			continue
 		}
@@ -282,19 +282,12 @@ func rtHiddenWorld(t *testing.T, e *rtEnv) {
 			}
 		}
 	}
-	_, _ = m.call(e.malPage, "Debugger.disable", nil, 10*time.Second)
+	_, _ = m.CallWithin(e.malPage, "Debugger.disable", nil, 10*time.Second)
 	// Control: the page's own world answers.
-	if got, err := m.eval(e.malPage, "document.title"); err != nil || got == "" {
+	if got, err := m.Eval(e.malPage, "document.title"); err != nil || got == "" {
 		t.Errorf("control: evaluate in the page's world: %q %v", got, err)
 	}
 	t.Logf("announced contexts %v; unannounced reached %d", announced, reached)
-}
-
-// snapshotEvents copies the events received so far.
-func (r *rtClient) snapshotEvents() []rtMsg {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]rtMsg(nil), r.events...)
 }
 
 // rtReadConcurrent: many concurrent reads from mallory on her page, while
@@ -310,7 +303,7 @@ func rtReadConcurrent(t *testing.T, e *rtEnv) {
 			if i%2 == 1 {
 				u = e.evil(fmt.Sprintf("read-conc-%d", i))
 			}
-			_, err := e.mallory.guardRead(e.malPage, map[string]any{"url": u})
+			_, err := rtGuardRead(e.mallory, e.malPage, map[string]any{"url": u})
 			if i%2 == 0 && err != nil {
 				errs <- fmt.Errorf("mallory read %d: %w", i, err)
 			}
@@ -319,7 +312,7 @@ func rtReadConcurrent(t *testing.T, e *rtEnv) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		r, err := e.alice.guardRead(e.aliceSession, nil)
+		r, err := rtGuardRead(e.alice, e.aliceSession, nil)
 		if err != nil || !strings.Contains(r.URL, "user=alice") {
 			errs <- fmt.Errorf("alice's read during mallory's flood: %+v %v", r.URL, err)
 		}
@@ -400,30 +393,30 @@ func rtReadHTTP(t *testing.T, e *rtEnv) {
 	}
 	_, _, list := getList(t, e.base, "mallory")
 	e.noAlice(t, "mallory's /json/list after alice's /read", list)
-	res, _ := e.mallory.call("", "Target.getTargets", nil, 10*time.Second)
+	res, _ := e.mallory.CallWithin("", "Target.getTargets", nil, 10*time.Second)
 	e.noAlice(t, "mallory's Target.getTargets after alice's /read", string(res))
-	e.noAlice(t, "mallory's events after alice's /read", e.mallory.eventsText())
+	e.noAlice(t, "mallory's events after alice's /read", e.mallory.EventsText())
 }
 
 // rtWindows: window ids are small integers; mallory names every window
 // that is not hers.
 func rtWindows(t *testing.T, e *rtEnv) {
 	m := e.mallory
-	res, err := m.call("", "Browser.getWindowForTarget", map[string]any{"targetId": e.malTarget}, 10*time.Second)
+	res, err := m.CallWithin("", "Browser.getWindowForTarget", map[string]any{"targetId": e.malTarget}, 10*time.Second)
 	var own struct {
 		WindowID int64 `json:"windowId"`
 	}
 	if err != nil || json.Unmarshal(res, &own) != nil {
 		t.Fatalf("control: her own window: %s %v", res, err)
 	}
-	res, err = e.alice.call("", "Browser.getWindowForTarget", map[string]any{"targetId": e.aliceTarget}, 10*time.Second)
+	res, err = e.alice.CallWithin("", "Browser.getWindowForTarget", map[string]any{"targetId": e.aliceTarget}, 10*time.Second)
 	var alices struct {
 		WindowID int64 `json:"windowId"`
 	}
 	if err != nil || json.Unmarshal(res, &alices) != nil {
 		t.Fatalf("alice's window: %s %v", res, err)
 	}
-	_, err = m.call("", "Browser.getWindowForTarget", map[string]any{"targetId": e.aliceTarget}, 10*time.Second)
+	_, err = m.CallWithin("", "Browser.getWindowForTarget", map[string]any{"targetId": e.aliceTarget}, 10*time.Second)
 	failed(t, "getWindowForTarget(alice's target)", err)
 	for id := int64(0); id <= 40; id++ {
 		if id == own.WindowID {
@@ -438,14 +431,14 @@ func rtWindows(t *testing.T, e *rtEnv) {
 			{"Browser.setContentsSize", map[string]any{"windowId": id, "width": 100, "height": 100}},
 		} {
 			for _, s := range []string{"", e.malPage} {
-				_, err := m.call(s, c.method, c.params, 5*time.Second)
+				_, err := m.CallWithin(s, c.method, c.params, 5*time.Second)
 				if err == nil {
 					t.Errorf("%s window %d on session %q (alice's is %d): answered", c.method, id, s, alices.WindowID)
 				}
 			}
 		}
 	}
-	if _, err := m.call("", "Browser.getWindowBounds", map[string]any{"windowId": own.WindowID}, 5*time.Second); err != nil {
+	if _, err := m.CallWithin("", "Browser.getWindowBounds", map[string]any{"windowId": own.WindowID}, 5*time.Second); err != nil {
 		t.Errorf("control: her own window's bounds: %v", err)
 	}
 }
@@ -456,7 +449,7 @@ func rtWindows(t *testing.T, e *rtEnv) {
 func rtDialogGrace(t *testing.T, e *rtEnv) {
 	m := e.mallory
 	start := time.Now()
-	got, err := m.eval(e.malPage, `(() => { for (let i = 0; i < 3; i++) alert("loop " + i); return confirm("last") })()`)
+	got, err := m.Eval(e.malPage, `(() => { for (let i = 0; i < 3; i++) alert("loop " + i); return confirm("last") })()`)
 	took := time.Since(start)
 	if err != nil || got != "false" {
 		t.Errorf("mallory's dialog loop: %q %v", got, err)
@@ -465,18 +458,18 @@ func rtDialogGrace(t *testing.T, e *rtEnv) {
 		t.Errorf("I4: four unanswered dialogs held the page %v (grace %v)", took, todayGrace)
 	}
 	// Alice's page opens a dialog; mallory answers it on alice's session.
-	_, _ = e.alice.call(e.aliceSession, "Runtime.evaluate", map[string]any{"expression": `setTimeout(() => { window.__ans = confirm("alice?") }, 0); 1`}, 5*time.Second)
-	if _, ok := e.alice.waitEvent(5*time.Second, func(ev rtMsg) bool {
+	_, _ = e.alice.CallWithin(e.aliceSession, "Runtime.evaluate", map[string]any{"expression": `setTimeout(() => { window.__ans = confirm("alice?") }, 0); 1`}, 5*time.Second)
+	if _, ok := e.alice.WaitEvent(5*time.Second, func(ev cdptest.Message) bool {
 		return ev.Method == "Page.javascriptDialogOpening" && ev.SessionID == e.aliceSession
 	}); !ok {
 		t.Fatalf("alice saw no dialog")
 	}
-	_, err = m.call(e.aliceSession, "Page.handleJavaScriptDialog", map[string]any{"accept": true}, 5*time.Second)
+	_, err = m.CallWithin(e.aliceSession, "Page.handleJavaScriptDialog", map[string]any{"accept": true}, 5*time.Second)
 	failed(t, "mallory answering alice's dialog", err)
-	if _, err := e.alice.call(e.aliceSession, "Page.handleJavaScriptDialog", map[string]any{"accept": false}, 5*time.Second); err != nil {
+	if _, err := e.alice.CallWithin(e.aliceSession, "Page.handleJavaScriptDialog", map[string]any{"accept": false}, 5*time.Second); err != nil {
 		t.Logf("alice's own answer: %v (the grace may have passed)", err)
 	}
-	if v, err := e.alice.eval(e.aliceSession, "window.__ans"); err != nil || v != "false" {
+	if v, err := e.alice.Eval(e.aliceSession, "window.__ans"); err != nil || v != "false" {
 		t.Errorf("alice's dialog result: %q %v (want false: mallory's accept must not count)", v, err)
 	}
 }
@@ -614,12 +607,12 @@ func rtMCP(t *testing.T, e *rtEnv) {
 // message is enough CI time here); nobody is cut off.
 func rtGiantReply(t *testing.T, e *rtEnv) {
 	// mallory's MCP browser_close closed her tabs: a fresh one.
-	e.malTarget, e.malPage = e.mallory.openPage(t, userURL(e.h, "mallory"))
-	if _, err := e.mallory.call(e.malPage, "Runtime.evaluate", map[string]any{"expression": `console.log("x".repeat(257 * 1024 * 1024)), 1`}, 60*time.Second); err != nil {
+	e.malTarget, e.malPage = e.mallory.OpenPage(t, userURL(e.h, "mallory"))
+	if _, err := e.mallory.CallWithin(e.malPage, "Runtime.evaluate", map[string]any{"expression": `console.log("x".repeat(257 * 1024 * 1024)), 1`}, 60*time.Second); err != nil {
 		t.Errorf("a page's 257 MB console message: %v", err)
 	}
 	e.aliceIntact(t)
-	if _, err := e.mallory.eval(e.malPage, "1+1"); err != nil {
+	if _, err := e.mallory.Eval(e.malPage, "1+1"); err != nil {
 		t.Errorf("mallory's connection after the giant message: %v", err)
 	}
 }
@@ -720,11 +713,11 @@ func rtRawWorld(t *testing.T, e *rtEnv) {
 // world through the paused call frames and their objects.
 func rtDebuggerWorld(t *testing.T, e *rtEnv) {
 	m := e.mallory
-	if _, err := m.eval(e.malPage, "window.__mainMark = 1"); err != nil {
+	if _, err := m.Eval(e.malPage, "window.__mainMark = 1"); err != nil {
 		t.Fatal(err)
 	}
-	b := rtDial(t, e.base, "mallory")
-	res, err := b.call("", "Target.attachToTarget", map[string]any{"targetId": e.malTarget, "flatten": true}, 10*time.Second)
+	b := cdptest.Connect(t, e.base, "mallory")
+	res, err := b.CallWithin("", "Target.attachToTarget", map[string]any{"targetId": e.malTarget, "flatten": true}, 10*time.Second)
 	var at struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -733,16 +726,16 @@ func rtDebuggerWorld(t *testing.T, e *rtEnv) {
 	}
 	bs := at.SessionID
 	for _, c := range []string{"Runtime.enable", "Debugger.enable", "Debugger.pause"} {
-		if _, err := b.call(bs, c, nil, 10*time.Second); err != nil {
+		if _, err := b.CallWithin(bs, c, nil, 10*time.Second); err != nil {
 			t.Fatalf("%s: %v", c, err)
 		}
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := m.guardRead(e.malPage, nil)
+		_, err := rtGuardRead(m, e.malPage, nil)
 		done <- err
 	}()
-	ev, ok := b.waitEvent(10*time.Second, func(ev rtMsg) bool { return ev.Method == "Debugger.paused" && ev.SessionID == bs })
+	ev, ok := b.WaitEvent(10*time.Second, func(ev cdptest.Message) bool { return ev.Method == "Debugger.paused" && ev.SessionID == bs })
 	if ok {
 		var p struct {
 			CallFrames []struct {
@@ -754,13 +747,13 @@ func rtDebuggerWorld(t *testing.T, e *rtEnv) {
 		}
 		_ = json.Unmarshal(ev.Params, &p)
 		for _, f := range p.CallFrames {
-			r1, err1 := b.call(bs, "Debugger.evaluateOnCallFrame", map[string]any{"callFrameId": f.CallFrameID, "expression": "typeof window.__mainMark", "returnByValue": true}, 5*time.Second)
+			r1, err1 := b.CallWithin(bs, "Debugger.evaluateOnCallFrame", map[string]any{"callFrameId": f.CallFrameID, "expression": "typeof window.__mainMark", "returnByValue": true}, 5*time.Second)
 			if err1 == nil && strings.Contains(string(r1), `"value":"undefined"`) {
 				t.Errorf("evaluateOnCallFrame ran in a world without the page's globals: %.200s", r1)
 			}
 			refused(t, "evaluateOnCallFrame in the reader's paused script", err1, "isolated worlds")
 			if f.This.ObjectID != "" {
-				r2, err2 := b.call(bs, "Runtime.callFunctionOn", map[string]any{"objectId": f.This.ObjectID, "functionDeclaration": "function(){ return typeof window.__mainMark }", "returnByValue": true}, 5*time.Second)
+				r2, err2 := b.CallWithin(bs, "Runtime.callFunctionOn", map[string]any{"objectId": f.This.ObjectID, "functionDeclaration": "function(){ return typeof window.__mainMark }", "returnByValue": true}, 5*time.Second)
 				if err2 == nil && strings.Contains(string(r2), `"value":"undefined"`) {
 					t.Errorf("callFunctionOn a paused frame's this ran in a world without the page's globals: %.200s", r2)
 				}
@@ -771,8 +764,8 @@ func rtDebuggerWorld(t *testing.T, e *rtEnv) {
 	} else {
 		t.Errorf("the read never paused: the attack did not run")
 	}
-	_, _ = b.call(bs, "Debugger.resume", nil, 5*time.Second)
-	_, _ = b.call(bs, "Debugger.disable", nil, 5*time.Second)
+	_, _ = b.CallWithin(bs, "Debugger.resume", nil, 5*time.Second)
+	_, _ = b.CallWithin(bs, "Debugger.disable", nil, 5*time.Second)
 	select {
 	case err := <-done:
 		t.Logf("Guard.read while paused: %v", err)
@@ -786,39 +779,39 @@ func rtDebuggerWorld(t *testing.T, e *rtEnv) {
 func rtAboutURLs(t *testing.T, e *rtEnv) {
 	m := e.mallory
 	for _, u := range []string{"about:version", "about:settings"} {
-		r, err := m.guardRead(e.malPage, map[string]any{"url": u})
+		r, err := rtGuardRead(m, e.malPage, map[string]any{"url": u})
 		if err == nil && (strings.Contains(r.URL, "chrome:") || strings.Contains(r.Text, "Command Line") || strings.Contains(r.Text, "--remote-debugging")) {
 			t.Errorf("LEAK: Guard.read %s reached WebUI: %s %.300s", u, r.URL, r.Text)
 		}
 		t.Logf("Guard.read %s: %v %s %.100q", u, err, r.URL, r.Text)
-		res, err := m.call(e.malPage, "Page.navigate", map[string]any{"url": u}, 10*time.Second)
+		res, err := m.CallWithin(e.malPage, "Page.navigate", map[string]any{"url": u}, 10*time.Second)
 		t.Logf("Page.navigate %s: %s %v", u, res, err)
 		time.Sleep(300 * time.Millisecond)
-		res, err = m.call("", "Target.getTargetInfo", map[string]any{"targetId": e.malTarget}, 10*time.Second)
+		res, err = m.CallWithin("", "Target.getTargetInfo", map[string]any{"targetId": e.malTarget}, 10*time.Second)
 		if strings.Contains(string(res), "chrome:") {
 			t.Errorf("LEAK: Page.navigate %s left her tab at WebUI: %s", u, res)
 		}
 		t.Logf("her tab: %.200s %v", res, err)
-		res, err = m.call("", "Target.createTarget", map[string]any{"url": u}, 10*time.Second)
+		res, err = m.CallWithin("", "Target.createTarget", map[string]any{"url": u}, 10*time.Second)
 		var ct struct {
 			TargetID string `json:"targetId"`
 		}
 		if err == nil && json.Unmarshal(res, &ct) == nil {
 			time.Sleep(300 * time.Millisecond)
-			info, _ := m.call("", "Target.getTargetInfo", map[string]any{"targetId": ct.TargetID}, 10*time.Second)
+			info, _ := m.CallWithin("", "Target.getTargetInfo", map[string]any{"targetId": ct.TargetID}, 10*time.Second)
 			if strings.Contains(string(info), "chrome:") {
 				t.Errorf("LEAK: Target.createTarget %s made a WebUI tab she can see: %s", u, info)
 			}
-			if at, err := m.call("", "Target.attachToTarget", map[string]any{"targetId": ct.TargetID, "flatten": true}, 10*time.Second); err == nil {
+			if at, err := m.CallWithin("", "Target.attachToTarget", map[string]any{"targetId": ct.TargetID, "flatten": true}, 10*time.Second); err == nil {
 				var a struct {
 					SessionID string `json:"sessionId"`
 				}
 				_ = json.Unmarshal(at, &a)
-				if v, err := m.eval(a.SessionID, "location.href + ' ' + document.body.innerText.slice(0, 200)"); err == nil && strings.Contains(v, "chrome:") {
+				if v, err := m.Eval(a.SessionID, "location.href + ' ' + document.body.innerText.slice(0, 200)"); err == nil && strings.Contains(v, "chrome:") {
 					t.Errorf("LEAK: evaluate in a tab made with %s: %s", u, v)
 				}
 			}
-			_, _ = m.call("", "Target.closeTarget", map[string]any{"targetId": ct.TargetID}, 10*time.Second)
+			_, _ = m.CallWithin("", "Target.closeTarget", map[string]any{"targetId": ct.TargetID}, 10*time.Second)
 			t.Logf("Target.createTarget %s: %.200s", u, info)
 		} else {
 			t.Logf("Target.createTarget %s: %v", u, err)
@@ -834,11 +827,11 @@ func rtAboutURLs(t *testing.T, e *rtEnv) {
 // ids pass the reader's old one, and evaluates in each.
 func rtOldDocumentWorld(t *testing.T, e *rtEnv) {
 	m := e.mallory
-	if _, err := m.guardRead(e.malPage, nil); err != nil {
+	if _, err := rtGuardRead(m, e.malPage, nil); err != nil {
 		t.Fatalf("Guard.read: %v", err)
 	}
-	m.navigate(t, e.malPage, e.h.Sink.Origin()+testhosts.HitPath("rt-old-document"))
-	res, err := m.call(e.malPage, "Page.getFrameTree", nil, 10*time.Second)
+	m.Navigate(t, e.malPage, e.h.Sink.Origin()+testhosts.HitPath("rt-old-document"))
+	res, err := m.CallWithin(e.malPage, "Page.getFrameTree", nil, 10*time.Second)
 	if err != nil {
 		t.Fatalf("Page.getFrameTree: %v", err)
 	}
@@ -851,7 +844,7 @@ func rtOldDocumentWorld(t *testing.T, e *rtEnv) {
 	}
 	_ = json.Unmarshal(res, &tree)
 	for i := range 12 {
-		res, err := m.call(e.malPage, "Page.createIsolatedWorld", map[string]any{"frameId": tree.FrameTree.Frame.ID, "worldName": fmt.Sprintf("agent-world-%d", i)}, 10*time.Second)
+		res, err := m.CallWithin(e.malPage, "Page.createIsolatedWorld", map[string]any{"frameId": tree.FrameTree.Frame.ID, "worldName": fmt.Sprintf("agent-world-%d", i)}, 10*time.Second)
 		if err != nil {
 			t.Fatalf("Page.createIsolatedWorld: %v", err)
 		}
@@ -859,9 +852,9 @@ func rtOldDocumentWorld(t *testing.T, e *rtEnv) {
 			ID int64 `json:"executionContextId"`
 		}
 		_ = json.Unmarshal(res, &w)
-		if _, err := m.call(e.malPage, "Runtime.evaluate", map[string]any{"expression": "1+1", "contextId": w.ID, "returnByValue": true}, 10*time.Second); err != nil {
+		if _, err := m.CallWithin(e.malPage, "Runtime.evaluate", map[string]any{"expression": "1+1", "contextId": w.ID, "returnByValue": true}, 10*time.Second); err != nil {
 			t.Errorf("the agent's own world (context %d) in a new document, after a read of the old one, was refused: %v", w.ID, err)
 		}
 	}
-	m.navigate(t, e.malPage, userURL(e.h, "mallory"))
+	m.Navigate(t, e.malPage, userURL(e.h, "mallory"))
 }

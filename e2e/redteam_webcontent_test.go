@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 )
 
 // webSchemes are the URL schemes of web content, as the guard defines it.
@@ -38,11 +40,11 @@ func noNonWeb(t *testing.T, what, text string) {
 // runs outside web content.
 func rtWebContent(t *testing.T, e *rtEnv) {
 	// A fresh connection: earlier attacks left hers with auto-attach state.
-	m := rtDial(t, e.base, "mallory")
-	malTarget, malPage := m.openPage(t, userURL(e.h, "mallory")+"&web=0")
+	m := cdptest.Connect(t, e.base, "mallory")
+	malTarget, malPage := m.OpenPage(t, userURL(e.h, "mallory")+"&web=0")
 	// A second tab of mallory's, so that Chrome creates what it creates for
 	// a user's tabs (the issue saw browser_ui omnibox popups).
-	_, s2 := m.openPage(t, userURL(e.h, "mallory")+"&web=1")
+	_, s2 := m.OpenPage(t, userURL(e.h, "mallory")+"&web=1")
 	time.Sleep(500 * time.Millisecond)
 	seen := e.rec.seenTargets()
 	types := map[string]bool{}
@@ -67,7 +69,7 @@ func rtWebContent(t *testing.T, e *rtEnv) {
 	t.Logf("not web content: %d targets %v", len(nonWeb), nonWeb)
 
 	t.Run("listings", func(t *testing.T) {
-		res, err := m.call("", "Target.getTargets", nil, 10*time.Second)
+		res, err := m.CallWithin("", "Target.getTargets", nil, 10*time.Second)
 		if err != nil {
 			t.Fatalf("Target.getTargets: %v", err)
 		}
@@ -87,10 +89,10 @@ func rtWebContent(t *testing.T, e *rtEnv) {
 		}
 		_, _, body := getList(t, e.base, "mallory")
 		noNonWeb(t, "/json/list", body)
-		noNonWeb(t, "mallory's events", m.eventsText())
+		noNonWeb(t, "mallory's events", m.EventsText())
 	})
 	t.Run("attachRefused", func(t *testing.T) {
-		res, err := m.call("", "Target.getTargetInfo", map[string]any{"targetId": malTarget}, 10*time.Second)
+		res, err := m.CallWithin("", "Target.getTargetInfo", map[string]any{"targetId": malTarget}, 10*time.Second)
 		var ti struct {
 			TargetInfo struct {
 				BrowserContextID string `json:"browserContextId"`
@@ -115,7 +117,7 @@ func rtWebContent(t *testing.T, e *rtEnv) {
 				{"Target.closeTarget", map[string]any{"targetId": tg.id}},
 				{"Target.getTargetInfo", map[string]any{"targetId": tg.id}},
 			} {
-				_, err := m.call("", c.method, c.params, 10*time.Second)
+				_, err := m.CallWithin("", c.method, c.params, 10*time.Second)
 				// Another user's non-web target is refused as another user's.
 				refused(t, c.method+" on "+tg.typ+" "+tg.url, err, rule)
 			}
@@ -123,44 +125,44 @@ func rtWebContent(t *testing.T, e *rtEnv) {
 		t.Logf("%d of the %d non-web targets are in mallory's own context", own, len(nonWeb))
 	})
 	t.Run("secondBrowserSession", func(t *testing.T) {
-		res, err := m.call("", "Target.attachToBrowserTarget", nil, 10*time.Second)
+		res, err := m.CallWithin("", "Target.attachToBrowserTarget", nil, 10*time.Second)
 		var bs struct {
 			SessionID string `json:"sessionId"`
 		}
 		if err != nil || json.Unmarshal(res, &bs) != nil || bs.SessionID == "" {
 			t.Fatalf("Target.attachToBrowserTarget: %s %v", res, err)
 		}
-		if _, err := m.call(bs.SessionID, "Target.setDiscoverTargets", map[string]any{"discover": true, "filter": []map[string]any{{}}}, 10*time.Second); err != nil {
+		if _, err := m.CallWithin(bs.SessionID, "Target.setDiscoverTargets", map[string]any{"discover": true, "filter": []map[string]any{{}}}, 10*time.Second); err != nil {
 			t.Errorf("setDiscoverTargets: %v", err)
 		}
 		// Everything but tabs, then everything but pages (Chrome refuses
 		// both at once).
 		for i, filter := range [][]map[string]any{{{"type": "tab", "exclude": true}, {}}, {{"type": "page", "exclude": true}, {}}} {
-			if _, err := m.call(bs.SessionID, "Target.setAutoAttach", map[string]any{"autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true, "filter": filter}, 10*time.Second); err != nil {
+			if _, err := m.CallWithin(bs.SessionID, "Target.setAutoAttach", map[string]any{"autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true, "filter": filter}, 10*time.Second); err != nil {
 				t.Errorf("setAutoAttach %v: %v", filter, err)
 			}
 			// Chrome makes new UI targets as tabs open and navigate.
-			_, s3 := m.openPage(t, userURL(e.h, "mallory")+"&web=2"+strings.Repeat("x", i))
+			_, s3 := m.OpenPage(t, userURL(e.h, "mallory")+"&web=2"+strings.Repeat("x", i))
 			time.Sleep(500 * time.Millisecond)
-			res, _ = m.call(bs.SessionID, "Target.getTargets", nil, 10*time.Second)
+			res, _ = m.CallWithin(bs.SessionID, "Target.getTargets", nil, 10*time.Second)
 			noNonWeb(t, "Target.getTargets on a second browser session", string(res))
-			noNonWeb(t, "mallory's events with discovery and auto-attach on everything", m.eventsText())
-			_, _ = m.call(bs.SessionID, "Target.setAutoAttach", map[string]any{"autoAttach": false, "waitForDebuggerOnStart": false}, 10*time.Second)
-			_, _ = m.call(s3, "Page.close", nil, 10*time.Second)
+			noNonWeb(t, "mallory's events with discovery and auto-attach on everything", m.EventsText())
+			_, _ = m.CallWithin(bs.SessionID, "Target.setAutoAttach", map[string]any{"autoAttach": false, "waitForDebuggerOnStart": false}, 10*time.Second)
+			_, _ = m.CallWithin(s3, "Page.close", nil, 10*time.Second)
 		}
 	})
 	t.Run("createRefused", func(t *testing.T) {
 		for _, u := range []string{"chrome://settings/", "chrome-untrusted://print/", "devtools://devtools/bundled/inspector.html", "chrome-search://local-ntp/", "chrome-extension://abcdefghijklmnop/x.html", "CHROME://version"} {
-			_, err := m.call("", "Target.createTarget", map[string]any{"url": u}, 10*time.Second)
+			_, err := m.CallWithin("", "Target.createTarget", map[string]any{"url": u}, 10*time.Second)
 			refused(t, "Target.createTarget "+u, err, "scheme")
 		}
 	})
 	t.Run("evaluateOnlyInWebContent", func(t *testing.T) {
 		// Every session mallory ever got: evaluate there shows a web URL.
 		var sessions []string
-		m.mu.Lock()
+		events := m.Events()
 		detached := map[string]bool{}
-		for _, ev := range m.events {
+		for _, ev := range events {
 			if ev.Method == "Target.detachedFromTarget" {
 				var d struct {
 					SessionID string `json:"sessionId"`
@@ -169,7 +171,7 @@ func rtWebContent(t *testing.T, e *rtEnv) {
 				detached[d.SessionID] = true
 			}
 		}
-		for _, ev := range m.events {
+		for _, ev := range events {
 			if ev.Method != "Target.attachedToTarget" {
 				continue
 			}
@@ -186,9 +188,8 @@ func rtWebContent(t *testing.T, e *rtEnv) {
 				}
 			}
 		}
-		m.mu.Unlock()
 		for _, s := range append(sessions, malPage, s2) {
-			got, err := m.eval(s, `location.href`)
+			got, err := m.Eval(s, `location.href`)
 			if err == nil && !isWebURL(strings.Trim(got, `"`)) {
 				t.Errorf("Runtime.evaluate ran in %s", got)
 			}

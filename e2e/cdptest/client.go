@@ -64,6 +64,9 @@ type Options struct {
 	// goroutine, before Call or a subscriber gets it; undecodable frames
 	// have only Raw. It must not block.
 	OnMessage func(*Message)
+	// Record keeps every event for Events and WaitEvent: tests that look
+	// for what must never arrive.
+	Record bool
 }
 
 type reply struct {
@@ -78,6 +81,7 @@ type subKey struct{ session, method string }
 type Client struct {
 	ws        *websocket.Conn
 	onMessage func(*Message)
+	record    bool
 
 	mu      sync.Mutex
 	nextID  int64
@@ -86,6 +90,7 @@ type Client struct {
 	err     error
 	code    websocket.StatusCode
 	reason  string
+	events  []Message // every event, when recording
 
 	done chan struct{}
 }
@@ -103,6 +108,7 @@ func Dial(ctx context.Context, wsURL string, o Options) (*Client, error) {
 	c := &Client{
 		ws:        ws,
 		onMessage: o.OnMessage,
+		record:    o.Record,
 		pending:   map[int64]chan reply{},
 		subs:      map[subKey]map[chan jsonv2.Value]struct{}{},
 		done:      make(chan struct{}),
@@ -196,6 +202,9 @@ func (c *Client) dispatch(m *Message) {
 	}
 	if m.Method == "" {
 		return
+	}
+	if c.record {
+		c.events = append(c.events, *m)
 	}
 	for ch := range c.subs[subKey{m.SessionID, m.Method}] {
 		select {
