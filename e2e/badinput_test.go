@@ -5,12 +5,9 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,121 +19,17 @@ import (
 	"github.com/cdpguard/cdpguard/e2e/cdptest"
 )
 
-// rawAgent is a CDP client (cdptest.Client underneath) that sends frames
-// exactly as given: the malformed input no real client produces. c is the
-// connection (a test may build a rawAgent around a connection it reads
-// itself); in gets every message; after done is closed, status and reason
-// say how the connection ended.
-type rawAgent struct {
-	c      *websocket.Conn
-	in     chan rawMsg
-	done   chan struct{}
-	status websocket.StatusCode
-	reason string
-}
-
-// rawMsg is one message the agent received, decoded loosely.
-type rawMsg struct {
-	raw       []byte
-	ID        json.RawMessage `json:"id"`
-	SessionID string          `json:"sessionId"`
-	Method    string          `json:"method"`
-	Result    json.RawMessage `json:"result"`
-	Error     *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func dialRaw(t *testing.T, wsURL, user string) *rawAgent {
+// rawPage creates a page in c's context and attaches to it, with ids of
+// its own (c's other ids are the test's), and returns the session.
+func rawPage(t *testing.T, c *cdptest.Client) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	r := &rawAgent{in: make(chan rawMsg, 1<<15), done: make(chan struct{})}
-	cl, err := cdptest.Dial(ctx, wsURL, cdptest.Options{Header: http.Header{userHeader: {user}}, OnMessage: func(cm *cdptest.Message) {
-		m := rawMsg{raw: cm.Raw}
-		_ = json.Unmarshal(cm.Raw, &m)
-		select {
-		case r.in <- m:
-		default: // a test that floods reads the counts, not every message
-		}
-	}})
-	if err != nil {
-		t.Fatalf("dial %s: %v", wsURL, err)
-	}
-	r.c = cl.Conn()
-	go func() {
-		<-cl.Done()
-		r.status, r.reason = cl.CloseStatus()
-		close(r.done)
-	}()
-	t.Cleanup(cl.Close)
-	return r
-}
-
-func (r *rawAgent) write(typ websocket.MessageType, b []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return r.c.Write(ctx, typ, b)
-}
-
-// next returns the next message, or ok=false when the connection closed or
-// d passed.
-func (r *rawAgent) next(d time.Duration) (rawMsg, bool) {
-	select {
-	case m := <-r.in:
-		return m, true
-	case <-r.done:
-		select {
-		case m := <-r.in:
-			return m, true
-		default:
-		}
-		return rawMsg{}, false
-	case <-time.After(d):
-		return rawMsg{}, false
-	}
-}
-
-// call sends a command and waits up to d for its reply, skipping events.
-func (r *rawAgent) call(t *testing.T, d time.Duration, id int, session, method string, params any) (rawMsg, error) {
-	t.Helper()
-	cmd := map[string]any{"id": id, "method": method}
-	if session != "" {
-		cmd["sessionId"] = session
-	}
-	if params != nil {
-		cmd["params"] = params
-	}
-	b, _ := json.Marshal(cmd)
-	if err := r.write(websocket.MessageText, b); err != nil {
-		return rawMsg{}, err
-	}
-	deadline := time.Now().Add(d)
-	for {
-		m, ok := r.next(time.Until(deadline))
-		if !ok {
-			return rawMsg{}, fmt.Errorf("%s: no reply within %v (closed: %d %q)", method, d, r.status, r.reason)
-		}
-		if string(m.ID) == strconv.Itoa(id) {
-			if m.Error != nil {
-				return m, fmt.Errorf("%s: %s", method, m.Error.Message)
-			}
-			return m, nil
-		}
-	}
-}
-
-// openPage creates a page in the agent's context and attaches to it.
-func (r *rawAgent) openPage(t *testing.T) string {
-	t.Helper()
-	m, err := r.call(t, 15*time.Second, 900100, "", "Target.createTarget", map[string]any{"url": "about:blank"})
+	m, err := c.CallID(15*time.Second, 900100, "", "Target.createTarget", map[string]any{"url": "about:blank"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c struct{ TargetID string }
-	_ = json.Unmarshal(m.Result, &c)
-	m, err = r.call(t, 15*time.Second, 900101, "", "Target.attachToTarget", map[string]any{"targetId": c.TargetID, "flatten": true})
+	var ct struct{ TargetID string }
+	_ = json.Unmarshal(m.Result, &ct)
+	m, err = c.CallID(15*time.Second, 900101, "", "Target.attachToTarget", map[string]any{"targetId": ct.TargetID, "flatten": true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,12 +38,12 @@ func (r *rawAgent) openPage(t *testing.T) string {
 	return a.SessionID
 }
 
-// evalLatency evaluates 1+1 on session and returns how long it took.
-func (r *rawAgent) evalLatency(t *testing.T, id int, session string) (time.Duration, error) {
+// evalLatency evaluates 1+1 on session of c and returns how long it took.
+func evalLatency(t *testing.T, c *cdptest.Client, id int, session string) (time.Duration, error) {
 	start := time.Now()
-	m, err := r.call(t, 5*time.Second, id, session, "Runtime.evaluate", map[string]any{"expression": "1+1", "returnByValue": true})
+	m, err := c.CallID(5*time.Second, id, session, "Runtime.evaluate", map[string]any{"expression": "1+1", "returnByValue": true})
 	if err == nil && !strings.Contains(string(m.Result), `"value":2`) {
-		err = fmt.Errorf("evaluate: %s", m.raw)
+		err = fmt.Errorf("evaluate: %s", m.Raw)
 	}
 	return time.Since(start), err
 }
@@ -199,13 +92,13 @@ func badInputs(foreignSession string) []badFrame {
 // browser is untouched (I5).
 func TestFirewallBadInput(t *testing.T) {
 	g := userGuard(t, nil)
-	b := dialRaw(t, g.WebSocketURL(), "bystander")
-	bSession := b.openPage(t)
+	b := cdptest.DialUser(t, g.WebSocketURL(), "bystander", cdptest.Options{})
+	bSession := rawPage(t, b)
 	bID := 1
 	bystander := func(t *testing.T, what string) {
 		t.Helper()
 		bID++
-		if d, err := b.evalLatency(t, bID, bSession); err != nil {
+		if d, err := evalLatency(t, b, bID, bSession); err != nil {
 			t.Fatalf("after %s the second agent's evaluate failed: %v", what, err)
 		} else if d > 2*time.Second {
 			t.Errorf("after %s the second agent's evaluate took %v", what, d)
@@ -213,10 +106,10 @@ func TestFirewallBadInput(t *testing.T) {
 	}
 	for _, c := range badInputs(bSession) {
 		t.Run(c.name, func(t *testing.T) {
-			a := dialRaw(t, g.WebSocketURL(), "attacker")
+			a := cdptest.DialUser(t, g.WebSocketURL(), "attacker", cdptest.Options{})
 			session := ""
 			if c.page {
-				session = a.openPage(t)
+				session = rawPage(t, a)
 			}
 			for _, f := range c.frames {
 				if c.page {
@@ -226,7 +119,7 @@ func TestFirewallBadInput(t *testing.T) {
 				if c.binary {
 					typ = websocket.MessageBinary
 				}
-				if err := a.write(typ, []byte(f)); err != nil {
+				if err := a.WriteFrame(typ, []byte(f)); err != nil {
 					t.Logf("write %q: %v", f, err)
 				}
 			}
@@ -239,10 +132,10 @@ func TestFirewallBadInput(t *testing.T) {
 		})
 	}
 	t.Run("frame over 64 MiB", func(t *testing.T) {
-		a := dialRaw(t, g.WebSocketURL(), "attacker")
+		a := cdptest.DialUser(t, g.WebSocketURL(), "attacker", cdptest.Options{})
 		big := append([]byte(`{"id":12,"method":"Runtime.evaluate","params":{"expression":"`), bytes.Repeat([]byte("a"), 64<<20)...)
 		big = append(big, `"}}`...)
-		if err := a.write(websocket.MessageText, big); err != nil {
+		if err := a.WriteFrame(websocket.MessageText, big); err != nil {
 			t.Logf("write: %v", err)
 		}
 		checkAnswered(t, a, 1, 0, []string{fmt.Sprintf("<%d-byte frame>", len(big))}, 0)
@@ -258,9 +151,9 @@ func TestFirewallBadInput(t *testing.T) {
 		}
 		cdptest.WaitHTTP(t, g.URL()+"/readyz", "ok", 5*time.Second)
 		bystander(t, "everything")
-		c := dialRaw(t, g.WebSocketURL(), "newcomer")
-		s := c.openPage(t)
-		if _, err := c.evalLatency(t, 5, s); err != nil {
+		c := cdptest.DialUser(t, g.WebSocketURL(), "newcomer", cdptest.Options{})
+		s := rawPage(t, c)
+		if _, err := evalLatency(t, c, 5, s); err != nil {
 			t.Errorf("a new agent cannot work: %v", err)
 		}
 	})
@@ -271,36 +164,37 @@ func TestFirewallBadInput(t *testing.T) {
 // successes),
 // unless the connection was closed with a reason. Replies are read for
 // settle more after the probe's.
-func checkAnswered(t *testing.T, a *rawAgent, errs, oks int, frames []string, settle time.Duration) {
+func checkAnswered(t *testing.T, a *cdptest.Client, errs, oks int, frames []string, settle time.Duration) {
 	t.Helper()
-	_ = a.write(websocket.MessageText, []byte(`{"id":777001,"method":"Browser.getVersion"}`))
+	_ = a.WriteFrame(websocket.MessageText, []byte(`{"id":777001,"method":"Browser.getVersion"}`))
 	var gotErrs []string
 	var gotOK []string
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		m, ok := a.next(time.Until(deadline))
+		m, ok := a.Next(time.Until(deadline))
 		if !ok {
 			break
 		}
-		if string(m.ID) == "777001" {
+		if string(m.RawID) == "777001" {
 			deadline = time.Now().Add(settle)
 			continue
 		}
-		if m.Method != "" && len(m.ID) == 0 {
+		if m.Method != "" && len(m.RawID) == 0 {
 			continue // an event
 		}
 		if m.Error != nil {
-			gotErrs = append(gotErrs, fmt.Sprintf("id=%s %s", m.ID, m.Error.Message))
+			gotErrs = append(gotErrs, fmt.Sprintf("id=%s %s", m.RawID, m.Error.Message))
 		} else {
-			gotOK = append(gotOK, fmt.Sprintf("%.200s", m.raw))
+			gotOK = append(gotOK, fmt.Sprintf("%.200s", m.Raw))
 		}
 	}
 	select {
-	case <-a.done:
-		if a.reason == "" {
-			t.Errorf("input %.200q: connection closed with status %d and no reason", frames, a.status)
+	case <-a.Done():
+		status, reason := a.CloseStatus()
+		if reason == "" {
+			t.Errorf("input %.200q: connection closed with status %d and no reason", frames, status)
 		} else {
-			t.Logf("closed: %d %q (errors before: %q)", a.status, a.reason, gotErrs)
+			t.Logf("closed: %d %q (errors before: %q)", status, reason, gotErrs)
 		}
 		return
 	default:
@@ -314,9 +208,9 @@ func checkAnswered(t *testing.T, a *rawAgent, errs, oks int, frames []string, se
 
 // floodTest sends 10,000 messages from one agent within about a second while
 // the bystander evaluates on its own page every 20 ms.
-func floodTest(t *testing.T, g *cdpguard.Guard, b *rawAgent, bSession, format string) {
+func floodTest(t *testing.T, g *cdpguard.Guard, b *cdptest.Client, bSession, format string) {
 	const n = 10000
-	a := dialRaw(t, g.WebSocketURL(), "flooder")
+	a := cdptest.DialUser(t, g.WebSocketURL(), "flooder", cdptest.Options{})
 	stop := make(chan struct{})
 	var lat []time.Duration
 	var latErr error
@@ -332,7 +226,7 @@ func floodTest(t *testing.T, g *cdpguard.Guard, b *rawAgent, bSession, format st
 			case <-time.After(20 * time.Millisecond):
 			}
 			id++
-			d, err := b.evalLatency(t, id, bSession)
+			d, err := evalLatency(t, b, id, bSession)
 			if err != nil {
 				latErr = err
 				return
@@ -344,18 +238,18 @@ func floodTest(t *testing.T, g *cdpguard.Guard, b *rawAgent, bSession, format st
 	sent := 0
 	var werr error
 	for i := 1; i <= n && werr == nil; i++ {
-		werr = a.write(websocket.MessageText, fmt.Appendf(nil, format, i))
+		werr = a.WriteFrame(websocket.MessageText, fmt.Appendf(nil, format, i))
 		sent++
 	}
 	sendTime := time.Since(start)
 	answered := 0
 	deadline := time.Now().Add(30 * time.Second)
 	for answered < sent {
-		m, ok := a.next(time.Until(deadline))
+		m, ok := a.Next(time.Until(deadline))
 		if !ok {
 			break
 		}
-		if len(m.ID) > 0 || m.Error != nil {
+		if len(m.RawID) > 0 || m.Error != nil {
 			answered++
 		}
 	}
@@ -364,12 +258,13 @@ func floodTest(t *testing.T, g *cdpguard.Guard, b *rawAgent, bSession, format st
 	slices.Sort(lat)
 	closed := false
 	select {
-	case <-a.done:
+	case <-a.Done():
 		closed = true
 	default:
 	}
+	status, reason := a.CloseStatus()
 	t.Logf("sent %d in %v (write err %v); answered %d; closed=%v %d %q; bystander evaluates: %d, p50 %v, max %v",
-		sent, sendTime.Round(time.Millisecond), werr, answered, closed, a.status, a.reason, len(lat), pct(lat, 50), pct(lat, 100))
+		sent, sendTime.Round(time.Millisecond), werr, answered, closed, status, reason, len(lat), pct(lat, 50), pct(lat, 100))
 	if latErr != nil {
 		t.Errorf("the second agent's evaluate failed during the flood: %v", latErr)
 	}
@@ -379,8 +274,8 @@ func floodTest(t *testing.T, g *cdpguard.Guard, b *rawAgent, bSession, format st
 		t.Errorf("the second agent's evaluate took up to %v during the flood", m)
 	}
 	switch {
-	case closed && a.reason == "":
-		t.Errorf("flooder closed without a reason (status %d)", a.status)
+	case closed && reason == "":
+		t.Errorf("flooder closed without a reason (status %d)", status)
 	case !closed && answered < sent:
 		t.Errorf("flooder: %d of %d messages answered and the connection is still open", answered, sent)
 	}

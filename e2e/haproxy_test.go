@@ -242,15 +242,15 @@ func lbBrowserWS(t *testing.T, base, user string) string {
 // disconnects, leaving the tab open.
 func visit(t *testing.T, h *testhosts.Hosts, base, user, round string) {
 	t.Helper()
-	a := dialRaw(t, lbBrowserWS(t, base, user), user)
-	defer func() { _ = a.c.Close(websocket.StatusNormalClosure, "") }()
-	m, err := a.call(t, 20*time.Second, 1, "", "Target.createTarget", map[string]any{"url": tabURL(h, user, round)})
+	a := cdptest.DialUser(t, lbBrowserWS(t, base, user), user, cdptest.Options{})
+	defer func() { _ = a.Conn().Close(websocket.StatusNormalClosure, "") }()
+	m, err := a.CallID(20*time.Second, 1, "", "Target.createTarget", map[string]any{"url": tabURL(h, user, round)})
 	if err != nil {
 		t.Fatalf("%s: %v", user, err)
 	}
 	var c struct{ TargetID string }
 	_ = json.Unmarshal(m.Result, &c)
-	m, err = a.call(t, 20*time.Second, 2, "", "Target.attachToTarget", map[string]any{"targetId": c.TargetID, "flatten": true})
+	m, err = a.CallID(20*time.Second, 2, "", "Target.attachToTarget", map[string]any{"targetId": c.TargetID, "flatten": true})
 	if err != nil {
 		t.Fatalf("%s: %v", user, err)
 	}
@@ -260,12 +260,12 @@ func visit(t *testing.T, h *testhosts.Hosts, base, user, round string) {
 	// both hosts from it.
 	loaded := fmt.Sprintf(`location.href.includes(%q) && document.readyState === "complete"`, "round="+round)
 	for i, end := 10, time.Now().Add(20*time.Second); ; i++ {
-		m, err = a.call(t, 5*time.Second, i, s.SessionID, "Runtime.evaluate", map[string]any{"expression": loaded, "returnByValue": true})
+		m, err = a.CallID(5*time.Second, i, s.SessionID, "Runtime.evaluate", map[string]any{"expression": loaded, "returnByValue": true})
 		if err == nil && strings.Contains(string(m.Result), `"value":true`) {
 			break
 		}
 		if time.Now().After(end) {
-			t.Fatalf("%s: page %s not loaded within 20s: %v %s", user, tabURL(h, user, round), err, m.raw)
+			t.Fatalf("%s: page %s not loaded within 20s: %v %s", user, tabURL(h, user, round), err, m.Raw)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -274,14 +274,14 @@ func visit(t *testing.T, h *testhosts.Hosts, base, user, round string) {
 		const evil = await fetch(%q).then(() => "reached", () => "blocked");
 		return location.href.includes(%q) + "," + sink + "," + evil;
 	})()`, h.Sink.Origin()+testhosts.HitPath(user), h.Forbidden.Origin()+testhosts.HitPath(user), "round="+round)
-	m, err = a.call(t, 30*time.Second, 3, s.SessionID, "Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true, "returnByValue": true})
+	m, err = a.CallID(30*time.Second, 3, s.SessionID, "Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true, "returnByValue": true})
 	if err != nil {
 		t.Fatalf("%s: %v", user, err)
 	}
 	var r struct{ Result struct{ Value string } }
 	_ = json.Unmarshal(m.Result, &r)
 	if r.Result.Value != "true,true,blocked" {
-		t.Errorf("%s round %s: page loaded, sink reached, forbidden blocked = %q, want true,true,blocked (%s)", user, round, r.Result.Value, m.raw)
+		t.Errorf("%s round %s: page loaded, sink reached, forbidden blocked = %q, want true,true,blocked (%s)", user, round, r.Result.Value, m.Raw)
 	}
 }
 
@@ -323,9 +323,9 @@ func owner(t *testing.T, insts []*lbInstance, user, round string) *lbInstance {
 func cdpListed(t *testing.T, base, user, round string) bool {
 	t.Helper()
 	ws := lbBrowserWS(t, base, "")
-	a := dialRaw(t, ws, user)
-	defer func() { _ = a.c.Close(websocket.StatusNormalClosure, "") }()
-	m, err := a.call(t, 10*time.Second, 1, "", "Target.getTargets", nil)
+	a := cdptest.DialUser(t, ws, user, cdptest.Options{})
+	defer func() { _ = a.Conn().Close(websocket.StatusNormalClosure, "") }()
+	m, err := a.CallID(10*time.Second, 1, "", "Target.getTargets", nil)
 	if err != nil {
 		t.Fatalf("%s: %v", user, err)
 	}

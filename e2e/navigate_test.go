@@ -9,6 +9,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 )
 
 // checkRefusedNavigation sends Page.navigate to a refused scheme as a raw
@@ -18,15 +19,15 @@ import (
 // user's connections only.
 func checkRefusedNavigation(t *testing.T, g *cdpguard.Guard) {
 	t.Helper()
-	other := dialRaw(t, g.WebSocketURL(), "someone-else")
-	r := dialRaw(t, g.WebSocketURL(), "refused-navigation")
-	for _, a := range []*rawAgent{other, r} {
-		if _, err := a.call(t, 10*time.Second, 1, "", "Guard.enable", nil); err != nil {
+	other := cdptest.DialUser(t, g.WebSocketURL(), "someone-else", cdptest.Options{})
+	r := cdptest.DialUser(t, g.WebSocketURL(), "refused-navigation", cdptest.Options{})
+	for _, a := range []*cdptest.Client{other, r} {
+		if _, err := a.CallID(10*time.Second, 1, "", "Guard.enable", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	session := r.openPage(t)
-	m, err := r.call(t, 10*time.Second, 2, session, "Target.getTargetInfo", nil)
+	session := rawPage(t, r)
+	m, err := r.CallID(10*time.Second, 2, session, "Target.getTargetInfo", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,28 +37,28 @@ func checkRefusedNavigation(t *testing.T, g *cdpguard.Guard) {
 	_ = json.Unmarshal(m.Result, &info)
 
 	b, _ := json.Marshal(map[string]any{"id": 3, "sessionId": session, "method": "Page.navigate", "params": map[string]string{"url": "file:///etc/passwd"}})
-	if err := r.write(websocket.MessageText, b); err != nil {
+	if err := r.WriteFrame(websocket.MessageText, b); err != nil {
 		t.Fatal(err)
 	}
-	var reply rawMsg
+	var reply cdptest.Message
 	var event struct {
 		URL, Reason, ResourceType, FrameID string
 		TopLevel                           bool
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for reply.raw == nil || event.URL == "" {
-		msg, ok := r.next(time.Until(deadline))
+	for reply.Raw == nil || event.URL == "" {
+		msg, ok := r.Next(time.Until(deadline))
 		if !ok {
-			t.Fatalf("no reply or no Guard.requestBlocked within 10s (reply %s, event %+v)", reply.raw, event)
+			t.Fatalf("no reply or no Guard.requestBlocked within 10s (reply %s, event %+v)", reply.Raw, event)
 		}
 		switch {
-		case string(msg.ID) == "3":
+		case string(msg.RawID) == "3":
 			reply = msg
 		case msg.Method == "Guard.requestBlocked":
 			var e struct {
 				Params json.RawMessage `json:"params"`
 			}
-			_ = json.Unmarshal(msg.raw, &e)
+			_ = json.Unmarshal(msg.Raw, &e)
 			_ = json.Unmarshal(e.Params, &event)
 		}
 	}
@@ -66,10 +67,10 @@ func checkRefusedNavigation(t *testing.T, g *cdpguard.Guard) {
 		ErrorText string `json:"errorText"`
 	}
 	if reply.Error != nil || json.Unmarshal(reply.Result, &res) != nil {
-		t.Fatalf("Page.navigate file: must get a reply like Chrome's for a blocked navigation, got %s", reply.raw)
+		t.Fatalf("Page.navigate file: must get a reply like Chrome's for a blocked navigation, got %s", reply.Raw)
 	}
 	if res.ErrorText != "net::ERR_BLOCKED_BY_CLIENT" || res.FrameID != info.TargetInfo.TargetID {
-		t.Errorf("Page.navigate file: reply %s, want errorText net::ERR_BLOCKED_BY_CLIENT and frameId %s", reply.raw, info.TargetInfo.TargetID)
+		t.Errorf("Page.navigate file: reply %s, want errorText net::ERR_BLOCKED_BY_CLIENT and frameId %s", reply.Raw, info.TargetInfo.TargetID)
 	}
 	if event.URL != "file:///etc/passwd" || !strings.Contains(event.Reason, `scheme "file" is never allowed`) || !event.TopLevel || event.FrameID != res.FrameID {
 		t.Errorf("Guard.requestBlocked = %+v: want the URL, the rule and the frame", event)
@@ -79,25 +80,25 @@ func checkRefusedNavigation(t *testing.T, g *cdpguard.Guard) {
 	// this user's connections too, and to no one else.
 	const blocked = "http://not-on-the-allowlist.invalid/secret-path"
 	b, _ = json.Marshal(map[string]any{"id": 4, "sessionId": session, "method": "Page.navigate", "params": map[string]string{"url": blocked}})
-	if err := r.write(websocket.MessageText, b); err != nil {
+	if err := r.WriteFrame(websocket.MessageText, b); err != nil {
 		t.Fatal(err)
 	}
 	told := false
 	deadline = time.Now().Add(10 * time.Second)
 	for !told {
-		msg, ok := r.next(time.Until(deadline))
+		msg, ok := r.Next(time.Until(deadline))
 		if !ok {
 			t.Fatalf("no Guard.requestBlocked for %s within 10s", blocked)
 		}
-		told = msg.Method == "Guard.requestBlocked" && strings.Contains(string(msg.raw), "secret-path")
+		told = msg.Method == "Guard.requestBlocked" && strings.Contains(string(msg.Raw), "secret-path")
 	}
 	for {
-		m, ok := other.next(500 * time.Millisecond)
+		m, ok := other.Next(500 * time.Millisecond)
 		if !ok {
 			break
 		}
-		if m.Method == "Guard.requestBlocked" && (strings.Contains(string(m.raw), "file:///etc/passwd") || strings.Contains(string(m.raw), "secret-path")) {
-			t.Errorf("another user's connection was told of this user's blocked request: %s", m.raw)
+		if m.Method == "Guard.requestBlocked" && (strings.Contains(string(m.Raw), "file:///etc/passwd") || strings.Contains(string(m.Raw), "secret-path")) {
+			t.Errorf("another user's connection was told of this user's blocked request: %s", m.Raw)
 		}
 	}
 }

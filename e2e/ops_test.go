@@ -131,13 +131,13 @@ func TestServeLifecycle(t *testing.T) {
 	waitSinkHits(t, h, 3)
 
 	// A renderer crash closes that tab only.
-	crasher := dialRaw(t, browserWS(t, base), "crash-user")
-	session := crasher.openPage(t)
+	crasher := cdptest.DialUser(t, browserWS(t, base), "crash-user", cdptest.Options{})
+	session := rawPage(t, crasher)
 	if ids := pages(t, base, "crash-user"); len(ids) != 1 {
 		t.Fatalf("crash-user has pages %v, want one", ids)
 	}
 	b, _ := json.Marshal(map[string]any{"id": 1, "sessionId": session, "method": "Page.crash"})
-	if err := crasher.write(websocket.MessageText, b); err != nil {
+	if err := crasher.WriteFrame(websocket.MessageText, b); err != nil {
 		t.Fatalf("send Page.crash: %v", err)
 	}
 	for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
@@ -153,8 +153,8 @@ func TestServeLifecycle(t *testing.T) {
 	waitSinkHits(t, h, sinkBefore+3) // the Playwright tab kept running
 
 	// SIGKILL the browser: agents closed with a reason, 503, then ok.
-	watcher := dialRaw(t, browserWS(t, base), "watcher")
-	if _, err := watcher.call(t, 10*time.Second, 1, "", "Browser.getVersion", nil); err != nil {
+	watcher := cdptest.DialUser(t, browserWS(t, base), "watcher", cdptest.Options{})
+	if _, err := watcher.CallID(10*time.Second, 1, "", "Browser.getVersion", nil); err != nil {
 		t.Fatal(err) // the agent is set up, not still connecting
 	}
 	// An MCP session (the Go SDK client) with a tab open in its context.
@@ -167,9 +167,9 @@ func TestServeLifecycle(t *testing.T) {
 		t.Fatalf("SIGKILL browser %d: %v", browserPid, err)
 	}
 	select {
-	case <-watcher.done:
-		if watcher.status != 1011 || watcher.reason == "" {
-			t.Errorf("agent closed with %d %q, want 1011 and a reason", watcher.status, watcher.reason)
+	case <-watcher.Done():
+		if status, reason := watcher.CloseStatus(); status != 1011 || reason == "" {
+			t.Errorf("agent closed with %d %q, want 1011 and a reason", status, reason)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("agent not closed within 10s of the browser's death")
@@ -215,8 +215,8 @@ func TestServeLifecycle(t *testing.T) {
 	waitSinkHits(t, h, sinkBefore+3)
 
 	// SIGTERM the script's process only.
-	watcher = dialRaw(t, browserWS(t, base), "watcher")
-	if _, err := watcher.call(t, 10*time.Second, 1, "", "Browser.getVersion", nil); err != nil {
+	watcher = cdptest.DialUser(t, browserWS(t, base), "watcher", cdptest.Options{})
+	if _, err := watcher.CallID(10*time.Second, 1, "", "Browser.getVersion", nil); err != nil {
 		t.Fatal(err)
 	}
 	found := append([]proc{}, descendants(cmd.Process.Pid)...)
@@ -234,9 +234,9 @@ func TestServeLifecycle(t *testing.T) {
 		t.Errorf("exit after SIGTERM: %v, want 0\nserver:\n%s", cmd.ProcessState, srv.out)
 	}
 	select {
-	case <-watcher.done:
-		if watcher.status != 1001 || !strings.Contains(watcher.reason, "shutting down") {
-			t.Errorf("agent closed with %d %q at SIGTERM, want 1001 \"cdpguard: shutting down\"", watcher.status, watcher.reason)
+	case <-watcher.Done():
+		if status, reason := watcher.CloseStatus(); status != 1001 || !strings.Contains(reason, "shutting down") {
+			t.Errorf("agent closed with %d %q at SIGTERM, want 1001 \"cdpguard: shutting down\"", status, reason)
 		}
 	case <-time.After(time.Second):
 		t.Error("agent still open after cdpguard exited")

@@ -1,15 +1,10 @@
 package e2e
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
@@ -32,14 +27,14 @@ func TestSlowConsumer(t *testing.T) {
 	g := cdptest.StartGuard(t, cfg)
 	ws := g.WebSocketURL()
 
-	fast := dialRaw(t, ws, "fast-user")
-	fastSession := fast.openPage(t)
+	fast := cdptest.DialUser(t, ws, "fast-user", cdptest.Options{})
+	fastSession := rawPage(t, fast)
 	id := 1
 	sample := func(n int) []time.Duration {
 		var out []time.Duration
 		for range n {
 			id++
-			d, err := fast.evalLatency(t, id, fastSession)
+			d, err := evalLatency(t, fast, id, fastSession)
 			if err != nil {
 				t.Fatalf("fast agent: %v", err)
 			}
@@ -52,17 +47,18 @@ func TestSlowConsumer(t *testing.T) {
 
 	// The slow agent reads while it sets up and while the baseline is
 	// taken (so the baseline carries the stream's own cost), then never again.
-	slow := dialStalled(t, ws, "slow-user")
-	slowSession := slow.openPage(t)
-	if _, err := slow.call(t, 10*time.Second, 2, slowSession, "Runtime.enable", nil); err != nil {
+	stall := make(chan struct{})
+	slow := cdptest.DialUser(t, ws, "slow-user", cdptest.Options{Inbox: 64, Stall: stall})
+	slowSession := rawPage(t, slow)
+	if _, err := slow.CallID(10*time.Second, 2, slowSession, "Runtime.enable", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := slow.call(t, 10*time.Second, 3, slowSession, "Page.navigate", map[string]any{"url": h.PageURL("/flood.html")}); err != nil {
+	if _, err := slow.CallID(10*time.Second, 3, slowSession, "Page.navigate", map[string]any{"url": h.PageURL("/flood.html")}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // the stream is flowing
 	before := median(sample(40))
-	slow.stopReading()
+	close(stall)
 
 	var during []time.Duration
 	navigations := 0
@@ -73,14 +69,14 @@ func TestSlowConsumer(t *testing.T) {
 		}
 		if len(during)%30 == 0 { // decisions keep flowing: a navigation waits on the Fetch judge
 			id++
-			if _, err := fast.call(t, 10*time.Second, id, fastSession, "Page.navigate", map[string]any{"url": h.PageURL("/page.html")}); err != nil {
+			if _, err := fast.CallID(10*time.Second, id, fastSession, "Page.navigate", map[string]any{"url": h.PageURL("/page.html")}); err != nil {
 				t.Errorf("fast agent's navigation during the flood: %v", err)
 			}
 			navigations++
 		}
 		during = append(during, sample(10)...)
 	}
-	if err := slow.drainToClose(20 * time.Second); err != nil {
+	if err := drainToClose(slow, 20*time.Second); err != nil {
 		t.Error(err)
 	}
 	after := median(during)
@@ -95,73 +91,21 @@ func TestSlowConsumer(t *testing.T) {
 	sample(3) // the guard still serves it
 }
 
-// stalledAgent is a raw CDP client whose reads the test can stop, so its
-// socket fills up like a client that stopped reading.
-type stalledAgent struct {
-	*rawAgent
-	stop    chan struct{}
-	stopped chan struct{} // the reader goroutine ended
-}
-
-// dialStalled dials like dialRaw, with reads that stop at stopReading.
-func dialStalled(t *testing.T, wsURL, user string) *stalledAgent {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPHeader: http.Header{userHeader: {user}}})
-	if err != nil {
-		t.Fatalf("dial %s: %v", wsURL, err)
-	}
-	c.SetReadLimit(-1)
-	s := &stalledAgent{rawAgent: &rawAgent{c: c, in: make(chan rawMsg, 64), done: make(chan struct{})},
-		stop: make(chan struct{}), stopped: make(chan struct{})}
-	go func() { // reads until the first message after stopReading
-		defer close(s.stopped)
-		for {
-			_, b, err := c.Read(context.Background())
-			if err != nil {
-				close(s.done)
-				return
-			}
-			m := rawMsg{raw: b}
-			_ = json.Unmarshal(b, &m)
-			select {
-			case s.in <- m:
-			default:
-			}
-			select {
-			case <-s.stop:
-				return
-			default:
-			}
-		}
-	}()
-	t.Cleanup(func() { _ = c.CloseNow() })
-	return s
-}
-
-func (s *stalledAgent) stopReading() { close(s.stop) }
-
-// drainToClose reads what the kernel buffered and expects the connection to
-// end within d.
-func (s *stalledAgent) drainToClose(d time.Duration) error {
+// drainToClose waits for the stalled client c to have stopped reading,
+// lets it read what the kernel buffered, and expects the connection to end
+// within d.
+func drainToClose(c *cdptest.Client, d time.Duration) error {
 	select {
-	case <-s.stopped:
+	case <-c.Stalled():
 	case <-time.After(d):
 		return fmt.Errorf("the slow agent's reader did not stop within %v", d)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	n := 0
-	for {
-		_, _, err := s.c.Read(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("slow agent's connection still open %v after it was cut off (%d messages drained)", d, n)
-			}
-			return nil
-		}
-		n++
+	c.Resume()
+	select {
+	case <-c.Done():
+		return nil
+	case <-time.After(d):
+		return fmt.Errorf("slow agent's connection still open %v after it was cut off", d)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,9 +38,12 @@ type Error struct {
 func (e *Error) Error() string { return fmt.Sprintf("cdp error %d: %s", e.Code, e.Message) }
 
 // Message is one frame as received: params, result and error stay raw or
-// loosely decoded, and Raw is the frame itself.
+// loosely decoded, and Raw is the frame itself. RawID is the id as
+// written (a hostile test's ids need not be integers); ID is it parsed,
+// 0 when it is not a positive integer.
 type Message struct {
-	ID        int64        `json:"id,omitzero"`
+	ID        int64        `json:"-"`
+	RawID     jsonv2.Value `json:"id,omitzero"`
 	SessionID string       `json:"sessionId,omitzero"`
 	Method    string       `json:"method,omitzero"`
 	Params    jsonv2.Value `json:"params,omitzero"`
@@ -67,6 +71,14 @@ type Options struct {
 	// Record keeps every event for Events and WaitEvent: tests that look
 	// for what must never arrive.
 	Record bool
+	// Inbox, when above 0, also queues every frame, up to that many, for
+	// Next and CallID: tests that write frames of their own (WriteFrame)
+	// and read every answer. Frames past a full inbox are dropped.
+	Inbox int
+	// Stall, when closed, stops the client reading at its next frame, with
+	// the connection left open: a client that stopped reading, whose
+	// socket fills up. Stalled says when; Resume reads again.
+	Stall <-chan struct{}
 }
 
 type reply struct {
@@ -82,6 +94,11 @@ type Client struct {
 	ws        *websocket.Conn
 	onMessage func(*Message)
 	record    bool
+	inbox     chan Message
+	stall     <-chan struct{}
+	stalled   chan struct{}
+	resume    chan struct{}
+	resumeMu  sync.Once
 
 	mu      sync.Mutex
 	nextID  int64
@@ -109,9 +126,15 @@ func Dial(ctx context.Context, wsURL string, o Options) (*Client, error) {
 		ws:        ws,
 		onMessage: o.OnMessage,
 		record:    o.Record,
+		stall:     o.Stall,
+		stalled:   make(chan struct{}),
+		resume:    make(chan struct{}),
 		pending:   map[int64]chan reply{},
 		subs:      map[subKey]map[chan jsonv2.Value]struct{}{},
 		done:      make(chan struct{}),
+	}
+	if o.Inbox > 0 {
+		c.inbox = make(chan Message, o.Inbox)
 	}
 	go c.readLoop()
 	return c, nil
@@ -162,10 +185,28 @@ func (c *Client) readLoop() {
 		if jsonv2.Unmarshal(data, m) != nil {
 			m = &Message{Raw: data}
 		}
+		if id, err := strconv.ParseInt(string(m.RawID), 10, 64); err == nil && id > 0 {
+			m.ID = id
+		}
 		if c.onMessage != nil {
 			c.onMessage(m)
 		}
 		c.dispatch(m)
+		if c.inbox != nil {
+			select {
+			case c.inbox <- *m:
+			default: // a test that floods reads the counts, not every message
+			}
+		}
+		if c.stall != nil {
+			select {
+			case <-c.stall:
+				c.stall = nil
+				close(c.stalled)
+				<-c.resume
+			default:
+			}
+		}
 	}
 	c.mu.Lock()
 	c.err = fmt.Errorf("%w: %w", ErrClosed, err)
@@ -306,6 +347,7 @@ func (c *Client) CloseStatus() (websocket.StatusCode, string) {
 
 // Close ends the connection and waits (bounded) for the read loop.
 func (c *Client) Close() {
+	c.Resume()
 	_ = c.ws.CloseNow()
 	select {
 	case <-c.done:
