@@ -75,7 +75,7 @@ func (g *Guard) newIsolator() *isolation.Isolator {
 			return ""
 		},
 		Undo: func(parent, child string, waiting bool) {
-			g.agents.fx.add(func() {
+			g.fx.add(func() {
 				if waiting {
 					_ = g.mux.Send(child, "Runtime.runIfWaitingForDebugger", nil)
 				}

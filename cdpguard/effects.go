@@ -1,16 +1,21 @@
 package cdpguard
 
 import (
-	"context"
+	"errors"
 	"sync"
+
+	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
 // effects runs work that event filters and the mux read loop decide on but
 // must not do themselves (sending to the browser can block on the
-// connection the read loop drains): undoing an agent's attachment to a
-// target it may not hold, ending sessions on a target that left web
-// content. One goroutine, started with the guard and ended by it, owns the
-// queue; add never blocks.
+// connection the read loop drains, or behind another writer's multi-MB
+// message): undoing an agent's attachment to a target it may not hold,
+// ending sessions on a target that left web content, the guard's dialog
+// answers, closing a crashed tab, failing a pause the judge cannot queue.
+// One goroutine, started with the guard, owns the queue and runs it until
+// the browser connection ends (so that a pause failed while the guard
+// closes is still answered); add never blocks.
 type effects struct {
 	mu   sync.Mutex
 	q    []func()
@@ -30,11 +35,11 @@ func (e *effects) add(f func()) {
 	}
 }
 
-// run runs queued work in order until ctx ends.
-func (e *effects) run(ctx context.Context) {
+// run runs queued work in order until done is closed.
+func (e *effects) run(done <-chan struct{}) {
 	for {
 		select {
-		case <-ctx.Done():
+		case <-done:
 			return
 		case <-e.wake:
 		}
@@ -46,4 +51,18 @@ func (e *effects) run(ctx context.Context) {
 			f()
 		}
 	}
+}
+
+// laterSender sends on the effects goroutine: a Sender (dialogs, Fetch
+// judge) for code that runs on the read loop. Send never blocks and reports
+// no error; a failed send is logged.
+type laterSender struct{ g *Guard }
+
+func (l laterSender) Send(sessionID, method string, params any) error {
+	l.g.fx.add(func() {
+		if err := l.g.mux.Send(sessionID, method, params); err != nil && !errors.Is(err, relay.ErrBrowserLost) {
+			l.g.log.Debug("browser send failed", "method", method, "err", err)
+		}
+	})
+	return nil
 }

@@ -50,6 +50,7 @@ type Guard struct {
 	fg        *fileGuard
 	worlds    *guardWorlds // the guard's isolated worlds, hidden from agents
 	rd        *readState
+	fx        *effects     // browser sends decided on the read loop (effects.go)
 	about     browserAbout // what agents are told about the browser
 	ep        endpoint     // where agents connect
 
@@ -93,7 +94,6 @@ type agentSet struct {
 	mu     sync.Mutex
 	m      map[*relay.Agent]*agentState
 	shares sync.Map // user key → *relay.Share of all the user's connections
-	fx     *effects // browser sends that filters decide on (effects.go)
 }
 
 // closeState makes Close run once and remembers its result.
@@ -241,7 +241,8 @@ func newGuard(cfg Config) (*Guard, error) {
 		ctx:    ctx,
 		stop:   stop,
 		setups: setups{done: map[string]chan struct{}{}},
-		agents: agentSet{m: map[*relay.Agent]*agentState{}, fx: newEffects()},
+		agents: agentSet{m: map[*relay.Agent]*agentState{}},
+		fx:     newEffects(),
 		closed: closeState{done: make(chan struct{})},
 	}
 	g.about.id = hex.EncodeToString(id)
@@ -266,6 +267,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		Policy:              g.policy,
 		Instructions:        g.cfg.Instructions,
 		OnShed:              g.metrics.pausesShed.Inc,
+		ReadLoopSender:      laterSender{g},
 		ErrorForNavigation:  g.cfg.BlockedNavigation == "error",
 		PauseTimeout:        g.cfg.PauseTimeout,
 		Logger:              g.log,
@@ -273,16 +275,16 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		OnAnswer:            g.metrics.decision,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
 	})
-	g.dialogs = dialogs.New(g.mux, dialogGrace(g.cfg.DialogGrace), g.log)
+	g.dialogs = dialogs.New(laterSender{g}, dialogGrace(g.cfg.DialogGrace), g.log)
 	g.fg.start()
 	g.wg.Add(5)
 	go func() { // the idle-user sweeper: ends with the guard
 		defer g.wg.Done()
 		g.users.Run(g.ctx)
 	}()
-	go func() { // the filters' browser sends: ends with the guard
+	go func() { // the read loop's browser sends: end with the browser connection
 		defer g.wg.Done()
-		g.agents.fx.run(g.ctx)
+		g.fx.run(g.mux.Done())
 	}()
 	go func() { // the read loop: ends when the browser connection does
 		defer g.wg.Done()

@@ -80,7 +80,8 @@ func (g *Guard) logBlocked(u, host, reason, resourceType, user, target, layer st
 // on the guard's root session): a crashed tab serves nobody, and closing it
 // tells the agents attached to it (Target.detachedFromTarget,
 // Target.targetDestroyed) instead of leaving them waiting. The rest of the
-// browser keeps running. Runs on the read loop: the close is only sent.
+// browser keeps running. Runs on the read loop: the close is sent by the
+// effects goroutine (effects.go).
 func (g *Guard) onTargetCrashed(params []byte) {
 	var p struct {
 		TargetID  string `json:"targetId"`
@@ -94,9 +95,7 @@ func (g *Guard) onTargetCrashed(params []byte) {
 	g.metrics.rendererCrashes.Inc()
 	user, _ := g.users.OwnerKey(p.TargetID)
 	g.log.Warn("renderer crashed; closing the tab", "target", p.TargetID, "user", user, "status", p.Status, "errorCode", p.ErrorCode)
-	if err := g.mux.Send("", "Target.closeTarget", map[string]any{"targetId": p.TargetID}); err != nil {
-		g.log.Debug("closing a crashed tab failed", "target", p.TargetID, "err", err)
-	}
+	_ = laterSender{g}.Send("", "Target.closeTarget", map[string]any{"targetId": p.TargetID})
 }
 
 // countRefusal counts an agent command the guard refused, by firewall rule

@@ -24,7 +24,7 @@ func (g *Guard) markWeb(t targetInfo, changed bool) {
 	}
 	reason := cdpmsg.Refusal("", fmt.Sprintf("target %s is no longer web content (%s %s): %s", t.TargetID, why, truncateReason(t.URL), firewall.WhyNotWeb))
 	id := t.TargetID
-	g.agents.fx.add(func() {
+	g.fx.add(func() {
 		g.agents.mu.Lock()
 		agents := make([]interface{ Evict(string, string) }, 0, len(g.agents.m))
 		for a := range g.agents.m {

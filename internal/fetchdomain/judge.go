@@ -60,6 +60,11 @@ type Options struct {
 	// OnAnswer, if set, is told how long each pause the worker answered
 	// waited (for the decision latency histogram). It must not block.
 	OnAnswer func(time.Duration)
+	// ReadLoopSender, if set, sends the answers Paused gives itself (a
+	// pause the queue has no room for, one after Run has ended, one that
+	// cannot be read): Paused runs on the browser connection's read loop,
+	// where a send can block behind another writer. It must not block.
+	ReadLoopSender Sender
 }
 
 // Judge answers Fetch.requestPaused events.
@@ -167,12 +172,12 @@ func (j *Judge) Paused(sessionID string, params []byte) {
 			return
 		}
 		j.log.Warn("unreadable Fetch.requestPaused; failing it", "requestId", id.RequestID, "err", err)
-		j.fail(sessionID, id.RequestID)
+		j.failFromReadLoop(sessionID, id.RequestID)
 		return
 	}
 	if !j.arm(sessionID, rp.RequestID) {
 		j.log.Debug("request paused after the judge stopped; failing it", "requestId", rp.RequestID)
-		j.fail(sessionID, rp.RequestID)
+		j.failFromReadLoop(sessionID, rp.RequestID)
 		return
 	}
 	select {
@@ -183,7 +188,7 @@ func (j *Judge) Paused(sessionID string, params []byte) {
 			if j.opts.OnShed != nil {
 				j.opts.OnShed()
 			}
-			j.fail(sessionID, rp.RequestID)
+			j.failFromReadLoop(sessionID, rp.RequestID)
 		}
 	}
 }
@@ -309,6 +314,18 @@ func (j *Judge) origins() []string {
 		return nil
 	}
 	return j.opts.Policy.Origins()
+}
+
+// failFromReadLoop fails a request from Paused, through ReadLoopSender
+// when there is one.
+func (j *Judge) failFromReadLoop(session, requestID string) {
+	s := j.opts.ReadLoopSender
+	if s == nil {
+		s = j.send
+	}
+	if err := s.Send(session, "Fetch.failRequest", requestIDParams(requestID, "BlockedByClient")); err != nil {
+		j.log.Debug("fail failed", "err", err)
+	}
 }
 
 func (j *Judge) fail(session, requestID string) {

@@ -277,3 +277,49 @@ func TestStoppedJudgeFails(t *testing.T) {
 		}
 	}
 }
+
+// TestReadLoopSender: the answers Paused gives itself on the read loop (a
+// full queue, a stopped judge, an unreadable pause) go through
+// ReadLoopSender, never the main sender, which may block behind another
+// writer; the worker's answers go through the main sender.
+func TestReadLoopSender(t *testing.T) {
+	main := &fakeSender{block: make(chan struct{})} // a writer stuck behind a big message
+	later := &fakeSender{}
+	pol, err := policy.Parse([]string{"allowed.test"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := New(main, Options{Policy: pol, QueueSize: 1, PauseTimeout: time.Minute, ReadLoopSender: later})
+	returned := make(chan struct{})
+	go func() {
+		j.Paused("S", paused("R1", "http://allowed.test/a", "Image", "", nil)) // queued
+		j.Paused("S", paused("R2", "http://allowed.test/b", "Image", "", nil)) // shed
+		j.Paused("S", []byte(`{"requestId":"R3","request":1}`))                // unreadable
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Paused blocked on the main sender")
+	}
+	got := later.answers()
+	if len(got) != 2 || got[0].params["requestId"] != "R2" || got[1].params["requestId"] != "R3" || got[0].method != "Fetch.failRequest" || got[1].method != "Fetch.failRequest" {
+		t.Fatalf("read-loop answers = %+v, want R2 and R3 failed", got)
+	}
+	close(main.block)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { j.Run(ctx); close(done) }()
+	if got := main.waitN(t, 1); got[0].params["requestId"] != "R1" || got[0].method != "Fetch.continueRequest" {
+		t.Fatalf("worker answers = %+v, want R1 continued", got)
+	}
+	cancel()
+	<-done
+	j.Paused("S", paused("R4", "http://allowed.test/c", "Image", "", nil)) // after stop
+	if got := later.answers(); len(got) != 3 || got[2].params["requestId"] != "R4" {
+		t.Fatalf("read-loop answers = %+v, want R4 failed after stop", got)
+	}
+	if n := len(main.answers()); n != 1 {
+		t.Errorf("main sender got %d answers, want only the worker's one", n)
+	}
+}

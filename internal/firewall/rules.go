@@ -152,7 +152,7 @@ var rules = map[string]Rule{
 	"Network.continueInterceptedRequest": {Action: CheckRedirect, Why: "a request may only be redirected to an allowed URL"},
 
 	// Answered or changed by the guard.
-	"Browser.close":               {Action: Rewrite, Why: "closes only this connection's own targets"},
+	"Browser.close": {Action: Rewrite, Why: "closes only this connection's own targets"},
 
 	// Seen by the dialog handler on their way to Chrome.
 	"Page.handleJavaScriptDialog": {Action: Dialogs, Why: "an agent's answer after the guard's is refused, naming --dialog-grace"},
