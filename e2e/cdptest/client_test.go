@@ -102,3 +102,46 @@ func TestClient(t *testing.T) {
 		t.Errorf("Call after close: %v, want ErrClosed", err)
 	}
 }
+
+// TestRawAndRecorded: frames of the caller's own (CallID), the inbox of
+// every frame (Next), the event record (Events, WaitEvent), and a client
+// that stops reading and resumes (Stall).
+func TestRawAndRecorded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stall := make(chan struct{})
+	c, err := Dial(ctx, fakeBrowser(t), Options{Record: true, Inbox: 16, Stall: stall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := c.CallID(5*time.Second, 7, "S1", "Do.it", nil)
+	if err != nil || string(m.RawID) != "7" || m.ID != 7 || string(m.Result) != `{"ok":true}` {
+		t.Fatalf("CallID = %+v, %v", m, err)
+	}
+	if _, err := c.CallID(5*time.Second, 8, "", "Fail", nil); err == nil || !strings.Contains(err.Error(), "Fail: nope") {
+		t.Fatalf("CallID of a failing method: %v", err)
+	}
+	if ev, ok := c.WaitEvent(time.Second, func(m Message) bool { return m.Method == "Test.event" }); !ok || ev.SessionID != "S1" {
+		t.Fatalf("WaitEvent = %+v, %v", ev, ok)
+	}
+	if n := len(c.Events()); n != 1 || !strings.Contains(c.EventsText(), `S1 Test.event {"n":1}`) {
+		t.Fatalf("events = %d %q, want the one Test.event of Do.it", n, c.EventsText())
+	}
+	if _, ok := c.Next(100 * time.Millisecond); !ok {
+		t.Fatal("the inbox lost the frames CallID skipped")
+	}
+	close(stall)
+	if err := c.WriteFrame(websocket.MessageText, []byte(`{"id":9,"method":"Do.it"}`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Stalled():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client did not stall at its next frame")
+	}
+	c.Resume()
+	if m, err := c.CallID(5*time.Second, 10, "", "Do.it", nil); err != nil || m.ID != 10 {
+		t.Fatalf("after Resume: %+v %v", m, err)
+	}
+}
