@@ -128,8 +128,11 @@ func TestRawAndRecorded(t *testing.T) {
 	if n := len(c.Events()); n != 1 || !strings.Contains(c.EventsText(), `S1 Test.event {"n":1}`) {
 		t.Fatalf("events = %d %q, want the one Test.event of Do.it", n, c.EventsText())
 	}
-	if _, ok := c.Next(100 * time.Millisecond); !ok {
-		t.Fatal("the inbox lost the frames CallID skipped")
+	if err := c.WriteFrame(websocket.MessageText, []byte(`{"id":11,"sessionId":"S2","method":"Do.it"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := c.Next(5 * time.Second); !ok || m.Method != "Test.event" || m.SessionID != "S2" {
+		t.Fatalf("Next = %+v %v, want the event before the reply", m, ok)
 	}
 	close(stall)
 	if err := c.WriteFrame(websocket.MessageText, []byte(`{"id":9,"method":"Do.it"}`)); err != nil {
