@@ -31,10 +31,7 @@ func (g *Guard) startProxy() error {
 	}
 	ips := g.policy.IPEntries()
 	p, err := egress.New(egress.Options{
-		Decide: func(host string, port int) (bool, string) {
-			d := g.policy.DecideHost(host, port)
-			return d.Allowed, d.Reason
-		},
+		Decide:       g.decideHostWith(&g.grantScopes.def.set), // the shared listener: Chrome's default context
 		HostMap:      g.hosts,
 		AllowPrivate: private,
 		AllowAddrs:   func(a netip.Addr) bool { return slices.Contains(ips, a.Unmap()) },
@@ -44,7 +41,13 @@ func (g *Guard) startProxy() error {
 	if err != nil {
 		return fmt.Errorf("%w: egress proxy: %w", ErrSetup, err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := g.cfg.EgressListen
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	} else if err := checkEgressListen(addr); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%w: egress proxy listen: %w", ErrSetup, err)
 	}
@@ -79,4 +82,21 @@ func (g *Guard) proxyFlags() []string {
 func (g *Guard) onRefuse(r egress.Refusal) {
 	g.metrics.proxyRefused.Inc()
 	g.logProxyRefusal(r)
+}
+
+// checkEgressListen accepts only loopback addresses for --egress-listen: a
+// proxy to the allowed hosts must not be open to the network.
+func checkEgressListen(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return configError("EgressListen", addr, "want host:port")
+	}
+	if host == "localhost" {
+		return nil
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil || !a.IsLoopback() {
+		return configError("EgressListen", addr, "want a loopback address (127.0.0.1:PORT or [::1]:PORT): the proxy must not be open to the network")
+	}
+	return nil
 }

@@ -33,10 +33,14 @@ func (p *Proxy) judge(ctx context.Context, method string, t target) (*checked, *
 			Host: t.host, Port: t.port, Addr: addr, Reason: reason, Method: method,
 		}}
 	}
-	if p.opts.Decide == nil {
+	decide, sc := p.opts.Decide, scopeOf(ctx)
+	if sc != nil {
+		decide = sc.decide
+	}
+	if decide == nil {
 		return refuse(netip.Addr{}, "no policy configured")
 	}
-	if ok, reason := p.opts.Decide(t.host, t.port); !ok {
+	if ok, reason := decide(t.host, t.port); !ok {
 		if reason == "" {
 			reason = "not on the allowlist"
 		}
@@ -65,7 +69,7 @@ func (p *Proxy) judge(ctx context.Context, method string, t target) (*checked, *
 		addrs = answer
 	}
 
-	ck := &checked{name: t.String()}
+	ck := &checked{name: t.String(), scope: sc}
 	seen := make(map[netip.Addr]bool, len(addrs))
 	for _, a := range addrs {
 		a = a.Unmap().WithZone("")
