@@ -6,9 +6,11 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cdpguard/cdpguard/internal/egress"
+	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 )
 
 // startProxy starts the egress proxy on a loopback port. Chrome sends every
@@ -77,11 +79,15 @@ func (g *Guard) proxyFlags() []string {
 }
 
 // onRefuse counts and logs a proxy refusal. The proxy sees connections,
-// not tabs, so no user's agents are told (telling every user would show
-// them each other's hosts).
+// not tabs; a refusal on a user's own listener (grants.go) is that user's,
+// and the user's agents are told. Refusals on the shared listener are only
+// logged (telling every user would show them each other's hosts).
 func (g *Guard) onRefuse(r egress.Refusal) {
 	g.metrics.proxyRefused.Inc()
 	g.logProxyRefusal(r)
+	if sc, _ := r.Tag.(*grantScope); sc != nil {
+		g.notifyBlock(sc.key, fetchdomain.Block{URL: net.JoinHostPort(r.Host, strconv.Itoa(r.Port)), Reason: r.Reason, ResourceType: "Connection"})
+	}
 }
 
 // checkEgressListen accepts only loopback addresses for --egress-listen: a

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/grants"
+	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
@@ -188,7 +189,7 @@ func (g *Guard) newUserScope(key string) (*grantScope, error) {
 	g.wg.Add(1)
 	go func() { // this user's listener: ends when the user's session does, or at Close
 		defer g.wg.Done()
-		if err := g.proxy.ServeScoped(ln, g.decideHostWith(&sc.set)); err != nil && !errors.Is(err, egress.ErrClosed) {
+		if err := g.proxy.ServeScoped(ln, egress.Scope{Decide: g.decideHostWith(&sc.set), Tag: sc}); err != nil && !errors.Is(err, egress.ErrClosed) {
 			g.log.Error("a user's egress proxy listener stopped", "user", key, "err", err)
 		}
 	}()
@@ -250,4 +251,32 @@ func (g *Guard) policyViewFor(sc *grantScope) any {
 		m["grants"] = b
 	}
 	return m
+}
+
+// grantSet returns the scope's grants; nil for a nil scope.
+func (sc *grantScope) grantSet() *grants.Set {
+	if sc == nil {
+		return nil
+	}
+	return &sc.set
+}
+
+// decideFor judges a URL an agent of user u names (Page.navigate's
+// neighbours in the firewall, Guard.read, the MCP tools) by the policy and
+// then u's session grants; a nil u has none.
+func (g *Guard) decideFor(u *users.User, url string) policy.Decision {
+	d := g.policy.Decide(url)
+	if d.Allowed || u == nil {
+		return d
+	}
+	return g.scopeOfUser(u).grantSet().Decide(d)
+}
+
+// refusalUser is the user whose own proxy listener refused r, "" for the
+// shared listener.
+func refusalUser(r egress.Refusal) string {
+	if sc, ok := r.Tag.(*grantScope); ok {
+		return sc.key
+	}
+	return ""
 }

@@ -325,8 +325,26 @@ func TestGrants(t *testing.T) {
 		t.Fatalf("bob's allowed page: %q", title)
 	}
 	bobURL := origin("granted.test", forBob)
+	bobBlocked, stopB := bob.c.Subscribe("", "Guard.requestBlocked")
+	defer stopB()
+	aliceBlocked, stopA := alice.c.Subscribe("", "Guard.requestBlocked")
+	defer stopA()
+	bob.call(ctx, "", "Guard.enable", nil, nil)
+	alice.call(ctx, "", "Guard.enable", nil, nil)
 	if got := bob.eval(ctx, `wsEcho("ws://granted.test:`+strconv.Itoa(forBob.port)+`/ws")`); strings.HasPrefix(got, "echo") {
 		t.Errorf("bob's WebSocket to alice's granted host connected: %q", got)
+	}
+	// The refusal came from bob's own proxy listener: it is logged as
+	// bob's and told to bob's agents only.
+	wantURL := "granted.test:" + strconv.Itoa(forBob.port)
+	if !waitBlocked(ctx, bob.c, bobBlocked, wantURL) {
+		t.Errorf("bob got no Guard.requestBlocked for %s", wantURL)
+	}
+	if waitBlocked(ctx, alice.c, aliceBlocked, wantURL) {
+		t.Errorf("alice was told about bob's refused connection to %s", wantURL)
+	}
+	if !strings.Contains(logs.String(), "url="+wantURL+" host=granted.test reason=\"host \\\"granted.test\\\" is not in the allowlist\" resource_type=Connection user=bob") {
+		t.Errorf("no egress-proxy block line for bob's WebSocket:\n%s", logs.String())
 	}
 	if got := bob.eval(ctx, `fetchText("`+bobURL+`/fetch")`); !strings.HasPrefix(got, "error") {
 		t.Errorf("bob's fetch of alice's granted host: %q", got)
@@ -346,7 +364,7 @@ func TestGrants(t *testing.T) {
 	if n := forBob.hits(); n != 0 {
 		t.Errorf("bob's granted.test listener saw %d hits", n)
 	}
-	if !strings.Contains(logs.String(), "reason=\"target is the proxy itself\"") {
+	if !strings.Contains(logs.String(), "reason=\"target is the proxy itself\" resource_type=Connection user=bob") {
 		t.Errorf("no proxy refusal of bob's requests to alice's listener in the log:\n%s", logs.String())
 	}
 	// An agent has no CDP command that grants.
@@ -441,6 +459,26 @@ func TestGrants(t *testing.T) {
 	code, body := httpGet(t, g.URL()+"/metrics")
 	if code != http.StatusOK || !strings.Contains(body, "cdpguard_grants_total 2") {
 		t.Errorf("metrics: %d, want cdpguard_grants_total 2", code)
+	}
+}
+
+// waitBlocked reports whether a Guard.requestBlocked event for url comes
+// on ch within a second.
+func waitBlocked(ctx context.Context, c *cdptest.Client, ch <-chan jsonv2.Value, url string) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	for {
+		v, err := c.Wait(ctx, ch, "Guard.requestBlocked")
+		if err != nil {
+			return false
+		}
+		var b struct {
+			URL          string `json:"url"`
+			ResourceType string `json:"resourceType"`
+		}
+		if jsonv2.Unmarshal(v, &b) == nil && b.URL == url && b.ResourceType == "Connection" {
+			return true
+		}
 	}
 }
 

@@ -92,12 +92,12 @@ func (g *Guard) applyRule(ctx context.Context, st *agentState, cmd relay.Command
 			return refusal(name, "unreadable params: "+err.Error())
 		}
 		if u != "" {
-			if d := g.policy.Decide(u); !d.Allowed {
+			if d := g.decideFor(st.user, u); !d.Allowed {
 				return refusal(name, fmt.Sprintf("%s (%s): %s", d.Reason, truncateReason(u), rule.Why))
 			}
 		}
 	case firewall.CheckRedirect:
-		return g.checkRedirect(ctx, cmd, name, rule)
+		return g.checkRedirect(ctx, st, cmd, name, rule)
 	case firewall.CheckPermissions:
 		if why := localNetworkGrant(cmd); why != "" {
 			return refusal(name, why+": "+rule.Why)

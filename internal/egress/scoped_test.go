@@ -4,20 +4,21 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 // serveScoped runs p.ServeScoped on a new loopback listener; the returned
 // func closes the listener and waits for ServeScoped to return.
-func serveScoped(t *testing.T, p *Proxy, decide DecideFunc) (string, func()) {
+func serveScoped(t *testing.T, p *Proxy, s Scope) (string, func()) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- p.ServeScoped(l, decide) }()
+	go func() { done <- p.ServeScoped(l, s) }()
 	stop := func() {
 		_ = l.Close()
 		select {
@@ -38,15 +39,22 @@ func serveScoped(t *testing.T, p *Proxy, decide DecideFunc) (string, func()) {
 func TestServeScoped(t *testing.T) {
 	echo := startEcho(t)
 	shared := newAllow("allowed.test")
+	var mu sync.Mutex
+	tags := map[any]int{}
 	p, sharedAddr := startProxy(t, Options{
 		Decide:       shared.decide,
 		HostMap:      testMap(t),
 		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		OnRefuse: func(r Refusal) {
+			mu.Lock()
+			tags[r.Tag]++
+			mu.Unlock()
+		},
 	})
 	alice := newAllow("allowed.test", "granted.test", "127.0.0.1")
-	aliceAddr, stopAlice := serveScoped(t, p, alice.decide)
+	aliceAddr, stopAlice := serveScoped(t, p, Scope{Decide: alice.decide, Tag: "alice"})
 	bob := newAllow("allowed.test", "127.0.0.1")
-	bobAddr, stopBob := serveScoped(t, p, bob.decide)
+	bobAddr, stopBob := serveScoped(t, p, Scope{Decide: bob.decide, Tag: "bob"})
 	defer stopBob()
 
 	granted := hostPort("granted.test", echo.port())
@@ -67,6 +75,11 @@ func TestServeScoped(t *testing.T) {
 	if len(shared.Calls()) == 0 || len(bob.Calls()) == 0 {
 		t.Error("the shared or bob's DecideFunc was not consulted")
 	}
+	mu.Lock()
+	if tags["bob"] != 1 || tags[nil] != 1 || tags["alice"] != 0 {
+		t.Errorf("refusal tags = %v; want bob 1, nil (shared) 1", tags)
+	}
+	mu.Unlock()
 
 	// Bob aims at alice's listener (and the shared one) as a destination:
 	// refused as the proxy itself, although bob may dial 127.0.0.1.
@@ -103,7 +116,7 @@ func TestServeScoped(t *testing.T) {
 func TestServeScopedNilDecide(t *testing.T) {
 	echo := startEcho(t)
 	p, _ := startProxy(t, Options{Decide: newAllow("allowed.test").decide, HostMap: testMap(t)})
-	addr, stop := serveScoped(t, p, nil)
+	addr, stop := serveScoped(t, p, Scope{})
 	defer stop()
 	if r := rawConnect(t, addr, hostPort("allowed.test", echo.port())); r.status != 403 {
 		t.Errorf("nil decide: %d", r.status)

@@ -18,7 +18,7 @@ import (
 )
 
 func (s *Server) toolNavigate(ctx context.Context, u *user, in navigateIn) (*mcp.CallToolResult, error) {
-	if err := s.checkURL(in.URL); err != nil {
+	if err := s.checkURL(u.key, in.URL); err != nil {
 		return nil, err
 	}
 	t, err := u.page(ctx, true)
@@ -66,7 +66,7 @@ type readResult struct {
 
 func (s *Server) toolRead(ctx context.Context, u *user, in readIn) (*mcp.CallToolResult, error) {
 	if in.URL != "" {
-		if err := s.checkURL(in.URL); err != nil {
+		if err := s.checkURL(u.key, in.URL); err != nil {
 			return nil, err
 		}
 	}

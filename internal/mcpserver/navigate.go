@@ -39,7 +39,7 @@ func (s *Server) blockedError(rawURL, reason string) error {
 
 // checkURL refuses, before anything reaches the browser, a URL the
 // allowlist blocks. The guard enforces the same policy again on the way.
-func (s *Server) checkURL(raw string) error {
+func (s *Server) checkURL(user, raw string) error {
 	if strings.TrimSpace(raw) == "" {
 		return errors.New("url is empty; pass an absolute http(s) URL")
 	}
@@ -51,7 +51,7 @@ func (s *Server) checkURL(raw string) error {
 		return fmt.Errorf("url %q is not an absolute URL; pass one like https://host/path", clip(raw, 200))
 	}
 	if s.opts.Decide != nil {
-		if ok, reason := s.opts.Decide(raw); !ok {
+		if ok, reason := s.opts.Decide(user, raw); !ok {
 			return s.blockedError(raw, reason)
 		}
 	}
@@ -60,7 +60,7 @@ func (s *Server) checkURL(raw string) error {
 
 // navigate loads raw in t and waits (bounded) for its load event.
 func (u *user) navigate(ctx context.Context, t *tab, raw string) error {
-	if err := u.srv.checkURL(raw); err != nil {
+	if err := u.srv.checkURL(u.key, raw); err != nil {
 		return err
 	}
 	u.snap = nil
@@ -101,7 +101,7 @@ func (u *user) checkLanded(ctx context.Context, t *tab, raw string) error {
 	// The guard serves its explanation page at the blocked URL; a page that
 	// merely titles itself so, on an allowed URL, is not believed.
 	if strings.HasPrefix(info.Title, blockedTitle) && u.srv.opts.Decide != nil {
-		if ok, reason := u.srv.opts.Decide(info.URL); !ok {
+		if ok, reason := u.srv.opts.Decide(u.key, info.URL); !ok {
 			return u.srv.blockedError(info.URL, reason+"; reached from "+clip(raw, 200))
 		}
 	}

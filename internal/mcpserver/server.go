@@ -45,8 +45,9 @@ type Options struct {
 	Backend Backend
 	// Origins are the reachable origins, shown to the model.
 	Origins []string
-	// Decide reports whether the allowlist lets a URL through, and why not.
-	Decide func(url string) (ok bool, reason string)
+	// Decide reports whether the allowlist (with the user's session
+	// grants) lets a URL through for user, and why not.
+	Decide func(user, url string) (ok bool, reason string)
 	// Instructions is the operator's EXTRA_INSTRUCTIONS.
 	Instructions string
 	// SessionHeader names the header that keys a user.
