@@ -47,13 +47,15 @@ func (sc *grantScope) close() {
 type grantState struct {
 	def grantScope // Chrome's default context
 
+	frames *frameOwners // subframes → their page (grants_frames.go)
+
 	mu             sync.Mutex
 	byPrimary      map[string]*grantScope // user's primary context id → scope
 	defaultContext string                 // Chrome's default context id, once learned
 }
 
 func newGrantState() *grantState {
-	return &grantState{def: grantScope{key: defaultContextKey}, byPrimary: map[string]*grantScope{}}
+	return &grantState{def: grantScope{key: defaultContextKey}, byPrimary: map[string]*grantScope{}, frames: newFrameOwners()}
 }
 
 // newGrantsCounter registers the grants counter on reg.
@@ -135,12 +137,17 @@ func (g *Guard) scopeOfTarget(targetID string) *grantScope {
 	return nil
 }
 
-// grantsForFrame is the Fetch judge's view of scopeOfTarget.
+// grantsForFrame is the Fetch judge's view of scopeOfTarget: a page's main
+// frame and an out-of-process frame are targets themselves; another frame
+// is looked up by the page that holds it.
 func (g *Guard) grantsForFrame(frameID string) *grants.Set {
-	if sc := g.scopeOfTarget(frameID); sc != nil {
-		return &sc.set
+	sc := g.scopeOfTarget(frameID)
+	if sc == nil {
+		if page := g.grantScopes.frames.pageOf(frameID); page != "" {
+			sc = g.scopeOfTarget(page)
+		}
 	}
-	return nil
+	return sc.grantSet()
 }
 
 // scopeOfUser returns u's grant scope, nil when u has none (yet).

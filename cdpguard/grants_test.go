@@ -31,6 +31,14 @@ type grantHost struct {
 	port  int
 	conns atomic.Int64
 	reqs  atomic.Int64
+	paths sync.Map // path → *atomic.Int64
+}
+
+func (h *grantHost) pathHits(path string) int64 {
+	if n, ok := h.paths.Load(path); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
 }
 
 func (h *grantHost) hits() int64 { return h.conns.Load() + h.reqs.Load() }
@@ -58,6 +66,8 @@ func startGrantHost(t *testing.T, page []byte) *grantHost {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.reqs.Add(1)
+		n, _ := h.paths.LoadOrStore(r.URL.Path, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write(page)
@@ -318,12 +328,19 @@ func TestGrants(t *testing.T) {
 	if got := alice.eval(ctx, `wsEcho("ws://granted.test:`+strconv.Itoa(forAlice.port)+`/ws")`); got != "echo:ping" {
 		t.Errorf("alice's WebSocket to her granted host: %q", got)
 	}
+	// A same-site iframe (same process: its requests name a frame that is
+	// no target) loads too.
+	alice.eval(ctx, `addFrame("/same-site-frame")`)
+	if n := forAlice.pathHits("/same-site-frame"); n != 1 {
+		t.Errorf("alice's same-site iframe on her granted host: %d hits", n)
+	}
 
 	// Bob, from an allowed page: every way to granted.test is refused, and
 	// bob's listener for it sees nothing.
 	if title := bob.navigate(ctx, origin("allowed.test", allowed)+"/"); title != "grants test page" {
 		t.Fatalf("bob's allowed page: %q", title)
 	}
+	bob.eval(ctx, `addFrame("http://granted.test:`+strconv.Itoa(forBob.port)+`/cross-site-frame")`)
 	bobURL := origin("granted.test", forBob)
 	bobBlocked, stopB := bob.c.Subscribe("", "Guard.requestBlocked")
 	defer stopB()
@@ -380,6 +397,15 @@ func TestGrants(t *testing.T) {
 	// the host on any port.
 	if got := alice.eval(ctx, `wsEcho("ws://granted.test:`+strconv.Itoa(forBob.port)+`/ws")`); got != "echo:ping" || forBob.hits() == 0 {
 		t.Errorf("control: alice's WebSocket to bob's listener: %q, %d hits", got, forBob.hits())
+	}
+	// ... and so is a cross-site iframe of it in alice's allowed page (an
+	// out-of-process frame, whose first request comes before its target).
+	if title := alice.navigate(ctx, origin("allowed.test", allowed)+"/"); title != "grants test page" {
+		t.Fatalf("alice's allowed page: %q", title)
+	}
+	alice.eval(ctx, `addFrame("http://granted.test:`+strconv.Itoa(forBob.port)+`/cross-site-frame")`)
+	if n := forBob.pathHits("/cross-site-frame"); n != 1 {
+		t.Errorf("alice's cross-site iframe of her granted host: %d hits", n)
 	}
 
 	// /policy and Guard.getPolicy show the grant to alice only.
