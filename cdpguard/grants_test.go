@@ -19,6 +19,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/coder/websocket"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
 	"github.com/cdpguard/cdpguard/e2e/cdptest"
@@ -448,6 +449,26 @@ func TestGrants(t *testing.T) {
 		t.Errorf("alice reached the default context's granted host: %q", title)
 	}
 
+	// MCP tools run as the user's agent: carol's grant opens the host for
+	// her tools, and blocked-URL errors name it; bob's tools stay refused.
+	carol := newGrantAgent(ctx, t, g, "carol")
+	if _, err := cdpguard.GrantHost(g, carol.target, "carol.test", "test"); err != nil {
+		t.Fatal(err)
+	}
+	carolURL := origin("carol.test", forDefault) + "/carol"
+	if res := mcpCall(ctx, t, g, "carol", "browser_navigate", map[string]any{"url": carolURL}); res.IsError || forDefault.pathHits("/carol") != 1 {
+		t.Errorf("carol's MCP navigate to her granted host: error=%v, %d hits: %s", res.IsError, forDefault.pathHits("/carol"), mcpText(res))
+	}
+	if res := mcpCall(ctx, t, g, "carol", "browser_navigate", map[string]any{"url": "http://other.test/"}); !res.IsError || !strings.Contains(mcpText(res), "Also allowed for this session: carol.test.") {
+		t.Errorf("carol's blocked-URL error does not name her grant: %s", mcpText(res))
+	}
+	if res := mcpCall(ctx, t, g, "bob", "browser_navigate", map[string]any{"url": carolURL}); !res.IsError || strings.Contains(mcpText(res), "Also allowed") {
+		t.Errorf("bob's MCP navigate to carol's granted host: %s", mcpText(res))
+	}
+	if n := forDefault.pathHits("/carol"); n != 1 {
+		t.Errorf("carol.test saw %d hits, want carol's 1", n)
+	}
+
 	// Alice's session ends: her grants and her listener go.
 	alice.c.Close()
 	deadline := time.Now().Add(10 * time.Second)
@@ -483,8 +504,8 @@ func TestGrants(t *testing.T) {
 		t.Errorf("a grant on a disposed session's tab: %v", err)
 	}
 	code, body := httpGet(t, g.URL()+"/metrics")
-	if code != http.StatusOK || !strings.Contains(body, "cdpguard_grants_total 2") {
-		t.Errorf("metrics: %d, want cdpguard_grants_total 2", code)
+	if code != http.StatusOK || !strings.Contains(body, "cdpguard_grants_total 3") {
+		t.Errorf("metrics: %d, want cdpguard_grants_total 3", code)
 	}
 }
 
@@ -506,6 +527,41 @@ func waitBlocked(ctx context.Context, c *cdptest.Client, ch <-chan jsonv2.Value,
 			return true
 		}
 	}
+}
+
+// mcpCall calls one MCP tool as user through /mcp.
+func mcpCall(ctx context.Context, t *testing.T, g *cdpguard.Guard, user, tool string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "grants-test", Version: "1"}, nil)
+	s, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.URL() + "/mcp", HTTPClient: &http.Client{Transport: userRT(user)}}, nil)
+	if err != nil {
+		t.Fatalf("MCP connect as %s: %v", user, err)
+	}
+	defer s.Close()
+	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("MCP %s as %s: %v", tool, user, err)
+	}
+	return res
+}
+
+func mcpText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// userRT sends the session header on every MCP request.
+type userRT string
+
+func (u userRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-LibreChat-User", string(u))
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 func httpGet(t *testing.T, u string) (int, string) {

@@ -53,6 +53,9 @@ func (g *Guard) mcpServer() *mcpserver.Server {
 				d := g.decideFor(g.users.Lookup(user), u)
 				return d.Allowed, d.Reason
 			},
+			Granted: func(user string) []string {
+				return g.scopeOfUser(g.users.Lookup(user)).grantSet().Hosts()
+			},
 			Instructions:  g.cfg.Instructions,
 			SessionHeader: g.cfg.SessionHeader,
 			UploadEnabled: g.cfg.UploadDir != "",

@@ -85,7 +85,7 @@ func (s *Server) toolRead(ctx context.Context, u *user, in readIn) (*mcp.CallToo
 	var r readResult
 	err = t.s.Call(ctx, "Guard.read", params, &r)
 	if err != nil {
-		return nil, s.explain(in.URL, err)
+		return nil, s.explain(u.key, in.URL, err)
 	}
 	if in.URL != "" {
 		if err := u.checkLanded(ctx, t, in.URL); err != nil {
