@@ -193,7 +193,14 @@ func (g *Guard) newUserScope(key string) (*grantScope, error) {
 	}
 	sc.ln = ln
 	sc.proxyURL = "http://" + ln.Addr().String()
+	g.agentsMu.Lock() // Close's barrier: no goroutine starts once Close waits for them
+	if g.ctx.Err() != nil {
+		g.agentsMu.Unlock()
+		_ = ln.Close()
+		return nil, fmt.Errorf("egress proxy listener for user %q: the guard is closing", key)
+	}
 	g.wg.Add(1)
+	g.agentsMu.Unlock()
 	go func() { // this user's listener: ends when the user's session does, or at Close
 		defer g.wg.Done()
 		if err := g.proxy.ServeScoped(ln, egress.Scope{Decide: g.decideHostWith(&sc.set), Tag: sc}); err != nil && !errors.Is(err, egress.ErrClosed) {

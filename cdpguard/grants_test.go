@@ -146,6 +146,27 @@ func newGrantAgent(ctx context.Context, t *testing.T, g *cdpguard.Guard, user st
 	return a
 }
 
+// inNewContext creates a browser context on a's connection and returns an
+// agent for a tab in it.
+func (a *grantAgent) inNewContext(ctx context.Context) *grantAgent {
+	a.t.Helper()
+	var bc struct {
+		BrowserContextID string `json:"browserContextId"`
+	}
+	a.call(ctx, "", "Target.createBrowserContext", map[string]any{}, &bc)
+	var created struct {
+		TargetID string `json:"targetId"`
+	}
+	a.call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": bc.BrowserContextID}, &created)
+	var attached struct {
+		SessionID string `json:"sessionId"`
+	}
+	a.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": created.TargetID, "flatten": true}, &attached)
+	b := &grantAgent{t: a.t, c: a.c, target: created.TargetID, session: attached.SessionID}
+	b.call(ctx, b.session, "Page.enable", nil, nil)
+	return b
+}
+
 func (a *grantAgent) call(ctx context.Context, session, method string, params, out any) {
 	a.t.Helper()
 	res, err := a.c.Call(ctx, session, method, params)
@@ -373,8 +394,22 @@ func TestGrants(t *testing.T) {
 		t.Fatalf("proxy listeners: alice %q, bob %q, shared %q", aliceProxy, cdpguard.UserProxyAddr(g, "bob"), cdpguard.SharedProxyAddr(g))
 	}
 	bob.eval(ctx, `fetchText("http://`+aliceProxy+`/")`)
-	if got := bob.eval(ctx, `wsEcho("ws://`+aliceProxy+`/")`); strings.HasPrefix(got, "echo") {
-		t.Errorf("bob's WebSocket to alice's proxy listener: %q", got)
+	for _, p := range []string{aliceProxy, cdpguard.SharedProxyAddr(g)} {
+		if got := bob.eval(ctx, `wsEcho("ws://`+p+`/")`); strings.HasPrefix(got, "echo") {
+			t.Errorf("bob's WebSocket to the proxy listener %s: %q", p, got)
+		}
+	}
+	// Bob cannot point a context of his at alice's listener, and a context
+	// bob creates gets his own listener.
+	if _, err := bob.c.Call(ctx, "", "Target.createBrowserContext", map[string]any{"proxyServer": "http://" + aliceProxy}); err == nil {
+		t.Error("bob created a context with alice's proxy listener")
+	}
+	bob2 := bob.inNewContext(ctx)
+	if title := bob2.navigate(ctx, origin("allowed.test", allowed)+"/"); title != "grants test page" {
+		t.Fatalf("bob's second context: %q", title)
+	}
+	if got := bob2.eval(ctx, `wsEcho("ws://granted.test:`+strconv.Itoa(forBob.port)+`/ws")`); strings.HasPrefix(got, "echo") {
+		t.Errorf("a WebSocket from bob's own second context to alice's granted host: %q", got)
 	}
 	if title := bob.navigate(ctx, bobURL+"/"); !strings.HasPrefix(title, "Blocked by cdpguard") {
 		t.Errorf("bob's navigation to alice's granted host: title %q", title)
@@ -398,6 +433,14 @@ func TestGrants(t *testing.T) {
 	// the host on any port.
 	if got := alice.eval(ctx, `wsEcho("ws://granted.test:`+strconv.Itoa(forBob.port)+`/ws")`); got != "echo:ping" || forBob.hits() == 0 {
 		t.Errorf("control: alice's WebSocket to bob's listener: %q, %d hits", got, forBob.hits())
+	}
+	// A context alice creates has her grants too.
+	alice2ctx := alice.inNewContext(ctx)
+	if title := alice2ctx.navigate(ctx, origin("granted.test", forAlice)+"/second"); title != "grants test page" {
+		t.Errorf("alice's second context on her granted host: %q", title)
+	}
+	if got := alice2ctx.eval(ctx, `wsEcho("ws://granted.test:`+strconv.Itoa(forAlice.port)+`/ws")`); got != "echo:ping" {
+		t.Errorf("alice's second context's WebSocket: %q", got)
 	}
 	// ... and so is a cross-site iframe of it in alice's allowed page (an
 	// out-of-process frame, whose first request comes before its target).
