@@ -57,7 +57,7 @@ func (l countingListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-func startGrantHost(t *testing.T, page []byte) *grantHost {
+func startGrantHost(t *testing.T, page, worker []byte) *grantHost {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -72,6 +72,11 @@ func startGrantHost(t *testing.T, page []byte) *grantHost {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write(page)
+	})
+	mux.HandleFunc("/worker.js", func(w http.ResponseWriter, r *http.Request) {
+		h.reqs.Add(1)
+		w.Header().Set("Content-Type", "text/javascript")
+		_, _ = w.Write(worker)
 	})
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
 		h.reqs.Add(1)
@@ -287,10 +292,14 @@ func TestGrants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allowed := startGrantHost(t, page)
-	forAlice := startGrantHost(t, page) // granted.test: the port alice uses
-	forBob := startGrantHost(t, page)   // granted.test: the port bob tries
-	forDefault := startGrantHost(t, page)
+	worker, err := os.ReadFile("testdata/grants/worker.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := startGrantHost(t, page, worker)
+	forAlice := startGrantHost(t, page, worker) // granted.test: the port alice uses
+	forBob := startGrantHost(t, page, worker)   // granted.test: the port bob tries
+	forDefault := startGrantHost(t, page, worker)
 	logs := &lockedBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -349,6 +358,9 @@ func TestGrants(t *testing.T) {
 	}
 	if got := alice.eval(ctx, `wsEcho("ws://granted.test:`+strconv.Itoa(forAlice.port)+`/ws")`); got != "echo:ping" {
 		t.Errorf("alice's WebSocket to her granted host: %q", got)
+	}
+	if got := alice.eval(ctx, `workerFetch("/from-worker")`); got != "status 200" || forAlice.pathHits("/from-worker") != 1 {
+		t.Errorf("alice's dedicated worker on her granted host: %q, %d hits", got, forAlice.pathHits("/from-worker"))
 	}
 	// A same-site iframe (same process: its requests name a frame that is
 	// no target) loads too.
