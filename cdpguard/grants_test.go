@@ -80,6 +80,8 @@ func startGrantHost(t *testing.T, page, worker []byte) *grantHost {
 	})
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
 		h.reqs.Add(1)
+		n, _ := h.paths.LoadOrStore(r.URL.Path, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
 		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 		if err != nil {
 			return
