@@ -180,8 +180,8 @@ func (g *Guard) learnDefaultContext(ctx context.Context) {
 }
 
 // newUserScope opens the loopback proxy listener of a user's new session
-// and serves it with the policy plus that session's grants. It returns
-// nil (and no error) when the guard has no egress proxy.
+// and serves it with the policy plus that session's grants. On a guard
+// without an egress proxy (unit tests) the scope has grants only.
 func (g *Guard) newUserScope(key string) (*grantScope, error) {
 	sc := &grantScope{key: key}
 	if g.proxy == nil {
