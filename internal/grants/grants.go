@@ -26,6 +26,8 @@ type Grant struct {
 	Host string    `json:"host"` // normalised host name
 	Via  string    `json:"via"`  // how it was made, e.g. "controls"
 	At   time.Time `json:"at"`   // when it was made
+
+	reason string // Decision.Reason for it, made once so deciding allocates nothing
 }
 
 // maxHost bounds a host name (DNS allows 253 characters).
@@ -87,19 +89,24 @@ func (s *Set) Add(host, via string, at time.Time) (bool, error) {
 	if s.grants == nil {
 		s.grants = map[string]Grant{}
 	}
-	s.grants[host] = Grant{Host: host, Via: via, At: at}
+	s.grants[host] = Grant{Host: host, Via: via, At: at, reason: "granted for this session: " + host}
 	return true, nil
 }
 
 // Has reports whether host (normalised) is granted.
 func (s *Set) Has(host string) bool {
+	_, ok := s.lookup(host)
+	return ok
+}
+
+func (s *Set) lookup(host string) (Grant, bool) {
 	if s == nil || host == "" {
-		return false
+		return Grant{}, false
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	_, ok := s.grants[host]
-	return ok
+	g, ok := s.grants[host]
+	return g, ok
 }
 
 // List returns the grants, oldest first (then by host).
@@ -146,8 +153,12 @@ func (s *Set) Close() {
 // only when a block entry decided), malformed URLs and schemes that never
 // touch the network stay refused, and allowances are returned unchanged.
 func (s *Set) Decide(d policy.Decision) policy.Decision {
-	if d.Allowed || d.Rule != "" || d.Host == "" || !s.Has(d.Host) {
+	if d.Allowed || d.Rule != "" || d.Host == "" {
 		return d
 	}
-	return policy.Decision{Allowed: true, Reason: "granted for this session: " + d.Host, Host: d.Host}
+	g, ok := s.lookup(d.Host)
+	if !ok {
+		return d
+	}
+	return policy.Decision{Allowed: true, Reason: g.reason, Host: d.Host}
 }
