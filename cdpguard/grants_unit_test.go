@@ -3,6 +3,11 @@ package cdpguard
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,5 +87,71 @@ func TestGrantScopes(t *testing.T) {
 	}
 	if got := grantsJSON(nil); got == nil || len(got) != 0 {
 		t.Errorf("grantsJSON(nil) = %#v, want an empty list", got)
+	}
+}
+
+// TestGrantsEndWithBrowser: a relaunched browser is a new guard, so every
+// grant (users' and the default context's) is forgotten, and the shared
+// egress listener comes back on its fixed --egress-listen address.
+func TestGrantsEndWithBrowser(t *testing.T) {
+	needBrowser(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := l.Addr().String()
+	_ = l.Close()
+	s, err := Supervise(ctx, Config{EgressListen: fixed}, SupervisorOptions{MaxFailures: 3, Window: time.Minute, Backoff: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	first := s.cur.Load()
+	u, err := first.users.Acquire(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.scopeOfUser(u).set.Add("a.test", "test", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.grantScopes.def.set.Add("b.test", "test", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	first.users.Release(u)
+	if err := syscall.Kill(first.proc.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(30 * time.Second); !s.Ready() || s.cur.Load() == first; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("no relaunched browser within 30s")
+		}
+	}
+	next := s.cur.Load()
+	if next.proxyAddr != fixed {
+		t.Errorf("the relaunched guard's shared listener is on %s, want the fixed %s", next.proxyAddr, fixed)
+	}
+	u2, err := next.users.Acquire(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.users.Release(u2)
+	if got := next.scopeOfUser(u2).set.Hosts(); len(got) != 0 {
+		t.Errorf("user u's grants survived the relaunch: %v", got)
+	}
+	if got := next.grantScopes.def.set.Hosts(); len(got) != 0 {
+		t.Errorf("the default context's grants survived the relaunch: %v", got)
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.URL()+"/policy", nil)
+	req.Header.Set(DefaultSessionHeader, "u")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"grants":[]`) {
+		t.Errorf("/policy for u after the relaunch: %s", b)
 	}
 }
