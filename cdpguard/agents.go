@@ -2,6 +2,7 @@ package cdpguard
 
 import (
 	"context"
+	"errors"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
@@ -65,8 +66,12 @@ func (g *Guard) newIsolator() *isolation.Isolator {
 	return isolation.New(isolation.Options{
 		Users:   g.users,
 		Browser: muxCaller{g},
-		ContextParams: func(_ *users.User, in map[string]jsonv2.Value) map[string]any {
-			return g.contextParams(in)
+		ContextParams: func(u *users.User, in map[string]jsonv2.Value) (map[string]any, error) {
+			sc := g.scopeOfUser(u)
+			if sc == nil || (g.proxyURL != "" && sc.proxyURL == "") {
+				return nil, errors.New("this user's session has no egress proxy listener")
+			}
+			return g.contextParams(in, sc), nil
 		},
 		BrowserTarget: func() string {
 			if b := g.about.target.Load(); b != nil {

@@ -32,27 +32,28 @@ import (
 
 // Guard is a running guard: a guarded browser and its CDP endpoint.
 type Guard struct {
-	cfg       Config
-	log       *slog.Logger
-	policy    *policy.Policy
-	hosts     *hostmap.Map
-	proc      *browser.Process // nil when attached
-	mux       *relay.Mux
-	judge     *fetchdomain.Judge
-	dialogs   *dialogs.Handler
-	attached  bool
-	users     *users.Registry
-	iso       *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
-	proxy     *egress.Proxy
-	proxyAddr string
-	proxyURL  string
-	metrics   *metrics
-	fg        *fileGuard
-	worlds    *guardWorlds // the guard's isolated worlds, hidden from agents
-	rd        *readState
-	fx        *effects     // browser sends decided on the read loop (effects.go)
-	about     browserAbout // what agents are told about the browser
-	ep        endpoint     // where agents connect
+	cfg         Config
+	log         *slog.Logger
+	policy      *policy.Policy
+	hosts       *hostmap.Map
+	proc        *browser.Process // nil when attached
+	mux         *relay.Mux
+	judge       *fetchdomain.Judge
+	dialogs     *dialogs.Handler
+	attached    bool
+	users       *users.Registry
+	iso         *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
+	proxy       *egress.Proxy
+	proxyAddr   string
+	proxyURL    string
+	metrics     *metrics
+	fg          *fileGuard
+	worlds      *guardWorlds // the guard's isolated worlds, hidden from agents
+	rd          *readState
+	fx          *effects     // browser sends decided on the read loop (effects.go)
+	about       browserAbout // what agents are told about the browser
+	ep          endpoint     // where agents connect
+	grantScopes *grantState  // per-user session grants and proxy listeners (grants.go)
 
 	ready atomic.Bool
 	ctx   context.Context // ends at Close; owns every goroutine below
@@ -253,6 +254,7 @@ func newGuard(cfg Config) (*Guard, error) {
 	g.metrics = newMetrics(func() *Guard { return g })
 	g.fg = newFileGuard(g)
 	g.worlds = newGuardWorlds()
+	g.grantScopes = newGrantState()
 	g.rd = newReadState(g.worlds)
 	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
 	g.iso = g.newIsolator()
@@ -274,6 +276,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		OnBlock:             g.onBlock,
 		OnAnswer:            g.metrics.decision,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
+		Grants:              g.grantsForFrame,
 	})
 	g.dialogs = dialogs.New(laterSender{g}, dialogGrace(g.cfg.DialogGrace), g.log)
 	g.fg.start()
@@ -347,6 +350,7 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 		return fmt.Errorf("auto-attach: %w", err)
 	}
 	g.learnBrowserTarget(ctx)
+	g.learnDefaultContext(ctx)
 	if g.about.version.Browser == "" {
 		if res, err := g.mux.Call(ctx, "", "Browser.getVersion", nil); err == nil {
 			g.about.version = versionFromCDP(res)

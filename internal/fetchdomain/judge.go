@@ -18,6 +18,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/ascii"
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/grants"
 	"github.com/cdpguard/cdpguard/internal/policy"
 )
 
@@ -65,6 +66,11 @@ type Options struct {
 	// cannot be read): Paused runs on the browser connection's read loop,
 	// where a send can block behind another writer. It must not block.
 	ReadLoopSender Sender
+	// Grants, if set, returns the session grants of the user whose tab a
+	// request's frame belongs to (nil: none). They are consulted only for
+	// requests the policy refuses, and never override a --block entry
+	// (grants.Set.Decide).
+	Grants func(frameID string) *grants.Set
 }
 
 // Judge answers Fetch.requestPaused events.
@@ -264,7 +270,7 @@ func (j *Judge) answer(p pause) {
 	if j.opts.OnAnswer != nil {
 		defer func() { j.opts.OnAnswer(time.Since(p.at)) }()
 	}
-	d := j.decide(rp.Request.URL)
+	d := j.decide(rp.Request.URL, rp.FrameID)
 	if d.Allowed && j.opts.BlockServiceWorkers && isServiceWorkerScript(rp.Request.Headers) {
 		d.Allowed = false
 		d.Reason = "service workers are blocked (--service-workers=block)"
@@ -302,11 +308,17 @@ func (j *Judge) answer(p pause) {
 	j.fail(p.session, rp.RequestID)
 }
 
-func (j *Judge) decide(url string) policy.Decision {
+// decide judges a request by the policy or, when the policy refuses it, by
+// the grants of the user whose frame made it.
+func (j *Judge) decide(url, frameID string) policy.Decision {
 	if j.opts.Policy == nil {
 		return policy.Decision{Reason: "no policy configured"}
 	}
-	return j.opts.Policy.Decide(url)
+	d := j.opts.Policy.Decide(url)
+	if !d.Allowed && j.opts.Grants != nil && frameID != "" {
+		d = j.opts.Grants(frameID).Decide(d)
+	}
+	return d
 }
 
 func (j *Judge) origins() []string {

@@ -47,8 +47,8 @@ type Options struct {
 	// ContextParams returns the Target.createBrowserContext params a user's
 	// own new context gets: the agent's params with the guard's proxy
 	// settings (an agent's own never get this far: the firewall table
-	// refuses them).
-	ContextParams func(u *users.User, in map[string]jsonv2.Value) map[string]any
+	// refuses them). An error refuses the command with its text.
+	ContextParams func(u *users.User, in map[string]jsonv2.Value) (map[string]any, error)
 	// BrowserTarget returns the browser's own target id, or "" while it is
 	// not known (cdpguard learns it at start-up).
 	BrowserTarget func() string
@@ -233,7 +233,11 @@ func (i *Isolator) ownContext(u *users.User, cmd relay.Command) relay.Verdict {
 	if err := unmarshalParams(cmd.Params, &in); err != nil {
 		return refusal(cmd.Method, "unreadable params: "+err.Error())
 	}
-	params, err := jsonv2.Marshal(i.o.ContextParams(u, in))
+	out, err := i.o.ContextParams(u, in)
+	if err != nil {
+		return refusal(cmd.Method, err.Error())
+	}
+	params, err := jsonv2.Marshal(out)
 	if err != nil {
 		return refusal(cmd.Method, err.Error())
 	}

@@ -94,13 +94,13 @@ func newWorld(t *testing.T) *world {
 	w.iso = New(Options{
 		Users:   w.reg,
 		Browser: w.br,
-		ContextParams: func(_ *users.User, in map[string]jsonv2.Value) map[string]any {
+		ContextParams: func(_ *users.User, in map[string]jsonv2.Value) (map[string]any, error) {
 			out := map[string]any{}
 			for k, v := range in {
 				out[k] = v
 			}
 			out["proxyServer"] = "http://127.0.0.1:1"
-			return out
+			return out, nil
 		},
 		BrowserTarget: func() string { return w.browserTgtID },
 		Undo:          func(p, c string, wait bool) { w.undone = append(w.undone, undo{p, c, wait}) },
