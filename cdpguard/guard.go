@@ -49,6 +49,7 @@ type Guard struct {
 	fg        *fileGuard
 	worlds    *guardWorlds // the guard's isolated worlds, hidden from agents
 	rd        *readState
+	ctl       *controls // nil unless Config.Controls
 	id        string // the browser id in /devtools/browser/<id>
 	version   browser.Version
 	endpoint  string // set when a Supervisor serves the endpoint: its address
@@ -278,6 +279,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
 	})
 	g.dialogs = dialogs.New(g.mux, dialogGrace(g.cfg.DialogGrace), g.log)
+	g.startControls()
 	g.fg.start()
 	g.wg.Add(5)
 	go func() { // the idle-user sweeper: ends with the guard
