@@ -9,7 +9,7 @@
   if (window !== window.top || globalThis.cdpguardControls) return;
   let state = { blocked: 0, recent: [], origins: [], explain: null, note: '', binding: '' };
   let host = null, root = null, badge = null, panel = null, open = false;
-  let shownAt = 0, sent = false, lastRefusal = 0, visible = null, allowBtn = null, allowFor = '';
+  let shownAt = 0, sent = false, lastRefusal = -Infinity, visible = null, allowBtn = null, allowFor = '';
   const ARM_MS = 600;
 
   const el = (tag, css, text) => {
