@@ -49,7 +49,7 @@ type Guard struct {
 	fg        *fileGuard
 	worlds    *guardWorlds // the guard's isolated worlds, hidden from agents
 	rd        *readState
-	ctl       *controls // nil unless Config.Controls
+	ctl       *controls
 	id        string // the browser id in /devtools/browser/<id>
 	version   browser.Version
 	endpoint  string // set when a Supervisor serves the endpoint: its address
