@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -263,6 +267,8 @@ func TestControls(t *testing.T) {
 		}
 	})
 
+	t.Run("snapshots", func(t *testing.T) { e.snapshotsHide(t, evil) })
+
 	t.Run("grant", func(t *testing.T) {
 		e.humanGrant(t, aTarget, aSession, hs, evil)
 	})
@@ -455,4 +461,78 @@ func (e *ctlEnv) humanGrant(t *testing.T, aTarget, aSession, hs string, evil fun
 	if n := e.h.Forbidden.Hits(testhosts.HitPath("ctl-bob")); n > 0 {
 		t.Errorf("LEAK: alice's grant let bob reach the host (%d hits)", n)
 	}
+}
+
+// snapshotsHide checks that the badge and its panel, drawn on an
+// explanation page, are in neither Playwright's ariaSnapshot nor the MCP
+// server's browser_snapshot, while the human sees them on the same tab.
+func (e *ctlEnv) snapshotsHide(t *testing.T, evil func(string) string) {
+	node := needNode(t)
+	pwURL := evil("playwright")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "clients/controls.mjs")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Env = append(os.Environ(), "CDPGUARD_URL="+e.g.URL(), "CDPGUARD_USER=carol", "PAGE_URL="+pwURL)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var res struct {
+		Aria  string `json:"aria"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res); err != nil || res.Error != "" || res.Aria == "" {
+		t.Fatalf("controls.mjs: %v %s %v\n%s", err, res.Error, runErr, stderr.String())
+	}
+	e.badgeOn(t, pwURL, allowButton)
+	for _, s := range []string{"cdpguard active", "for this session", "Blocked on this page"} {
+		if strings.Contains(res.Aria, s) {
+			t.Errorf("Playwright's ariaSnapshot shows the controls (%q):\n%s", s, res.Aria)
+		}
+	}
+
+	// browser_navigate refuses a blocked host before the browser sees it:
+	// the badge on an allowed page, opened to show its panel.
+	mcpURL := userURL(e.h, "dave")
+	s := mcpConnect(t, e.g.URL(), "dave")
+	call(t, s, "browser_navigate", map[string]any{"url": mcpURL}, false)
+	e.badgeOn(t, mcpURL, func(n *domNode) bool {
+		return isNamed("cdpguard-controls")(n) && strings.Contains(n.text(), "cdpguard active")
+	})
+	snap := call(t, s, "browser_snapshot", nil, false)
+	if !strings.Contains(snap, "allowed-page-marker") {
+		t.Errorf("browser_snapshot is not of the allowed page:\n%s", snap)
+	}
+	for _, s := range []string{"cdpguard active", "for this session", "Blocked on this page"} {
+		if strings.Contains(snap, s) {
+			t.Errorf("browser_snapshot shows the controls (%q):\n%s", s, snap)
+		}
+	}
+}
+
+// badgeOn checks, as the human, that the tab at u shows the controls.
+func (e *ctlEnv) badgeOn(t *testing.T, u string, ok func(*domNode) bool) {
+	t.Helper()
+	res, err := e.human.call("", "Target.getTargets", nil, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		TargetInfos []struct {
+			TargetID string `json:"targetId"`
+			URL      string `json:"url"`
+		} `json:"targetInfos"`
+	}
+	_ = json.Unmarshal(res, &r)
+	for _, ti := range r.TargetInfos {
+		if ti.URL == u {
+			if waitNode(t, e.human, e.humanSession(t, ti.TargetID), 5*time.Second, ok) == nil {
+				t.Errorf("the human sees no controls on %s, so the snapshot check proves nothing", u)
+			}
+			return
+		}
+	}
+	t.Errorf("no tab at %s", u)
 }
