@@ -110,7 +110,7 @@ func (g *Guard) startControls() {
 		if typ == "beforeunload" {
 			verb = "accepted"
 		}
-		g.ctl.noteOnSession(session, "cdpguard "+verb+" a "+typ+" dialog: "+why)
+		g.ctl.noteOnSession(session, "cdpguard "+verb+" this page's "+typ+" dialog: "+why)
 	})
 	g.wg.Add(1)
 	go func() { // the push loop: ends with the guard

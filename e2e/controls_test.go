@@ -37,8 +37,10 @@ func setupControls(t *testing.T) *ctlEnv {
 	needBrowser(t)
 	e := &ctlEnv{h: testhosts.Start(t)}
 	c := startChromium(t)
+	openTabHTTP(t, c.URL, preexistingURL(e.h)) // the human's own tab, open before the guard came
 	cfg := guardConfig(t)
 	cfg.Controls = true
+	cfg.DialogGrace = time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	g, err := cdpguard.Attach(ctx, c.URL, cfg)
@@ -231,6 +233,8 @@ func TestControls(t *testing.T) {
 			t.Errorf("page's view of the controls: %s %v", got, err)
 		}
 	})
+
+	t.Run("preexisting tab and dialog", func(t *testing.T) { e.preexisting(t) })
 
 	t.Run("hidden from agents", func(t *testing.T) {
 		if ev := e.alice.eventsText(); strings.Contains(ev, "cdpguard_") {
@@ -535,4 +539,56 @@ func (e *ctlEnv) badgeOn(t *testing.T, u string, ok func(*domNode) bool) {
 		}
 	}
 	t.Errorf("no tab at %s", u)
+}
+
+func preexistingURL(h *testhosts.Hosts) string { return userURL(h, "human-before-attach") }
+
+// preexisting checks the human's tab that was open before the guard
+// attached: it gets the badge, and a dialog there waits --dialog-grace for
+// the human before the guard declines it, which the badge then says.
+func (e *ctlEnv) preexisting(t *testing.T) {
+	res, err := e.human.call("", "Target.getTargets", nil, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		TargetInfos []struct {
+			TargetID string `json:"targetId"`
+			URL      string `json:"url"`
+		} `json:"targetInfos"`
+	}
+	_ = json.Unmarshal(res, &r)
+	var hs string
+	for _, ti := range r.TargetInfos {
+		if ti.URL == preexistingURL(e.h) {
+			hs = e.humanSession(t, ti.TargetID)
+		}
+	}
+	if hs == "" {
+		t.Fatalf("the pre-existing tab is gone")
+	}
+	if waitNode(t, e.human, hs, 5*time.Second, isNamed("cdpguard-controls")) == nil {
+		t.Fatalf("no badge on the tab that was open before the guard attached")
+	}
+	if _, err := e.human.call(hs, "Page.enable", nil, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.human.call(hs, "Runtime.evaluate", map[string]any{"expression": `setTimeout(() => confirm('cdpguard e2e: a question for the human'), 0); 1`}, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.human.waitEvent(5*time.Second, func(m rtMsg) bool { return m.SessionID == hs && m.Method == "Page.javascriptDialogOpening" }); !ok {
+		t.Fatalf("no dialog opened")
+	}
+	time.Sleep(500 * time.Millisecond)
+	if _, ok := e.human.waitEvent(0, func(m rtMsg) bool { return m.SessionID == hs && m.Method == "Page.javascriptDialogClosed" }); ok {
+		t.Errorf("the guard answered the dialog at once; a human gets --dialog-grace (1 s here)")
+	}
+	if _, ok := e.human.waitEvent(5*time.Second, func(m rtMsg) bool { return m.SessionID == hs && m.Method == "Page.javascriptDialogClosed" }); !ok {
+		t.Fatalf("the guard did not answer the dialog after the grace")
+	}
+	if waitNode(t, e.human, hs, 5*time.Second, func(n *domNode) bool {
+		return isNamed("cdpguard-controls")(n) && strings.Contains(n.text(), "declined this page's confirm dialog")
+	}) == nil {
+		t.Errorf("the badge does not say the guard declined the dialog: %s", document(t, e.human, hs).find(isNamed("cdpguard-controls")).text())
+	}
 }

@@ -104,7 +104,8 @@
   function render() {
     if (!badge) return;
     const n = state.blocked | 0;
-    badge.textContent = 'cdpguard active · ' + n + ' blocked' + (state.note ? ' · !' : '');
+    badge.textContent = 'cdpguard active · ' + n + ' blocked';
+    if (state.note) badge.append(el('div', { maxWidth: '320px', fontWeight: 'normal', overflowWrap: 'anywhere' }, state.note));
     badge.title = 'cdpguard: click for the reachable origins and recent blocks';
     panel.textContent = '';
     const explain = state.explain;
@@ -119,7 +120,6 @@
         panel.append(allowBtn);
       }
     }
-    if (state.note) panel.append(el('div', { marginTop: '6px', color: '#b91c1c' }, state.note));
     panel.append(section('Reachable origins', state.origins.length ? state.origins : ['none (the allowlist is empty)']));
     panel.append(section('Blocked on this page', state.recent.length
       ? state.recent.map((r) => r.host + ' — ' + r.reason) : ['nothing']));
