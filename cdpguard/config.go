@@ -18,6 +18,10 @@ type Config struct {
 	Block []string
 	// Listen is the endpoint's address; "" means 127.0.0.1:0.
 	Listen string
+	// EgressListen is the shared egress proxy listener's address, a
+	// loopback one; "" means 127.0.0.1:0. Fix it to point a Chrome of your
+	// own at the guard (--proxy-server) in attach mode.
+	EgressListen string
 	// ChromePath is the browser binary for Launch; "" finds chromium,
 	// chromium-browser or google-chrome on PATH.
 	ChromePath string

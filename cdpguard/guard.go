@@ -73,6 +73,8 @@ type Guard struct {
 
 	mcp mcpState // the MCP server at /mcp
 
+	grantScopes *grantState // per-user session grants and proxy listeners (grants.go)
+
 	// browserTarget is the browser's own target id, learned at start-up
 	// (browsertarget.go).
 	browserTarget atomic.Pointer[string]
@@ -258,6 +260,7 @@ func newGuard(cfg Config) (*Guard, error) {
 	g.metrics = newMetrics(func() *Guard { return g })
 	g.fg = newFileGuard(g)
 	g.worlds = newGuardWorlds()
+	g.grantScopes = newGrantState()
 	g.rd = newReadState(g.worlds)
 	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
 	return g, nil
@@ -277,6 +280,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		OnBlock:             g.onBlock,
 		OnAnswer:            g.metrics.decision,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
+		Grants:              g.grantsForFrame,
 	})
 	g.dialogs = dialogs.New(g.mux, dialogGrace(g.cfg.DialogGrace), g.log)
 	g.startControls()
@@ -351,6 +355,7 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 		return fmt.Errorf("auto-attach: %w", err)
 	}
 	g.learnBrowserTarget(ctx)
+	g.learnDefaultContext(ctx)
 	if g.version.Browser == "" {
 		if res, err := g.mux.Call(ctx, "", "Browser.getVersion", nil); err == nil {
 			g.version = versionFromCDP(res)

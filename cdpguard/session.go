@@ -29,6 +29,8 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		g.dialogs.Opening(e.SessionID, e.Params)
 	case "Page.javascriptDialogClosed":
 		g.dialogs.Closed(e.SessionID)
+	case "Page.frameAttached", "Page.frameDetached":
+		g.grantScopes.frames.onEvent(e.SessionID, e.Method, e.Params)
 	case "Page.frameNavigated":
 		// A new document: the guard's worlds of the old one are gone, and
 		// their context ids may be the new page's own (a new renderer
@@ -65,6 +67,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		if a.TargetInfo.Type == "page" {
 			g.judge.AddPage(a.TargetInfo.TargetID)
 			g.rd.pageAttached(a.TargetInfo.TargetID, a.SessionID)
+			g.grantScopes.frames.pageSession(a.SessionID, a.TargetInfo.TargetID)
 			g.dialogs.Attach(a.SessionID, a.TargetInfo.TargetID)
 			if g.ctl != nil {
 				g.ctl.setupPage(a.TargetInfo.TargetID, a.SessionID)
@@ -97,6 +100,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		if jsonv2.Unmarshal(e.Params, &p) == nil {
 			g.judge.RemovePage(p.TargetID)
 			g.rd.pageGone(p.TargetID)
+			g.grantScopes.frames.pageGone(p.TargetID)
 			g.dialogs.Forget(p.TargetID)
 			if g.ctl != nil {
 				g.ctl.pageGone(p.TargetID)

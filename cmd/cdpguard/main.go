@@ -79,6 +79,7 @@ func policyFlags() []cli.Flag {
 func commonFlags() []cli.Flag {
 	return append(policyFlags(),
 		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9222", Usage: "endpoint address", EnvVars: []string{"CDPGUARD_LISTEN"}},
+		&cli.StringFlag{Name: "egress-listen", Value: "127.0.0.1:0", Usage: "loopback address of the shared egress proxy listener (fix it to start your own Chrome with --proxy-server=http://ADDRESS)", EnvVars: []string{"CDPGUARD_EGRESS_LISTEN"}},
 		&cli.StringSliceFlag{Name: "host-map", Usage: "PATTERN=IP name mapping for Chrome and the egress proxy (repeatable)", EnvVars: []string{"CDPGUARD_HOST_MAP"}},
 		&cli.StringFlag{Name: "instructions", Usage: "text added to the explanation page of a blocked navigation", EnvVars: []string{"EXTRA_INSTRUCTIONS"}},
 		&cli.StringFlag{Name: "search-url", Usage: "prefix of search result pages: the reader notes on them that search results are not a source", EnvVars: []string{"SEARCH_URL"}},
@@ -129,6 +130,7 @@ func config(c *cli.Context, log *slog.Logger) cdpguard.Config {
 		Allow:                c.StringSlice("allow"),
 		Block:                c.StringSlice("block"),
 		Listen:               c.String("listen"),
+		EgressListen:         c.String("egress-listen"),
 		HostMap:              splitList(c.StringSlice("host-map")),
 		Instructions:         c.String("instructions"),
 		SearchURL:            c.String("search-url"),
