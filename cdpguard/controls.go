@@ -39,7 +39,6 @@ type controls struct {
 	mu       sync.Mutex
 	pages    map[string]*ctlPage // page target id → its state
 	sessions map[string]string   // the guard's page session → target id
-	frames   map[string]string   // subframe id → page target id
 	dirty    map[string]bool     // targets whose state changed since the last push
 }
 
@@ -102,7 +101,6 @@ func (g *Guard) startControls() {
 		wake:     make(chan struct{}, 1),
 		pages:    map[string]*ctlPage{},
 		sessions: map[string]string{},
-		frames:   map[string]string{},
 		dirty:    map[string]bool{},
 	}
 	g.dialogs.SetHuman(true, func(session, typ, why string) {
@@ -156,11 +154,6 @@ func (c *controls) pageGone(targetID string) {
 	}
 	delete(c.pages, targetID)
 	delete(c.dirty, targetID)
-	for f, t := range c.frames {
-		if t == targetID {
-			delete(c.frames, f)
-		}
-	}
 }
 
 // onEvent takes the guard's page-session events the controls follow. It
@@ -192,26 +185,6 @@ func (c *controls) onEvent(e *cdpmsg.Envelope) {
 		c.contextGone(e.SessionID, func(int64) bool { return true })
 	case "Runtime.bindingCalled":
 		c.bindingCalled(e.SessionID, e.Params)
-	case "Page.frameAttached":
-		var p struct {
-			FrameID string `json:"frameId"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) == nil && p.FrameID != "" {
-			c.mu.Lock()
-			if t, ok := c.sessions[e.SessionID]; ok {
-				c.frames[p.FrameID] = t
-			}
-			c.mu.Unlock()
-		}
-	case "Page.frameDetached":
-		var p struct {
-			FrameID string `json:"frameId"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) == nil {
-			c.mu.Lock()
-			delete(c.frames, p.FrameID)
-			c.mu.Unlock()
-		}
 	}
 }
 
@@ -308,7 +281,7 @@ func (c *controls) blocked(b fetchdomain.Block) {
 	target := b.FrameID
 	p := c.pages[target]
 	if p == nil {
-		target = c.frames[b.FrameID]
+		target = c.g.grantScopes.frames.pageOf(b.FrameID) // a subframe
 		p = c.pages[target]
 	}
 	if p == nil {

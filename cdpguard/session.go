@@ -48,7 +48,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			}
 		}
 	case "Runtime.executionContextCreated", "Runtime.executionContextDestroyed", "Runtime.executionContextsCleared",
-		"Runtime.bindingCalled", "Page.frameAttached", "Page.frameDetached":
+		"Runtime.bindingCalled":
 		if g.ctl != nil {
 			g.ctl.onEvent(e)
 		}

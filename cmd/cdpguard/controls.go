@@ -20,7 +20,7 @@ func controlsFlag(c *cli.Context, human bool) bool {
 // tabs: the guard's Fetch layer does; its egress proxy only when their
 // browser was started with --proxy-server pointing at it.
 func printAttachNote(w io.Writer, proxyURL string, fixed bool) {
-	how := "this address changes at every start (give a fixed one with --egress-listen when this build has it)"
+	how := "this address changes at every start: fix it with --egress-listen 127.0.0.1:PORT"
 	if fixed {
 		how = "fixed by --egress-listen"
 	}

@@ -222,7 +222,7 @@ func attach(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	printAttachNote(c.App.ErrWriter, g.EgressProxyURL(), false)
+	printAttachNote(c.App.ErrWriter, g.EgressProxyURL(), c.IsSet("egress-listen"))
 	return run(log, g, func() error {
 		return errors.New("the browser connection was lost; every agent connection was closed")
 	})
