@@ -9,7 +9,9 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/js"
 )
 
 // agentInputQuiet is how long after an agent's last Input.* command a click
@@ -70,10 +72,24 @@ func (t *inputTracker) busy(now time.Time) string {
 	return ""
 }
 
-// trackInput follows an agent's Input.* command that is about to reach the
-// browser, until its reply.
-func (g *Guard) trackInput(cmd relay.Command, v relay.Verdict) relay.Verdict {
-	if g.ctl == nil || !strings.HasPrefix(cmd.Method, "Input.") || v.Refuse != "" || v.Local != nil {
+// agentWatch follows the agent commands a grant depends on, once they are
+// about to reach the browser: Input.* until its reply (see
+// agentInputQuiet), Debugger.enable/disable (a breakpoint's condition runs
+// in the frame it pauses, so an agent with the debugger on can run code in
+// the controls world), and it scrubs the guard's own scripts from
+// Debugger.getScriptSource replies.
+func (g *Guard) agentWatch(st *agentState, cmd relay.Command, v relay.Verdict) relay.Verdict {
+	if v.Refuse != "" || v.Local != nil {
+		return v
+	}
+	switch cmd.Method {
+	case "Debugger.enable", "Debugger.disable":
+		st.setDebugger(cmd.SessionID, cmd.Method == "Debugger.enable")
+		return v
+	case "Debugger.getScriptSource":
+		return relay.Combine(relay.Verdict{OnReply: scrubGuardScript}, v)
+	}
+	if g.ctl == nil || !strings.HasPrefix(cmd.Method, "Input.") {
 		return v
 	}
 	done := g.ctl.input.begin(time.Now())
@@ -128,6 +144,9 @@ func (c *controls) bindingCalled(session string, params []byte) {
 	}
 	if why == "" {
 		why = c.input.busy(now)
+	}
+	if why == "" {
+		why = c.g.agentDebugging()
 	}
 	if why != "" {
 		if x != nil {
@@ -195,4 +214,56 @@ func (c *controls) grant(target, session string, x *explained) {
 	if _, err := c.g.mux.Call(ctx, session, "Page.navigate", map[string]any{"url": x.url}); err != nil {
 		c.g.log.Debug("controls: reload after grant failed", "target", target, "err", err)
 	}
+}
+
+// setDebugger records whether the agent has the Debugger domain enabled on
+// one of its sessions.
+func (st *agentState) setDebugger(session string, on bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.debugger == nil {
+		st.debugger = map[string]bool{}
+	}
+	if on {
+		st.debugger[session] = true
+	} else {
+		delete(st.debugger, session)
+	}
+}
+
+// agentDebugging returns why a grant must wait while some agent has the
+// JavaScript debugger enabled (browser-wide, like input), or "".
+func (g *Guard) agentDebugging() string {
+	g.agentsMu.Lock()
+	defer g.agentsMu.Unlock()
+	for _, st := range g.agents {
+		st.mu.Lock()
+		n := len(st.debugger)
+		st.mu.Unlock()
+		if n > 0 {
+			return "an agent has the JavaScript debugger enabled (Debugger.enable): its breakpoints can run code in any script, the controls' too"
+		}
+	}
+	return ""
+}
+
+// scrubGuardScript answers Debugger.getScriptSource with an error when the
+// script is one of the guard's own (script ids are small integers an agent
+// can guess; the guard's scripts run in worlds agents must not study).
+func scrubGuardScript(result, errRaw []byte) ([]byte, []byte) {
+	if len(errRaw) > 0 {
+		return result, errRaw
+	}
+	var r struct {
+		Source string `json:"scriptSource"`
+	}
+	if jsonv2.Unmarshal(result, &r) != nil {
+		return result, errRaw
+	}
+	for _, s := range []string{js.Controls, js.ControlsUpdate, js.Read} { // js.ReadyState is too common a line
+		if strings.Contains(r.Source, strings.TrimSpace(s)) {
+			return nil, cdpmsg.AppendErrorObject(nil, cdpmsg.CodeServerError, cdpmsg.Refusal("Debugger.getScriptSource", "the script is one of cdpguard's own, run in its hidden isolated worlds"))
+		}
+	}
+	return result, errRaw
 }

@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -382,6 +384,8 @@ func (e *ctlEnv) forgeries(t *testing.T, aTarget, aSession, hs, world, binding s
 		e.wantNote(t, hs, "not a trusted input event")
 	}
 
+	e.debuggerForgery(t, aSession, hs)
+
 	// A fake button the agent adds to the page's own DOM, clicked by the
 	// human for real: the page's world has no binding to call.
 	if _, err := e.alice.eval(aSession, `(() => { const b = document.createElement('button'); b.id = 'fake'; b.textContent = 'Allow evil.test for this session'; b.style.cssText = 'position:fixed;left:10px;top:10px;width:200px;height:40px'; b.onclick = () => { for (const k of Object.keys(window)) if (typeof window[k] === 'function' && k.startsWith('cdpguard')) window[k]('{}'); }; document.documentElement.appendChild(b); return 1; })()`); err != nil {
@@ -459,11 +463,25 @@ func (e *ctlEnv) humanGrant(t *testing.T, aTarget, aSession, hs string, evil fun
 	if s := policyFor(t, e.g.URL(), "bob"); strings.Contains(s, testhosts.ForbiddenName) {
 		t.Errorf("bob's /policy shows alice's grant: %s", s)
 	}
+	for who, c := range map[string]*rtClient{"alice": e.alice, "bob": e.bob} {
+		res, err := c.call("", "Guard.getPolicy", nil, 5*time.Second)
+		if has := strings.Contains(string(res), testhosts.ForbiddenName); err != nil || has != (who == "alice") {
+			t.Errorf("Guard.getPolicy for %s: %s %v (want the grant only for alice)", who, res, err)
+		}
+	}
+	// A second tab of alice's reaches the host; bob's gets the explanation
+	// page and the listener sees nothing of his.
+	e.alice.openPage(t, evil("alice-2"))
 	_, bs := e.bob.openPage(t, evil("bob"))
-	_ = bs
 	time.Sleep(300 * time.Millisecond)
+	if n := e.h.Forbidden.Hits(testhosts.HitPath("ctl-alice-2")); n == 0 {
+		t.Errorf("alice's second tab did not reach the granted host")
+	}
 	if n := e.h.Forbidden.Hits(testhosts.HitPath("ctl-bob")); n > 0 {
 		t.Errorf("LEAK: alice's grant let bob reach the host (%d hits)", n)
+	}
+	if got, err := e.bob.eval(bs, `document.title`); err != nil || !strings.Contains(got, "Blocked by cdpguard") {
+		t.Errorf("bob's tab: %s %v, want the explanation page", got, err)
 	}
 }
 
@@ -591,4 +609,49 @@ func (e *ctlEnv) preexisting(t *testing.T) {
 	}) == nil {
 		t.Errorf("the badge does not say the guard declined the dialog: %s", document(t, e.human, hs).find(isNamed("cdpguard-controls")).text())
 	}
+}
+
+// debuggerForgery: an agent with the debugger on reads script sources by
+// guessed ids, and sets a breakpoint whose condition runs in the controls
+// world (conditions run in the paused frame) and calls the binding with a
+// forged report; a declined dialog makes the world render, which hits it.
+func (e *ctlEnv) debuggerForgery(t *testing.T, aSession, hs string) {
+	src, err := os.ReadFile("../js/controls.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := -1
+	for i, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, "badge.textContent = 'cdpguard active") {
+			line = i
+		}
+	}
+	if line < 0 {
+		t.Fatal("no render line in js/controls.js")
+	}
+	if _, err := e.alice.call(aSession, "Debugger.enable", nil, 10*time.Second); err != nil {
+		t.Fatalf("Debugger.enable: %v", err)
+	}
+	defer func() {
+		if _, err := e.alice.call(aSession, "Debugger.disable", nil, 10*time.Second); err != nil {
+			t.Errorf("Debugger.disable: %v", err)
+		}
+	}()
+	for id := 1; id <= 80; id++ {
+		res, err := e.alice.call(aSession, "Debugger.getScriptSource", map[string]any{"scriptId": fmt.Sprint(id)}, 5*time.Second)
+		if err == nil && (strings.Contains(string(res), "trackVisibility") || strings.Contains(string(res), "const c = globalThis.cdpguardControls")) {
+			t.Errorf("LEAK: Debugger.getScriptSource(%d) returned the controls' script", id)
+		}
+	}
+	forged := `(globalThis[state.binding] && globalThis[state.binding]('{"action":"allow","trusted":true,"active":true,"armed":true,"visible":true}'), false)`
+	// The script has no URL, but its hash (SHA-256 of the source, which is
+	// public) names it.
+	sum := sha256.Sum256(src)
+	if _, err := e.alice.call(aSession, "Debugger.setBreakpointByUrl", map[string]any{"scriptHash": hex.EncodeToString(sum[:]), "lineNumber": line, "condition": forged}, 5*time.Second); err != nil {
+		t.Fatalf("setBreakpointByUrl: %v", err)
+	}
+	if _, err := e.alice.eval(aSession, `setTimeout(() => alert('make the controls render'), 0); 1`); err != nil {
+		t.Fatalf("alert: %v", err)
+	}
+	e.wantNote(t, hs, "debugger")
 }
