@@ -6,9 +6,11 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cdpguard/cdpguard/internal/egress"
+	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 )
 
 // startProxy starts the egress proxy on a loopback port. Chrome sends every
@@ -31,10 +33,7 @@ func (g *Guard) startProxy() error {
 	}
 	ips := g.policy.IPEntries()
 	p, err := egress.New(egress.Options{
-		Decide: func(host string, port int) (bool, string) {
-			d := g.policy.DecideHost(host, port)
-			return d.Allowed, d.Reason
-		},
+		Decide:       g.decideHostWith(&g.grantScopes.def.set), // the shared listener: Chrome's default context
 		HostMap:      g.hosts,
 		AllowPrivate: private,
 		AllowAddrs:   func(a netip.Addr) bool { return slices.Contains(ips, a.Unmap()) },
@@ -44,7 +43,13 @@ func (g *Guard) startProxy() error {
 	if err != nil {
 		return fmt.Errorf("%w: egress proxy: %w", ErrSetup, err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := g.cfg.EgressListen
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	} else if err := checkEgressListen(addr); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%w: egress proxy listen: %w", ErrSetup, err)
 	}
@@ -74,9 +79,30 @@ func (g *Guard) proxyFlags() []string {
 }
 
 // onRefuse counts and logs a proxy refusal. The proxy sees connections,
-// not tabs, so no user's agents are told (telling every user would show
-// them each other's hosts).
+// not tabs; a refusal on a user's own listener (grants.go) is that user's,
+// and the user's agents are told. Refusals on the shared listener are only
+// logged (telling every user would show them each other's hosts).
 func (g *Guard) onRefuse(r egress.Refusal) {
 	g.metrics.proxyRefused.Inc()
 	g.logProxyRefusal(r)
+	if sc, _ := r.Tag.(*grantScope); sc != nil {
+		g.notifyBlock(sc.key, fetchdomain.Block{URL: net.JoinHostPort(r.Host, strconv.Itoa(r.Port)), Reason: r.Reason, ResourceType: "Connection"})
+	}
+}
+
+// checkEgressListen accepts only loopback addresses for --egress-listen: a
+// proxy to the allowed hosts must not be open to the network.
+func checkEgressListen(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return configError("EgressListen", addr, "want host:port")
+	}
+	if host == "localhost" {
+		return nil
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil || !a.IsLoopback() {
+		return configError("EgressListen", addr, "want a loopback address (127.0.0.1:PORT or [::1]:PORT): the proxy must not be open to the network")
+	}
+	return nil
 }

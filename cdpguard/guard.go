@@ -49,6 +49,7 @@ type Guard struct {
 	fg        *fileGuard
 	worlds    *guardWorlds // the guard's isolated worlds, hidden from agents
 	rd        *readState
+	ctl       *controls
 	id        string // the browser id in /devtools/browser/<id>
 	version   browser.Version
 	endpoint  string // set when a Supervisor serves the endpoint: its address
@@ -71,6 +72,8 @@ type Guard struct {
 	fx       *effects // browser sends that filters decide on (effects.go)
 
 	mcp mcpState // the MCP server at /mcp
+
+	grantScopes *grantState // per-user session grants and proxy listeners (grants.go)
 
 	// browserTarget is the browser's own target id, learned at start-up
 	// (browsertarget.go).
@@ -257,6 +260,7 @@ func newGuard(cfg Config) (*Guard, error) {
 	g.metrics = newMetrics(func() *Guard { return g })
 	g.fg = newFileGuard(g)
 	g.worlds = newGuardWorlds()
+	g.grantScopes = newGrantState()
 	g.rd = newReadState(g.worlds)
 	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
 	return g, nil
@@ -276,8 +280,10 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		OnBlock:             g.onBlock,
 		OnAnswer:            g.metrics.decision,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
+		Grants:              g.grantsForFrame,
 	})
 	g.dialogs = dialogs.New(g.mux, dialogGrace(g.cfg.DialogGrace), g.log)
+	g.startControls()
 	g.fg.start()
 	g.wg.Add(5)
 	go func() { // the idle-user sweeper: ends with the guard
@@ -349,6 +355,7 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 		return fmt.Errorf("auto-attach: %w", err)
 	}
 	g.learnBrowserTarget(ctx)
+	g.learnDefaultContext(ctx)
 	if g.version.Browser == "" {
 		if res, err := g.mux.Call(ctx, "", "Browser.getVersion", nil); err == nil {
 			g.version = versionFromCDP(res)

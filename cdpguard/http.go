@@ -73,7 +73,7 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeText(w, http.StatusServiceUnavailable, "not ready")
 		}
 	case path == "/policy":
-		g.writeJSON(w, g.policyView())
+		g.writeJSON(w, g.policyViewFor(g.scopeOfUser(g.users.Lookup(r.Header.Get(g.cfg.SessionHeader)))))
 	case path == "/read":
 		g.serveRead(w, r)
 	case path == "/metrics":

@@ -17,7 +17,7 @@ import (
 // refusals come before per-user isolation; checks and rewrites after it, on
 // the params isolation produced (e.g. with the user's browserContextId).
 func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
-	v := g.judgeCommand(ctx, a, st, cmd)
+	v := g.trackInput(cmd, g.judgeCommand(ctx, a, st, cmd))
 	if v.Refuse != "" || cmd.Browser {
 		// Debug: which methods clients send on the browser session, and
 		// what the guard refused (e2e TestClients records them).
@@ -92,12 +92,12 @@ func (g *Guard) applyRule(ctx context.Context, st *agentState, cmd relay.Command
 			return refusal(name, "unreadable params: "+err.Error())
 		}
 		if u != "" {
-			if d := g.policy.Decide(u); !d.Allowed {
+			if d := g.decideFor(st.user, u); !d.Allowed {
 				return refusal(name, fmt.Sprintf("%s (%s): %s", d.Reason, truncateReason(u), rule.Why))
 			}
 		}
 	case firewall.CheckRedirect:
-		return g.checkRedirect(ctx, cmd, name, rule)
+		return g.checkRedirect(ctx, st, cmd, name, rule)
 	case firewall.CheckPermissions:
 		if why := localNetworkGrant(cmd); why != "" {
 			return refusal(name, why+": "+rule.Why)
@@ -173,7 +173,7 @@ func (g *Guard) guardMethod(ctx context.Context, st *agentState, cmd relay.Comma
 	case "Guard.read":
 		return g.guardRead(ctx, st, cmd)
 	case "Guard.getPolicy":
-		b, err := jsonv2.Marshal(g.policyView())
+		b, err := jsonv2.Marshal(g.policyViewFor(g.scopeOfUser(st.user)))
 		if err != nil {
 			return refusal(cmd.Method, err.Error())
 		}

@@ -19,16 +19,23 @@ import (
 type browserContexts struct{ g *Guard }
 
 func (b browserContexts) Create(ctx context.Context, key string) (string, error) {
-	res, err := b.g.mux.Call(ctx, "", "Target.createBrowserContext", b.g.contextParams(nil))
+	sc, err := b.g.newUserScope(key) // the user's own proxy listener (grants.go)
 	if err != nil {
+		return "", err
+	}
+	res, err := b.g.mux.Call(ctx, "", "Target.createBrowserContext", b.g.contextParams(nil, sc))
+	if err != nil {
+		sc.close()
 		return "", err
 	}
 	var r struct {
 		BrowserContextID string `json:"browserContextId"`
 	}
 	if err := jsonv2.Unmarshal(res, &r); err != nil || r.BrowserContextID == "" {
+		sc.close()
 		return "", fmt.Errorf("createBrowserContext: bad reply %s", res)
 	}
+	b.g.bindScope(r.BrowserContextID, sc)
 	// No download may land in Chrome's default place before an agent sets a
 	// behavior of its own: deny, or the user's own directory.
 	p, err := b.g.downloadDefaults(key, r.BrowserContextID)
@@ -43,19 +50,21 @@ func (b browserContexts) Create(ctx context.Context, key string) (string, error)
 }
 
 func (b browserContexts) Dispose(ctx context.Context, id string) error {
+	b.g.endScope(id) // a user's primary context: the session's grants end
 	_, err := b.g.mux.Call(ctx, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": id})
 	return err
 }
 
-// contextParams returns Target.createBrowserContext params with the guard's
-// proxy settings; an agent's own proxy settings never get this far.
-func (g *Guard) contextParams(in map[string]jsonv2.Value) map[string]any {
+// contextParams returns Target.createBrowserContext params with the proxy
+// settings of the user's session sc (its own listener, judged with its
+// grants); an agent's own proxy settings never get this far.
+func (g *Guard) contextParams(in map[string]jsonv2.Value, sc *grantScope) map[string]any {
 	out := map[string]any{}
 	for k, v := range in {
 		out[k] = v
 	}
 	if g.proxyURL != "" {
-		out["proxyServer"] = g.proxyURL
+		out["proxyServer"] = sc.proxyURL
 		out["proxyBypassList"] = "<-loopback>"
 	}
 	return out
@@ -186,7 +195,11 @@ func (g *Guard) isolateOwnContext(u *users.User, cmd relay.Command) relay.Verdic
 	if err := unmarshalParams(cmd.Params, &in); err != nil {
 		return refusal(cmd.Method, "unreadable params: "+err.Error())
 	}
-	params, err := jsonv2.Marshal(g.contextParams(in))
+	sc := g.scopeOfUser(u)
+	if sc == nil || (g.proxyURL != "" && sc.proxyURL == "") {
+		return refusal(cmd.Method, "this user's session has no egress proxy listener")
+	}
+	params, err := jsonv2.Marshal(g.contextParams(in, sc))
 	if err != nil {
 		return refusal(cmd.Method, err.Error())
 	}

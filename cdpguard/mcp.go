@@ -49,9 +49,12 @@ func (g *Guard) mcpServer() *mcpserver.Server {
 		srv := mcpserver.New(mcpserver.Options{
 			Backend: mcpBackend{g},
 			Origins: g.policy.Origins(),
-			Decide: func(u string) (bool, string) {
-				d := g.policy.Decide(u)
+			Decide: func(user, u string) (bool, string) {
+				d := g.decideFor(g.users.Lookup(user), u)
 				return d.Allowed, d.Reason
+			},
+			Granted: func(user string) []string {
+				return g.scopeOfUser(g.users.Lookup(user)).grantSet().Hosts()
 			},
 			Instructions:  g.cfg.Instructions,
 			SessionHeader: g.cfg.SessionHeader,

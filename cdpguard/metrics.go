@@ -24,6 +24,7 @@ type metrics struct {
 	mcpToolCalls     *prometheus.CounterVec
 	agentsSlowClosed prometheus.Counter
 	pausesShed       prometheus.Counter
+	grantsMade       prometheus.Counter
 	handler          http.Handler
 }
 
@@ -108,6 +109,7 @@ func newMetrics(cur func() *Guard) *metrics {
 				return 0
 			}),
 	)
+	m.grantsMade = newGrantsCounter(m.reg)
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
 }

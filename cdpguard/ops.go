@@ -55,13 +55,14 @@ func (g *Guard) logFetchBlock(b fetchdomain.Block, key string, owned bool) {
 }
 
 // logProxyRefusal logs the canonical line for a connection the egress proxy
-// refused. The proxy sees connections, not tabs: user and target are empty.
+// refused. The proxy sees connections, not tabs: target is empty, and user
+// is set only for a user's own listener (refusalUser).
 func (g *Guard) logProxyRefusal(r egress.Refusal) {
 	u := r.Host
 	if r.Port != 0 {
 		u = net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
 	}
-	g.logBlocked(u, r.Host, r.Reason, "Connection", "", "", LayerEgressProxy)
+	g.logBlocked(u, r.Host, r.Reason, "Connection", refusalUser(r), "", LayerEgressProxy)
 }
 
 func (g *Guard) logBlocked(u, host, reason, resourceType, user, target, layer string) {

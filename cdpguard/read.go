@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/grants"
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/reader"
 	"github.com/cdpguard/cdpguard/internal/relay"
@@ -144,7 +145,7 @@ func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int
 	if url == "" {
 		return ReadResult{}, errors.New("read: a url is needed")
 	}
-	if msg := g.readRefusal(url); msg != "" {
+	if msg := g.readRefusal(g.scopeOfUser(g.users.Lookup(user)), url); msg != "" {
 		return ReadResult{}, fmt.Errorf("%w: %s", ErrReadRefused, msg)
 	}
 	u, err := g.users.Acquire(ctx, user)
@@ -182,15 +183,17 @@ func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int
 	return g.readTarget(ctx, tab.targetID, readParams{URL: url, Offset: offset, MaxChars: maxChars})
 }
 
-// readRefusal returns why url may not be read, naming the host and the
-// reachable origins, or "".
-func (g *Guard) readRefusal(url string) string { return readRefusal(g.policy, url) }
+// readRefusal returns why url may not be read in the session sc (nil: no
+// grants), naming the host and the reachable origins, or "".
+func (g *Guard) readRefusal(sc *grantScope, url string) string {
+	return readRefusal(g.policy, sc.grantSet(), url)
+}
 
-func readRefusal(p *policy.Policy, url string) string {
+func readRefusal(p *policy.Policy, granted *grants.Set, url string) string {
 	if msg := urlRefusal("read", url); msg != "" {
 		return strings.TrimPrefix(msg, "cdpguard: ")
 	}
-	if d := p.Decide(url); !d.Allowed {
+	if d := granted.Decide(p.Decide(url)); !d.Allowed {
 		origins := "none (the allowlist is empty)"
 		if o := p.Origins(); len(o) > 0 {
 			origins = strings.Join(o, ", ")
@@ -208,7 +211,7 @@ func CheckRead(cfg Config, url string) error {
 	if err != nil {
 		return err
 	}
-	if msg := readRefusal(p, url); msg != "" {
+	if msg := readRefusal(p, nil, url); msg != "" {
 		return fmt.Errorf("%w: %s", ErrReadRefused, msg)
 	}
 	return nil
@@ -227,7 +230,7 @@ func (g *Guard) readTarget(ctx context.Context, targetID string, p readParams) (
 	}
 	var notes []string
 	if p.URL != "" {
-		if msg := g.readRefusal(p.URL); msg != "" {
+		if msg := g.readRefusal(g.scopeOfTarget(targetID), p.URL); msg != "" {
 			return ReadResult{}, fmt.Errorf("%w: %s", ErrReadRefused, msg)
 		}
 		loaded, err := g.navigateAndWait(ctx, session, p.URL)

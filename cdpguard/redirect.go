@@ -17,7 +17,7 @@ import (
 // failed at once with BlockedByClient on the agent's behalf. Refusing alone
 // left the request paused for ever: the page's fetch never ended
 // (Playwright's route.continue({url}) to a forbidden host).
-func (g *Guard) checkRedirect(ctx context.Context, cmd relay.Command, name string, rule firewall.Rule) relay.Verdict {
+func (g *Guard) checkRedirect(ctx context.Context, st *agentState, cmd relay.Command, name string, rule firewall.Rule) relay.Verdict {
 	var p struct {
 		URL            string `json:"url"`
 		RequestID      string `json:"requestId"`
@@ -29,7 +29,7 @@ func (g *Guard) checkRedirect(ctx context.Context, cmd relay.Command, name strin
 	if p.URL == "" {
 		return relay.Verdict{}
 	}
-	d := g.policy.Decide(p.URL)
+	d := g.decideFor(st.user, p.URL)
 	if d.Allowed {
 		return relay.Verdict{}
 	}

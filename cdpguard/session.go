@@ -29,17 +29,28 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		g.dialogs.Opening(e.SessionID, e.Params)
 	case "Page.javascriptDialogClosed":
 		g.dialogs.Closed(e.SessionID)
+	case "Page.frameAttached", "Page.frameDetached":
+		g.grantScopes.frames.onEvent(e.SessionID, e.Method, e.Params)
 	case "Page.frameNavigated":
 		// A new document: the guard's worlds of the old one are gone, and
 		// their context ids may be the new page's own (a new renderer
 		// process numbers its contexts from 1 again).
 		var p struct {
 			Frame struct {
-				ID string `json:"id"`
+				ID  string `json:"id"`
+				URL string `json:"url"`
 			} `json:"frame"`
 		}
 		if jsonv2.Unmarshal(e.Params, &p) == nil && p.Frame.ID != "" {
 			g.worlds.frameGone(p.Frame.ID)
+			if g.ctl != nil {
+				g.ctl.frameNavigated(e.SessionID, p.Frame.ID, p.Frame.URL)
+			}
+		}
+	case "Runtime.executionContextCreated", "Runtime.executionContextDestroyed", "Runtime.executionContextsCleared",
+		"Runtime.bindingCalled":
+		if g.ctl != nil {
+			g.ctl.onEvent(e)
 		}
 	case "Target.attachedToTarget":
 		if e.SessionID != "" {
@@ -56,7 +67,11 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		if a.TargetInfo.Type == "page" {
 			g.judge.AddPage(a.TargetInfo.TargetID)
 			g.rd.pageAttached(a.TargetInfo.TargetID, a.SessionID)
+			g.grantScopes.frames.pageSession(a.SessionID, a.TargetInfo.TargetID)
 			g.dialogs.Attach(a.SessionID, a.TargetInfo.TargetID)
+			if g.ctl != nil {
+				g.ctl.setupPage(a.TargetInfo.TargetID, a.SessionID)
+			}
 		}
 		g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
 		g.markWeb(a.TargetInfo, false)
@@ -85,7 +100,11 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		if jsonv2.Unmarshal(e.Params, &p) == nil {
 			g.judge.RemovePage(p.TargetID)
 			g.rd.pageGone(p.TargetID)
+			g.grantScopes.frames.pageGone(p.TargetID)
 			g.dialogs.Forget(p.TargetID)
+			if g.ctl != nil {
+				g.ctl.pageGone(p.TargetID)
+			}
 			g.users.ForgetTarget(p.TargetID)
 			g.setupMu.Lock()
 			delete(g.setups, p.TargetID)
@@ -162,6 +181,9 @@ func (g *Guard) onBlock(b fetchdomain.Block) {
 	g.metrics.fetchBlocked.WithLabelValues(b.ResourceType).Inc()
 	key, ok := g.users.OwnerKey(b.FrameID)
 	g.logFetchBlock(b, key, ok)
+	if g.ctl != nil {
+		g.ctl.blocked(b)
+	}
 	if ok {
 		g.notifyBlock(key, b)
 	}

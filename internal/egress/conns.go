@@ -83,6 +83,21 @@ func (t *tracker) closeAll() {
 	}
 }
 
+// closeScope closes every live connection of scope sc.
+func (t *tracker) closeScope(sc *scope) {
+	t.mu.Lock()
+	var conns []*trackedConn
+	for c := range t.conns {
+		if c.scope == sc {
+			conns = append(conns, c)
+		}
+	}
+	t.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}
+
 // trackedConn removes itself from its tracker when closed. It forwards
 // half-close so goproxy keeps using its half-closing tunnel copy (the other
 // copy path writes error pages into established tunnels).
@@ -91,6 +106,9 @@ type trackedConn struct {
 	t    *tracker
 	once sync.Once
 	err  error
+	// scope is the ServeScoped listener the connection came through (a
+	// client connection) or was dialled for (a tunnel); nil for Serve's.
+	scope *scope
 }
 
 func (c *trackedConn) Close() error {
@@ -122,7 +140,8 @@ func (c *trackedConn) CloseRead() error {
 // trackingListener registers every accepted connection.
 type trackingListener struct {
 	net.Listener
-	t *tracker
+	t     *tracker
+	scope *scope // nil for Serve's listeners
 }
 
 func (l trackingListener) Accept() (net.Conn, error) {
@@ -131,7 +150,7 @@ func (l trackingListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		tc := &trackedConn{Conn: c, t: l.t}
+		tc := &trackedConn{Conn: c, t: l.t, scope: l.scope}
 		if l.t.add(tc, kindClient) {
 			return tc, nil
 		}
@@ -149,6 +168,7 @@ type checked struct {
 	name  string // host:port as judged (dial address must equal it)
 	addrs []netip.AddrPort
 	kind  connKind
+	scope *scope // the client's ServeScoped listener, if any
 }
 
 // ErrUncheckedDial is returned when a dial is attempted without, or
@@ -181,6 +201,9 @@ func (p *Proxy) dialChecked(ctx context.Context, ck *checked, addr string) (net.
 			continue
 		}
 		tc := &trackedConn{Conn: c, t: &p.conns}
+		if ck.kind == kindTunnel {
+			tc.scope = ck.scope // pooled plain-HTTP connections are nobody's
+		}
 		if !p.conns.add(tc, ck.kind) {
 			return nil, ErrClosed
 		}

@@ -33,10 +33,14 @@ func (p *Proxy) judge(ctx context.Context, method string, t target) (*checked, *
 			Host: t.host, Port: t.port, Addr: addr, Reason: reason, Method: method,
 		}}
 	}
-	if p.opts.Decide == nil {
+	decide, sc := p.opts.Decide, scopeOf(ctx)
+	if sc != nil {
+		decide = sc.decide
+	}
+	if decide == nil {
 		return refuse(netip.Addr{}, "no policy configured")
 	}
-	if ok, reason := p.opts.Decide(t.host, t.port); !ok {
+	if ok, reason := decide(t.host, t.port); !ok {
 		if reason == "" {
 			reason = "not on the allowlist"
 		}
@@ -65,7 +69,7 @@ func (p *Proxy) judge(ctx context.Context, method string, t target) (*checked, *
 		addrs = answer
 	}
 
-	ck := &checked{name: t.String()}
+	ck := &checked{name: t.String(), scope: sc}
 	seen := make(map[netip.Addr]bool, len(addrs))
 	for _, a := range addrs {
 		a = a.Unmap().WithZone("")
@@ -100,8 +104,12 @@ func (p *Proxy) lookupMap(host string) (netip.Addr, bool) {
 	return a.Unmap(), true
 }
 
-// report logs and counts a verdict and, for refusals, tells OnRefuse.
-func (p *Proxy) report(v *verdict) {
+// report logs and counts a verdict and, for refusals, tells OnRefuse,
+// tagged with the scope of the connection that carried ctx's request.
+func (p *Proxy) report(ctx context.Context, v *verdict) {
+	if sc := scopeOf(ctx); sc != nil {
+		v.refusal.Tag = sc.tag
+	}
 	r := v.refusal
 	if v.status != http.StatusForbidden {
 		return
@@ -185,7 +193,7 @@ func (p *Proxy) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Conn
 		ck, v = p.judge(ctx.Req.Context(), http.MethodConnect, t)
 	}
 	if v != nil {
-		p.report(v)
+		p.report(ctx.Req.Context(), v)
 		ctx.Resp = v.response()
 		return &goproxy.ConnectAction{Action: goproxy.ConnectReject}, host
 	}
@@ -224,7 +232,7 @@ type requestState struct{ target string }
 func (p *Proxy) handleRequest(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
 	if !strings.EqualFold(r.URL.Scheme, "http") {
 		v := malformed(r.Method, r.URL.Scheme+"://"+r.URL.Host, "scheme not proxied")
-		p.report(v)
+		p.report(r.Context(), v)
 		return r, v.response()
 	}
 	t, why := parseAuthority(r.URL.Host, 80)
@@ -236,7 +244,7 @@ func (p *Proxy) handleRequest(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Req
 		ck, v = p.judge(r.Context(), r.Method, t)
 	}
 	if v != nil {
-		p.report(v)
+		p.report(r.Context(), v)
 		return r, v.response()
 	}
 	p.allowed.Add(1)

@@ -72,6 +72,7 @@ type Refusal struct {
 	Addr   netip.Addr // the refused address, when the refusal was about one
 	Reason string
 	Method string // CONNECT, GET, ...
+	Tag    any    // the Scope.Tag of the listener the request came through; nil for Serve's
 }
 
 // Stats are the proxy's counters.

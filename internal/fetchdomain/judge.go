@@ -18,6 +18,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/ascii"
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/grants"
 	"github.com/cdpguard/cdpguard/internal/policy"
 )
 
@@ -60,6 +61,11 @@ type Options struct {
 	// OnAnswer, if set, is told how long each pause the worker answered
 	// waited (for the decision latency histogram). It must not block.
 	OnAnswer func(time.Duration)
+	// Grants, if set, returns the session grants of the user whose tab a
+	// request's frame belongs to (nil: none). They are consulted only for
+	// requests the policy refuses, and never override a --block entry
+	// (grants.Set.Decide).
+	Grants func(frameID string) *grants.Set
 }
 
 // Judge answers Fetch.requestPaused events.
@@ -259,7 +265,7 @@ func (j *Judge) answer(p pause) {
 	if j.opts.OnAnswer != nil {
 		defer func() { j.opts.OnAnswer(time.Since(p.at)) }()
 	}
-	d := j.decide(rp.Request.URL)
+	d := j.decide(rp.Request.URL, rp.FrameID)
 	if d.Allowed && j.opts.BlockServiceWorkers && isServiceWorkerScript(rp.Request.Headers) {
 		d.Allowed = false
 		d.Reason = "service workers are blocked (--service-workers=block)"
@@ -297,11 +303,17 @@ func (j *Judge) answer(p pause) {
 	j.fail(p.session, rp.RequestID)
 }
 
-func (j *Judge) decide(url string) policy.Decision {
+// decide judges a request by the policy or, when the policy refuses it, by
+// the grants of the user whose frame made it.
+func (j *Judge) decide(url, frameID string) policy.Decision {
 	if j.opts.Policy == nil {
 		return policy.Decision{Reason: "no policy configured"}
 	}
-	return j.opts.Policy.Decide(url)
+	d := j.opts.Policy.Decide(url)
+	if !d.Allowed && j.opts.Grants != nil && frameID != "" {
+		d = j.opts.Grants(frameID).Decide(d)
+	}
+	return d
 }
 
 func (j *Judge) origins() []string {

@@ -18,7 +18,7 @@ import (
 )
 
 func (s *Server) toolNavigate(ctx context.Context, u *user, in navigateIn) (*mcp.CallToolResult, error) {
-	if err := s.checkURL(in.URL); err != nil {
+	if err := s.checkURL(u.key, in.URL); err != nil {
 		return nil, err
 	}
 	t, err := u.page(ctx, true)
@@ -66,7 +66,7 @@ type readResult struct {
 
 func (s *Server) toolRead(ctx context.Context, u *user, in readIn) (*mcp.CallToolResult, error) {
 	if in.URL != "" {
-		if err := s.checkURL(in.URL); err != nil {
+		if err := s.checkURL(u.key, in.URL); err != nil {
 			return nil, err
 		}
 	}
@@ -85,7 +85,7 @@ func (s *Server) toolRead(ctx context.Context, u *user, in readIn) (*mcp.CallToo
 	var r readResult
 	err = t.s.Call(ctx, "Guard.read", params, &r)
 	if err != nil {
-		return nil, s.explain(in.URL, err)
+		return nil, s.explain(u.key, in.URL, err)
 	}
 	if in.URL != "" {
 		if err := u.checkLanded(ctx, t, in.URL); err != nil {

@@ -24,7 +24,7 @@ const (
 
 // blockedError is the tool error for a URL the allowlist refuses: it names
 // the host and lists what is reachable, so the model can pick another URL.
-func (s *Server) blockedError(rawURL, reason string) error {
+func (s *Server) blockedError(user, rawURL, reason string) error {
 	host := rawURL
 	if u, err := url.Parse(rawURL); err == nil && u.Host != "" {
 		host = u.Hostname()
@@ -34,12 +34,12 @@ func (s *Server) blockedError(rawURL, reason string) error {
 		msg += " (" + reason + ")"
 	}
 	// A sentence for the model, so it ends with a full stop.
-	return errors.New(msg + ". " + s.reachable() + " Do not retry this host.")
+	return errors.New(msg + ". " + s.reachable() + s.granted(user) + " Do not retry this host.")
 }
 
 // checkURL refuses, before anything reaches the browser, a URL the
 // allowlist blocks. The guard enforces the same policy again on the way.
-func (s *Server) checkURL(raw string) error {
+func (s *Server) checkURL(user, raw string) error {
 	if strings.TrimSpace(raw) == "" {
 		return errors.New("url is empty; pass an absolute http(s) URL")
 	}
@@ -51,8 +51,8 @@ func (s *Server) checkURL(raw string) error {
 		return fmt.Errorf("url %q is not an absolute URL; pass one like https://host/path", clip(raw, 200))
 	}
 	if s.opts.Decide != nil {
-		if ok, reason := s.opts.Decide(raw); !ok {
-			return s.blockedError(raw, reason)
+		if ok, reason := s.opts.Decide(user, raw); !ok {
+			return s.blockedError(user, raw, reason)
 		}
 	}
 	return nil
@@ -60,7 +60,7 @@ func (s *Server) checkURL(raw string) error {
 
 // navigate loads raw in t and waits (bounded) for its load event.
 func (u *user) navigate(ctx context.Context, t *tab, raw string) error {
-	if err := u.srv.checkURL(raw); err != nil {
+	if err := u.srv.checkURL(u.key, raw); err != nil {
 		return err
 	}
 	u.snap = nil
@@ -68,11 +68,11 @@ func (u *user) navigate(ctx context.Context, t *tab, raw string) error {
 	defer stop()
 	res, err := cdp.Call(ctx, t.s, page.Navigate, page.NavigateParams{URL: raw})
 	if err != nil {
-		return u.srv.explain(raw, err)
+		return u.srv.explain(u.key, raw, err)
 	}
 	if res.ErrorText != "" {
 		if strings.Contains(res.ErrorText, "BLOCKED") {
-			return u.srv.blockedError(raw, res.ErrorText)
+			return u.srv.blockedError(u.key, raw, res.ErrorText)
 		}
 		return fmt.Errorf("loading %s failed: %s", raw, res.ErrorText)
 	}
@@ -84,9 +84,9 @@ func (u *user) navigate(ctx context.Context, t *tab, raw string) error {
 
 // explain turns the guard's refusal of a navigation into the blocked-URL
 // error; other errors pass.
-func (s *Server) explain(raw string, err error) error {
+func (s *Server) explain(user, raw string, err error) error {
 	if strings.Contains(err.Error(), "cdpguard") && strings.Contains(strings.ToLower(err.Error()), "block") {
-		return s.blockedError(raw, err.Error())
+		return s.blockedError(user, raw, err.Error())
 	}
 	return err
 }
@@ -101,8 +101,8 @@ func (u *user) checkLanded(ctx context.Context, t *tab, raw string) error {
 	// The guard serves its explanation page at the blocked URL; a page that
 	// merely titles itself so, on an allowed URL, is not believed.
 	if strings.HasPrefix(info.Title, blockedTitle) && u.srv.opts.Decide != nil {
-		if ok, reason := u.srv.opts.Decide(info.URL); !ok {
-			return u.srv.blockedError(info.URL, reason+"; reached from "+clip(raw, 200))
+		if ok, reason := u.srv.opts.Decide(u.key, info.URL); !ok {
+			return u.srv.blockedError(u.key, info.URL, reason+"; reached from "+clip(raw, 200))
 		}
 	}
 	return nil

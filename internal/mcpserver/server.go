@@ -45,8 +45,12 @@ type Options struct {
 	Backend Backend
 	// Origins are the reachable origins, shown to the model.
 	Origins []string
-	// Decide reports whether the allowlist lets a URL through, and why not.
-	Decide func(url string) (ok bool, reason string)
+	// Decide reports whether the allowlist (with the user's session
+	// grants) lets a URL through for user, and why not.
+	Decide func(user, url string) (ok bool, reason string)
+	// Granted, if set, returns the hosts a human allowed for user's
+	// session (grants); blocked-URL errors name them besides the origins.
+	Granted func(user string) []string
 	// Instructions is the operator's EXTRA_INSTRUCTIONS.
 	Instructions string
 	// SessionHeader names the header that keys a user.
@@ -214,6 +218,18 @@ func (s *Server) reachable() string {
 		return "No website is reachable: the allowlist is empty."
 	}
 	return "Reachable origins (everything else is blocked): " + strings.Join(s.opts.Origins, ", ") + "."
+}
+
+// granted is the sentence naming user's session grants, "" without any.
+func (s *Server) granted(user string) string {
+	if s.opts.Granted == nil {
+		return ""
+	}
+	hosts := s.opts.Granted(user)
+	if len(hosts) == 0 {
+		return ""
+	}
+	return " Also allowed for this session: " + strings.Join(hosts, ", ") + "."
 }
 
 // instructions is the initialize text and the note on URL-taking tools.

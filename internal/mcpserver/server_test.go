@@ -88,7 +88,7 @@ func (f *fakeBrowser) Dispose(context.Context, string) (string, error) { return 
 func newTestServer(t *testing.T, fb *fakeBrowser) *mcp.ClientSession {
 	t.Helper()
 	s := New(Options{Backend: fb, Origins: []string{"http://ok.test"}, SessionHeader: "X-User",
-		Decide: func(u string) (bool, string) { return strings.Contains(u, "ok.test"), "not in the allowlist" }})
+		Decide: func(_, u string) (bool, string) { return strings.Contains(u, "ok.test"), "not in the allowlist" }})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Run(ctx); close(done) }()

@@ -1,0 +1,51 @@
+package cdpguard
+
+import (
+	"context"
+	"strings"
+)
+
+// GrantHost exposes grantHost to the external tests: in the product only
+// the controls' verified binding calls it.
+func GrantHost(g *Guard, targetID, host, via string) (string, error) {
+	return g.grantHost(targetID, host, via)
+}
+
+// GrantedHosts exposes grantedHosts.
+func GrantedHosts(g *Guard, targetID string) []string { return g.grantedHosts(targetID) }
+
+// UserProxyAddr returns the address of user key's egress proxy listener,
+// "" when the user has none.
+func UserProxyAddr(g *Guard, key string) string {
+	sc := g.scopeOfUser(g.users.Lookup(key))
+	if sc == nil {
+		return ""
+	}
+	return strings.TrimPrefix(sc.proxyURL, "http://")
+}
+
+// SharedProxyAddr returns the shared egress proxy listener's address.
+func SharedProxyAddr(g *Guard) string { return g.proxyAddr }
+
+// DisposeUser disposes user key's session as the idle sweep does.
+func DisposeUser(ctx context.Context, g *Guard, key string) error {
+	return g.users.DisposeNow(ctx, key)
+}
+
+// DefaultContextPage returns a page target in Chrome's default context
+// (the launched browser's first tab), which no agent can see.
+func DefaultContextPage(ctx context.Context, g *Guard) (string, error) {
+	ts, err := g.targets(ctx)
+	if err != nil {
+		return "", err
+	}
+	g.grantScopes.mu.Lock()
+	def := g.grantScopes.defaultContext
+	g.grantScopes.mu.Unlock()
+	for _, t := range ts {
+		if t.Type == "page" && t.BrowserContextID == def {
+			return t.TargetID, nil
+		}
+	}
+	return "", nil
+}
