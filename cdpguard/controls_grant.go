@@ -102,6 +102,7 @@ func (g *Guard) agentWatch(st *agentState, cmd relay.Command, v relay.Verdict) r
 // allowClick is what js/controls.js reports about a click on "Allow".
 type allowClick struct {
 	Action  string `json:"action"`
+	Label   string `json:"label"`
 	Trusted bool   `json:"trusted"`
 	Active  bool   `json:"active"`
 	Armed   bool   `json:"armed"`
@@ -140,7 +141,7 @@ func (c *controls) bindingCalled(session string, params []byte) {
 		x = pg.explain
 	}
 	if why == "" {
-		why = clickRefusal(p.Payload)
+		why = clickRefusal(p.Payload, allowLabel(x.host))
 	}
 	if why == "" {
 		why = c.input.busy(now)
@@ -168,9 +169,14 @@ func (c *controls) bindingCalled(session string, params []byte) {
 	}()
 }
 
+// allowLabel is the Allow button's text (js/controls.js draws the same).
+func allowLabel(host string) string { return "Allow " + host + " for this session" }
+
 // clickRefusal returns why the world's report of a click does not show a
-// human's decision, or "".
-func clickRefusal(payload string) string {
+// human's decision, or "". label is what the button must have said: an
+// agent can rewrite its text through the DOM domain, so the world reports
+// the text it saw at the click.
+func clickRefusal(payload, label string) string {
 	var a allowClick
 	if err := jsonv2.Unmarshal([]byte(payload), &a); err != nil {
 		return "unreadable report from the controls world"
@@ -186,6 +192,8 @@ func clickRefusal(payload string) string {
 		return "the button was clicked before it was shown long enough to be read"
 	case a.Visible != nil && !*a.Visible:
 		return "the button was covered or not fully visible when clicked"
+	case a.Label != label:
+		return fmt.Sprintf("the button's text was changed (%q)", truncateReason(a.Label))
 	}
 	return ""
 }

@@ -406,6 +406,26 @@ func (e *ctlEnv) forgeries(t *testing.T, aTarget, aSession, hs, world, binding s
 	}
 	e.wantNote(t, hs, "agent")
 
+	// The agent rewrites the button's text through the DOM domain, and the
+	// human clicks what now reads as something else.
+	if b := document(t, e.alice, aSession).find(allowButton); b == nil || len(b.Children) == 0 {
+		t.Errorf("the agent does not see the button's text node")
+	} else if _, err := e.alice.call(aSession, "DOM.setNodeValue", map[string]any{"nodeId": b.Children[0].NodeID, "value": "Close this notice"}, 5*time.Second); err != nil {
+		t.Errorf("DOM.setNodeValue: %v", err)
+	} else {
+		time.Sleep(1100 * time.Millisecond)
+		n := waitNode(t, e.human, hs, 5*time.Second, func(n *domNode) bool { return isNamed("button")(n) && n.text() == "Close this notice" })
+		if n == nil {
+			t.Errorf("the rewritten button is gone")
+		} else {
+			x, y = center(t, e.human, hs, n.NodeID)
+			if err := click(e.human, hs, x, y); err != nil {
+				t.Errorf("human click: %v", err)
+			}
+			e.wantNote(t, hs, "text was changed")
+		}
+	}
+
 	// A page on an allowed host frames the explanation page and opens it
 	// in a popup: the frame gets no page, no button; the popup's DOM is
 	// another origin's.
@@ -643,7 +663,7 @@ func (e *ctlEnv) debuggerForgery(t *testing.T, aSession, hs string) {
 			t.Errorf("LEAK: Debugger.getScriptSource(%d) returned the controls' script", id)
 		}
 	}
-	forged := `(globalThis[state.binding] && globalThis[state.binding]('{"action":"allow","trusted":true,"active":true,"armed":true,"visible":true}'), false)`
+	forged := `(globalThis[state.binding] && globalThis[state.binding]('{"action":"allow","trusted":true,"active":true,"armed":true,"visible":true,"label":"Allow evil.test for this session"}'), false)`
 	// The script has no URL, but its hash (SHA-256 of the source, which is
 	// public) names it.
 	sum := sha256.Sum256(src)
