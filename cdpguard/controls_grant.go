@@ -244,12 +244,17 @@ func (st *agentState) setDebugger(session string, on bool) {
 func (g *Guard) agentDebugging() string {
 	g.agentsMu.Lock()
 	defer g.agentsMu.Unlock()
-	for _, st := range g.agents {
+	for a, st := range g.agents {
 		st.mu.Lock()
-		n := len(st.debugger)
+		var sessions []string
+		for s := range st.debugger {
+			sessions = append(sessions, s)
+		}
 		st.mu.Unlock()
-		if n > 0 {
-			return "an agent has the JavaScript debugger enabled (Debugger.enable): its breakpoints can run code in any script, the controls' too"
+		for _, s := range sessions {
+			if a.Owns(s) { // a detached session's debugger went with it
+				return "an agent has the JavaScript debugger enabled (Debugger.enable): its breakpoints can run code in any script, the controls' too"
+			}
 		}
 	}
 	return ""
