@@ -211,6 +211,7 @@ func policyFor(t *testing.T, base, user string) string {
 // TestControls runs the controls end to end in attach mode, headless: the
 // badge, its invisibility to agents, every forgery, then a human's grant.
 func TestControls(t *testing.T) {
+	t.Parallel() // own browser, guard and test hosts: runs beside the other heavy suites (CI wall time)
 	e := setupControls(t)
 	evil := func(name string) string { return e.h.Forbidden.Origin() + testhosts.HitPath("ctl-"+name) }
 
@@ -657,7 +658,7 @@ func (e *ctlEnv) debuggerForgery(t *testing.T, aSession, hs string) {
 			t.Errorf("Debugger.disable: %v", err)
 		}
 	}()
-	for id := 1; id <= 80; id++ {
+	for id := 1; id <= 40; id++ { // a page's first scripts: the controls' is among them
 		res, err := e.alice.call(aSession, "Debugger.getScriptSource", map[string]any{"scriptId": fmt.Sprint(id)}, 5*time.Second)
 		if err == nil && (strings.Contains(string(res), "trackVisibility") || strings.Contains(string(res), "const c = globalThis.cdpguardControls")) {
 			t.Errorf("LEAK: Debugger.getScriptSource(%d) returned the controls' script", id)
