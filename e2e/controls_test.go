@@ -352,6 +352,13 @@ func (e *ctlEnv) forgeries(t *testing.T, aTarget, aSession, hs, world, binding s
 		}
 	}
 
+	// Page script (here the agent's, in the page's own world) overrides
+	// the same names: the controls' world has its own globals, and the
+	// human's grant below still goes through.
+	if _, err := e.alice.eval(aSession, fmt.Sprintf(`window[%q] = () => 'page'; window.cdpguardControls = { update() { return 'page'; } }; 1`, binding)); err != nil {
+		t.Errorf("override: %v", err)
+	}
+
 	refusedCmd := func(what, method string, params map[string]any) {
 		_, err := e.alice.call(aSession, method, params, 5*time.Second)
 		refused(t, what, err, "cdpguard_")
