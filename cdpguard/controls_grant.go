@@ -3,6 +3,7 @@ package cdpguard
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -153,8 +154,16 @@ func (c *controls) bindingCalled(session string, params []byte) {
 		if x != nil {
 			x.refused++
 		}
+		level := slog.LevelWarn
+		if pg != nil {
+			if now.Sub(pg.lastRefusal) < time.Second {
+				level = slog.LevelDebug // a loop of forged calls logs once a second
+			} else {
+				pg.lastRefusal = now
+			}
+		}
 		c.mu.Unlock()
-		c.g.log.Warn("controls: grant refused", "target", target, "why", why)
+		c.g.log.Log(context.Background(), level, "controls: grant refused", "target", target, "why", why)
 		if pg != nil {
 			c.noteOn(target, "Not allowed: "+why)
 		}

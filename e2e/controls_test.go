@@ -681,12 +681,27 @@ func (e *ctlEnv) debuggerForgery(t *testing.T, aSession, hs string) {
 	switch {
 	case errors.As(err, &re) && strings.Contains(re.Msg, "cdpguard"):
 		t.Logf("the guard refused the conditional breakpoint itself: %s", re.Msg)
-		return
 	case err != nil:
 		t.Fatalf("setBreakpointByUrl: %v", err)
+	default:
+		if _, err := e.alice.eval(aSession, `setTimeout(() => alert('make the controls render'), 0); 1`); err != nil {
+			t.Fatalf("alert: %v", err)
+		}
+		e.wantNote(t, hs, "debugger")
 	}
-	if _, err := e.alice.eval(aSession, `setTimeout(() => alert('make the controls render'), 0); 1`); err != nil {
-		t.Fatalf("alert: %v", err)
+	// Whatever the breakpoint did: while the agent's debugger is on, not
+	// even a human's click counts (a plain breakpoint and
+	// Debugger.setReturnValue could have changed what the world saw). Had
+	// it counted, the host would be granted: the forgery test's end checks
+	// the listener and /policy.
+	time.Sleep(1100 * time.Millisecond)
+	if b := waitNode(t, e.human, hs, 5*time.Second, allowButton); b == nil {
+		t.Errorf("no Allow button for the human")
+	} else {
+		x, y := center(t, e.human, hs, b.NodeID)
+		if err := click(e.human, hs, x, y); err != nil {
+			t.Errorf("human click: %v", err)
+		}
+		e.wantNote(t, hs, "debugger")
 	}
-	e.wantNote(t, hs, "debugger")
 }
