@@ -90,6 +90,11 @@ type Config struct {
 	// message that cannot be written within it closes the connection. Zero
 	// means 10 s.
 	AgentWriteTimeout time.Duration
+	// Controls shows a human the guard in every page (a badge, a panel, and
+	// an "Allow <host> for this session" button on the explanation page),
+	// and gives a human --dialog-grace to answer a dialog. The command line
+	// turns it on with --headed and in attach.
+	Controls bool
 	// DisableMCP turns off the MCP server at /mcp (--mcp=false).
 	DisableMCP bool
 	// ChromeStderr receives the launched browser's output; nil discards it.

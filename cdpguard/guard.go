@@ -54,6 +54,7 @@ type Guard struct {
 	about       browserAbout // what agents are told about the browser
 	ep          endpoint     // where agents connect
 	grantScopes *grantState  // per-user session grants and proxy listeners (grants.go)
+	ctl         *controls
 
 	ready atomic.Bool
 	ctx   context.Context // ends at Close; owns every goroutine below
@@ -109,6 +110,9 @@ type agentState struct {
 	iso         *isolation.Conn // the targets this connection holds
 	guardEvents atomic.Bool     // Guard.enable was called
 	lastTouch   atomic.Int64    // unix seconds of the last activity recorded
+
+	mu       sync.Mutex
+	debugger map[string]bool
 }
 
 // touch records the agent's activity for idle disposal, at most once a
@@ -279,6 +283,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		Grants:              g.grantsForFrame,
 	})
 	g.dialogs = dialogs.New(laterSender{g}, dialogGrace(g.cfg.DialogGrace), g.log)
+	g.startControls()
 	g.fg.start()
 	g.wg.Add(5)
 	go func() { // the idle-user sweeper: ends with the guard

@@ -37,11 +37,20 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		// process numbers its contexts from 1 again).
 		var p struct {
 			Frame struct {
-				ID string `json:"id"`
+				ID  string `json:"id"`
+				URL string `json:"url"`
 			} `json:"frame"`
 		}
 		if jsonv2.Unmarshal(e.Params, &p) == nil && p.Frame.ID != "" {
 			g.worlds.frameGone(p.Frame.ID)
+			if g.ctl != nil {
+				g.ctl.frameNavigated(e.SessionID, p.Frame.ID, p.Frame.URL)
+			}
+		}
+	case "Runtime.executionContextCreated", "Runtime.executionContextDestroyed", "Runtime.executionContextsCleared",
+		"Runtime.bindingCalled":
+		if g.ctl != nil {
+			g.ctl.onEvent(e)
 		}
 	case "Target.attachedToTarget":
 		if e.SessionID != "" {
@@ -60,6 +69,9 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			g.rd.pageAttached(a.TargetInfo.TargetID, a.SessionID)
 			g.grantScopes.frames.pageSession(a.SessionID, a.TargetInfo.TargetID)
 			g.dialogs.Attach(a.SessionID, a.TargetInfo.TargetID)
+			if g.ctl != nil {
+				g.ctl.setupPage(a.TargetInfo.TargetID, a.SessionID)
+			}
 		}
 		g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
 		g.markWeb(a.TargetInfo, false)
@@ -90,6 +102,9 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			g.rd.pageGone(p.TargetID)
 			g.grantScopes.frames.pageGone(p.TargetID)
 			g.dialogs.Forget(p.TargetID)
+			if g.ctl != nil {
+				g.ctl.pageGone(p.TargetID)
+			}
 			g.users.ForgetTarget(p.TargetID)
 			g.setups.mu.Lock()
 			delete(g.setups.done, p.TargetID)
@@ -166,6 +181,9 @@ func (g *Guard) onBlock(b fetchdomain.Block) {
 	g.metrics.fetchBlocked.WithLabelValues(b.ResourceType).Inc()
 	key, ok := g.users.OwnerKey(b.FrameID)
 	g.logFetchBlock(b, key, ok)
+	if g.ctl != nil {
+		g.ctl.blocked(b)
+	}
 	if ok {
 		g.notifyBlock(key, b)
 	}

@@ -13,6 +13,8 @@ command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v unshare >/dev/null 2>&1 || need_apt+=(util-linux)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs npm)
 command -v haproxy >/dev/null 2>&1 || need_apt+=(haproxy)
+command -v Xvfb >/dev/null 2>&1 || need_apt+=(xvfb)       # headed e2e (e2e/headed)
+command -v xdotool >/dev/null 2>&1 || need_apt+=(xdotool) # the human's real X input
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null

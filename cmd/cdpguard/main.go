@@ -94,6 +94,7 @@ func commonFlags() []cli.Flag {
 		&cli.IntFlag{Name: "session-idle", Value: int(cdpguard.DefaultSessionIdle / time.Second), Usage: "seconds without connection or activity after which a user's contexts are disposed (0: never)", EnvVars: []string{"SESSION_IDLE_SECONDS"}},
 		&cli.StringSliceFlag{Name: "allow-private", Usage: "CIDR the egress proxy may dial although it is loopback/private/link-local (repeatable)", EnvVars: []string{"CDPGUARD_ALLOW_PRIVATE"}},
 		&cli.StringFlag{Name: "service-workers", Value: cdpguard.DefaultServiceWorkers, Usage: "block (registration refused) or guard (run, all traffic judged)", EnvVars: []string{"CDPGUARD_SERVICE_WORKERS"}},
+		&cli.BoolFlag{Name: "controls", Usage: "show a human the guard in every page: a badge, its panel, and an allow-for-this-session button on the explanation page (default: on with --headed and in attach, off in headless serve)", EnvVars: []string{"CDPGUARD_CONTROLS"}},
 		&cli.BoolFlag{Name: "mcp", Value: true, Usage: "serve the MCP server at /mcp", EnvVars: []string{"CDPGUARD_MCP"}},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"CDPGUARD_LOG_FORMAT"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"CDPGUARD_LOG_LEVEL"}},
@@ -198,6 +199,7 @@ func serve(c *cli.Context) error {
 	cfg.Headed = c.Bool("headed")
 	cfg.ChromeFlags = splitChromeFlags(c.StringSlice("chrome-flag"))
 	cfg.UserDataDir = c.String("user-data-dir")
+	cfg.Controls = controlsFlag(c, cfg.Headed)
 	ctx, cancel := context.WithTimeout(c.Context, 60*time.Second)
 	defer cancel()
 	s, err := cdpguard.Supervise(ctx, cfg, cdpguard.SupervisorOptions{})
@@ -214,10 +216,13 @@ func attach(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, 60*time.Second)
 	defer cancel()
-	g, err := cdpguard.Attach(ctx, c.String("browser-url"), config(c, log))
+	cfg := config(c, log)
+	cfg.Controls = controlsFlag(c, true)
+	g, err := cdpguard.Attach(ctx, c.String("browser-url"), cfg)
 	if err != nil {
 		return err
 	}
+	printAttachNote(c.App.ErrWriter, g.EgressProxyURL(), c.IsSet("egress-listen"))
 	return run(log, g, func() error {
 		return errors.New("the browser connection was lost; every agent connection was closed")
 	})

@@ -138,8 +138,9 @@ func waitActivePort(ctx context.Context, path string, exited <-chan struct{}) (s
 	}
 }
 
-// launchGuard runs cdpguard in this process with cdpguard.Launch.
-func launchGuard(ctx context.Context, chrome string, log *slog.Logger) (*endpoint, error) {
+// launchGuard runs cdpguard in this process with cdpguard.Launch, with
+// its in-page controls on or off.
+func launchGuard(ctx context.Context, chrome string, log *slog.Logger, controls bool) (*endpoint, error) {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	g, err := cdpguard.Launch(ctx, cdpguard.Config{
@@ -147,6 +148,7 @@ func launchGuard(ctx context.Context, chrome string, log *slog.Logger) (*endpoin
 		HostMap:    []string{"*.test=127.0.0.1"},
 		ChromePath: chrome,
 		Logger:     log,
+		Controls:   controls,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cdpguard.Launch: %w", err)

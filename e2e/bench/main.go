@@ -58,6 +58,7 @@ type options struct {
 	memUsers                           []int
 	memSettle, timeout                 time.Duration
 	soak                               bool
+	controls                           bool
 	soakFor, soakSample, soakThink     time.Duration
 }
 
@@ -86,6 +87,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "after the pairs, profile this process (in-process cdpguard) during extra cdpguard page loads and write the CPU profile here")
 	fs.IntVar(&o.profileLoads, "profile-loads", 20, "cdpguard page loads profiled with -cpuprofile")
 	fs.DurationVar(&o.timeout, "timeout", 15*time.Minute, "bound on the whole run")
+	fs.BoolVar(&o.controls, "controls", false, "measure the in-page controls: the baseline column is cdpguard with controls off, the other cdpguard with them on (target 1.03x)")
 	fs.BoolVar(&o.soak, "soak", false, "run the soak instead of the comparison: -users agents doing mixed work against the cdpguard binary (soak.go)")
 	fs.DurationVar(&o.soakFor, "soak-for", 10*time.Minute, "soak length")
 	fs.DurationVar(&o.soakSample, "soak-sample", 10*time.Second, "soak sampling interval")
@@ -222,16 +224,22 @@ func runTimed(ctx context.Context, o options, selected map[string]bool, rep *rep
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	direct, err := launchDirect(ctx, o.chrome)
+	direct, err := baseline(ctx, o, log)
 	if err != nil {
 		return err
 	}
 	defer direct.shutdown()
-	guard, err := launchGuard(ctx, o.chrome, log)
+	guard, err := launchGuard(ctx, o.chrome, log, o.controls)
 	if err != nil {
 		return err
 	}
 	defer guard.shutdown()
+	if o.controls {
+		rep.Baseline = "cdpguard with controls off (-controls): the ratio is what the controls cost"
+		for i := range ws {
+			ws[i].target = 1.03
+		}
+	}
 	for _, w := range ws {
 		fmt.Fprintf(os.Stderr, "%s: %d pairs after %d warm-up\n", w.name, w.pairs, w.warm)
 		r, err := runWorkload(ctx, w, direct, guard)
@@ -251,6 +259,19 @@ func runTimed(ctx context.Context, o options, selected map[string]bool, rep *rep
 		}
 	}
 	return nil
+}
+
+// baseline is what cdpguard is compared with: direct Chromium, or with
+// -controls cdpguard without its controls.
+func baseline(ctx context.Context, o options, log *slog.Logger) (*endpoint, error) {
+	if !o.controls {
+		return launchDirect(ctx, o.chrome)
+	}
+	ep, err := launchGuard(ctx, o.chrome, log, false)
+	if ep != nil {
+		ep.name = "controls off"
+	}
+	return ep, err
 }
 
 func runWorkload(ctx context.Context, w workload, direct, guard *endpoint) (result, error) {

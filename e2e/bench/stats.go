@@ -48,6 +48,7 @@ type report struct {
 	MCP          *mcpReport  `json:"mcp,omitzero"`
 	RuntimeSec   float64     `json:"runtimeSeconds"`
 	NoiseWarning string      `json:"note"`
+	Baseline     string      `json:"baseline,omitzero"` // what the "direct" column is, when not direct Chromium
 }
 
 func median(xs []float64) float64 {
@@ -101,6 +102,9 @@ func interleave(ctx context.Context, w workload, direct, guard measureFunc) (res
 func printTable(w io.Writer, rep report) {
 	fmt.Fprintf(w, "\ncdpguard bench (chromium %s; cdpguard %s; interleaved pairs, alternating order)\n",
 		rep.Chrome, map[bool]string{true: "in-process via cdpguard.Launch", false: "binary"}[rep.InProcess])
+	if rep.Baseline != "" {
+		fmt.Fprintf(w, "the direct column is %s\n", rep.Baseline)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "workload\tpairs\tdirect ms\tcdpguard ms\tratio of medians\tmedian pair ratio\ttarget\tmet\t")
 	for _, r := range rep.Results {

@@ -78,6 +78,8 @@ type Handler struct {
 	pages     map[string]*page    // target id → state
 	sessions  map[string]string   // the guard's session → target id
 	listeners map[listener]string // an agent's session with Page enabled → target id
+	human     bool                // a human may answer: every dialog gets the grace (SetHuman)
+	onAnswer  func(sessionID, typ, why string)
 }
 
 // New returns a Handler whose listening agents get grace to answer.
@@ -196,7 +198,7 @@ func (h *Handler) Opening(sessionID string, params []byte) {
 		p.cur.timer.Stop()
 	}
 	p.cur = d
-	wait := h.grace > 0 && h.listening(target) && h.now().Sub(p.unanswered) >= h.grace
+	wait := h.grace > 0 && (h.human || h.listening(target)) && h.now().Sub(p.unanswered) >= h.grace
 	if wait {
 		d.timer = time.AfterFunc(h.grace, func() { h.expire(p, d) })
 		h.mu.Unlock()
@@ -204,7 +206,7 @@ func (h *Handler) Opening(sessionID string, params []byte) {
 	}
 	d.state = guardAnswered
 	d.why = "no agent connection had Page events enabled on this page"
-	if h.grace > 0 && h.listening(target) {
+	if h.grace > 0 && (h.human || h.listening(target)) {
 		// The loop rule: the streak goes on while the page keeps opening.
 		d.why = fmt.Sprintf("the page keeps opening dialogs and the last one got no answer within --dialog-grace (%v)", h.grace)
 		p.unanswered = h.now()
@@ -257,6 +259,12 @@ func (h *Handler) answer(sessionID string, d *dialog) {
 		h.log.Debug("dialog answer failed", "err", err)
 	}
 	h.log.Info("dialog answered by the guard", "type", d.typ, "accept", accept, "url", d.url, "why", d.why)
+	h.mu.Lock()
+	notify := h.onAnswer
+	h.mu.Unlock()
+	if notify != nil {
+		notify(sessionID, d.typ, d.why)
+	}
 }
 
 // Claim is called for an agent's Page.handleJavaScriptDialog on its

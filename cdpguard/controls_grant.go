@@ -1,0 +1,291 @@
+package cdpguard
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/js"
+)
+
+// agentInputQuiet is how long after an agent's last Input.* command a click
+// on the "Allow" button is still taken for the agent's: CDP input events
+// are trusted by the page (isTrusted, user activation), so only the guard,
+// which sees every agent command, can tell them from a human's.
+const agentInputQuiet = time.Second
+
+// agentInputStale bounds how long an Input.* command with no reply counts
+// as in flight (an agent that went away leaves its reply unread).
+const agentInputStale = 10 * time.Second
+
+// inputTracker follows every agent's Input.* commands, browser-wide.
+type inputTracker struct {
+	mu       sync.Mutex
+	next     uint64
+	inflight map[uint64]time.Time
+	last     time.Time // when the last one was answered
+}
+
+// begin records an Input.* command about to be forwarded; done is called
+// with its reply.
+func (t *inputTracker) begin(now time.Time) (done func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.inflight == nil {
+		t.inflight = map[uint64]time.Time{}
+	}
+	t.next++
+	id := t.next
+	t.inflight[id] = now
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		delete(t.inflight, id)
+		t.last = time.Now()
+	}
+}
+
+// busy returns why an input event seen now may be an agent's, or "".
+func (t *inputTracker) busy(now time.Time) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for id, at := range t.inflight {
+		if now.Sub(at) > agentInputStale {
+			delete(t.inflight, id)
+			continue
+		}
+		n++
+	}
+	if n > 0 {
+		return fmt.Sprintf("an agent's input command (Input.*) was in flight (%d)", n)
+	}
+	if !t.last.IsZero() && now.Sub(t.last) < agentInputQuiet {
+		return fmt.Sprintf("an agent sent input (Input.*) %v before the click; a human's click must come at least %v after any agent's", now.Sub(t.last).Round(time.Millisecond), agentInputQuiet)
+	}
+	return ""
+}
+
+// agentWatch follows the agent commands a grant depends on, once they are
+// about to reach the browser: Input.* until its reply (see
+// agentInputQuiet), Debugger.enable/disable (a breakpoint's condition runs
+// in the frame it pauses, so an agent with the debugger on can run code in
+// the controls world), and it scrubs the guard's own scripts from
+// Debugger.getScriptSource replies.
+func (g *Guard) agentWatch(st *agentState, cmd relay.Command, v relay.Verdict) relay.Verdict {
+	if v.Refuse != "" || v.Local != nil {
+		return v
+	}
+	switch cmd.Method {
+	case "Debugger.enable", "Debugger.disable":
+		st.setDebugger(cmd.SessionID, cmd.Method == "Debugger.enable")
+		return v
+	case "Debugger.getScriptSource":
+		return relay.Combine(relay.Verdict{OnReply: scrubGuardScript}, v)
+	}
+	if g.ctl == nil || !strings.HasPrefix(cmd.Method, "Input.") {
+		return v
+	}
+	done := g.ctl.input.begin(time.Now())
+	return relay.Combine(relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
+		done()
+		return result, errRaw
+	}}, v)
+}
+
+// allowClick is what js/controls.js reports about a click on "Allow".
+type allowClick struct {
+	Action  string `json:"action"`
+	Label   string `json:"label"`
+	Trusted bool   `json:"trusted"`
+	Active  bool   `json:"active"`
+	Armed   bool   `json:"armed"`
+	Visible *bool  `json:"visible"`
+}
+
+// bindingCalled takes Runtime.bindingCalled on the guard's page session
+// (read loop; never blocks). A call is honoured only when every check
+// passes; the host granted is the guard's own record of the explained
+// block, whatever the payload says.
+func (c *controls) bindingCalled(session string, params []byte) {
+	var p struct {
+		Name      string `json:"name"`
+		Payload   string `json:"payload"`
+		ContextID int64  `json:"executionContextId"`
+	}
+	if jsonv2.Unmarshal(params, &p) != nil || p.Name != c.binding {
+		return
+	}
+	now := time.Now()
+	c.mu.Lock()
+	target := c.sessions[session]
+	pg := c.pages[target]
+	var why string
+	var x *explained
+	switch {
+	case pg == nil:
+		why = "not a page the guard set up"
+	case p.ContextID == 0 || p.ContextID != pg.ctxID:
+		why = fmt.Sprintf("execution context %d is not the guard's controls world of the page's main frame", p.ContextID)
+	case pg.explain == nil || !pg.explain.committed:
+		why = "the page is not the explanation page of a blocked navigation"
+	case pg.explain.granted || pg.explain.busy:
+		why = "already granted"
+	default:
+		x = pg.explain
+	}
+	if why == "" {
+		why = clickRefusal(p.Payload, allowLabel(x.host))
+	}
+	if why == "" {
+		why = c.input.busy(now)
+	}
+	if why == "" {
+		why = c.g.agentDebugging()
+	}
+	if why != "" {
+		if x != nil {
+			x.refused++
+		}
+		level := slog.LevelWarn
+		if pg != nil {
+			if now.Sub(pg.lastRefusal) < time.Second {
+				level = slog.LevelDebug // a loop of forged calls logs once a second
+			} else {
+				pg.lastRefusal = now
+			}
+		}
+		c.mu.Unlock()
+		c.g.log.Log(context.Background(), level, "controls: grant refused", "target", target, "why", why)
+		if pg != nil {
+			c.noteOn(target, "Not allowed: "+why)
+		}
+		return
+	}
+	x.busy = true
+	c.mu.Unlock()
+	c.g.wg.Add(1)
+	go func() { // ends with the grant and the reload (bounded)
+		defer c.g.wg.Done()
+		c.grant(target, session, x)
+	}()
+}
+
+// allowLabel is the Allow button's text (js/controls.js draws the same).
+func allowLabel(host string) string { return "Allow " + host + " for this session" }
+
+// clickRefusal returns why the world's report of a click does not show a
+// human's decision, or "". label is what the button must have said: an
+// agent can rewrite its text through the DOM domain, so the world reports
+// the text it saw at the click.
+func clickRefusal(payload, label string) string {
+	var a allowClick
+	if err := jsonv2.Unmarshal([]byte(payload), &a); err != nil {
+		return "unreadable report from the controls world"
+	}
+	switch {
+	case a.Action != "allow":
+		return fmt.Sprintf("unknown action %q", a.Action)
+	case !a.Trusted:
+		return "the click was not a trusted input event (a script's click)"
+	case !a.Active:
+		return "the click came with no user activation"
+	case !a.Armed:
+		return "the button was clicked before it was shown long enough to be read"
+	case a.Visible != nil && !*a.Visible:
+		return "the button was covered or not fully visible when clicked"
+	case a.Label != label:
+		return fmt.Sprintf("the button's text was changed (%q)", truncateReason(a.Label))
+	}
+	return ""
+}
+
+// grant grants the explained host to the page's user for this session and
+// opens the blocked URL again.
+func (c *controls) grant(target, session string, x *explained) {
+	user, err := c.g.grantHost(target, x.host, "controls")
+	c.mu.Lock()
+	x.busy = false
+	if err == nil {
+		x.granted = true
+	} else {
+		x.refused++
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.g.log.Warn("controls: grant refused", "target", target, "host", x.host, "why", err)
+		c.noteOn(target, "Not allowed: "+err.Error())
+		return
+	}
+	c.g.log.Info("controls: host allowed by a human click", "target", target, "host", x.host, "user", user)
+	c.noteOn(target, "")
+	ctx, cancel := context.WithTimeout(c.g.ctx, 5*time.Second)
+	defer cancel()
+	if _, err := c.g.mux.Call(ctx, session, "Page.navigate", map[string]any{"url": x.url}); err != nil {
+		c.g.log.Debug("controls: reload after grant failed", "target", target, "err", err)
+	}
+}
+
+// setDebugger records whether the agent has the Debugger domain enabled on
+// one of its sessions.
+func (st *agentState) setDebugger(session string, on bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.debugger == nil {
+		st.debugger = map[string]bool{}
+	}
+	if on {
+		st.debugger[session] = true
+	} else {
+		delete(st.debugger, session)
+	}
+}
+
+// agentDebugging returns why a grant must wait while some agent has the
+// JavaScript debugger enabled (browser-wide, like input), or "".
+func (g *Guard) agentDebugging() string {
+	g.agents.mu.Lock()
+	defer g.agents.mu.Unlock()
+	for a, st := range g.agents.m {
+		st.mu.Lock()
+		var sessions []string
+		for s := range st.debugger {
+			sessions = append(sessions, s)
+		}
+		st.mu.Unlock()
+		for _, s := range sessions {
+			if a.Owns(s) { // a detached session's debugger went with it
+				return "an agent has the JavaScript debugger enabled (Debugger.enable): its breakpoints can run code in any script, the controls' too"
+			}
+		}
+	}
+	return ""
+}
+
+// scrubGuardScript answers Debugger.getScriptSource with an error when the
+// script is one of the guard's own (script ids are small integers an agent
+// can guess; the guard's scripts run in worlds agents must not study).
+func scrubGuardScript(result, errRaw []byte) ([]byte, []byte) {
+	if len(errRaw) > 0 {
+		return result, errRaw
+	}
+	var r struct {
+		Source string `json:"scriptSource"`
+	}
+	if jsonv2.Unmarshal(result, &r) != nil {
+		return result, errRaw
+	}
+	for _, s := range []string{js.Controls, js.ControlsUpdate, js.Read} { // js.ReadyState is too common a line
+		if strings.Contains(r.Source, strings.TrimSpace(s)) {
+			return nil, cdpmsg.AppendErrorObject(nil, cdpmsg.CodeServerError, cdpmsg.Refusal("Debugger.getScriptSource", "the script is one of cdpguard's own, run in its hidden isolated worlds"))
+		}
+	}
+	return result, errRaw
+}

@@ -1,0 +1,81 @@
+package cdpguard
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cdpguard/cdpguard/internal/relay"
+)
+
+func TestInputTracker(t *testing.T) {
+	var tr inputTracker
+	t0 := time.Now()
+	if why := tr.busy(t0); why != "" {
+		t.Fatalf("no input yet, busy: %s", why)
+	}
+	done := tr.begin(t0)
+	if why := tr.busy(t0.Add(time.Second)); !strings.Contains(why, "in flight") {
+		t.Errorf("input in flight: busy = %q", why)
+	}
+	done()
+	if why := tr.busy(time.Now()); !strings.Contains(why, "before the click") {
+		t.Errorf("input just answered: busy = %q", why)
+	}
+	if why := tr.busy(time.Now().Add(agentInputQuiet + time.Millisecond)); why != "" {
+		t.Errorf("input answered long ago: busy = %q", why)
+	}
+	tr.begin(t0) // never answered (its agent went away)
+	if why := tr.busy(t0.Add(agentInputStale + time.Second)); why != "" {
+		t.Errorf("a stale entry still counts: %q", why)
+	}
+}
+
+func TestClickRefusal(t *testing.T) {
+	for payload, want := range map[string]string{
+		`{"action":"allow","trusted":true,"active":true,"armed":true,"visible":true,"label":"Allow h for this session"}`: "",
+		`{"action":"allow","trusted":true,"active":true,"armed":true,"visible":null,"label":"Allow h for this session"}`: "", // no IntersectionObserver v2
+		`{"action":"allow","trusted":true,"active":true,"armed":true,"visible":true,"label":"Close"}`:                    "text was changed",
+		`{"action":"allow","trusted":false,"active":true,"armed":true,"visible":true}`:                                   "not a trusted input event",
+		`{"action":"allow","trusted":true,"active":false,"armed":true,"visible":true}`:                                   "no user activation",
+		`{"action":"allow","trusted":true,"active":true,"armed":false,"visible":true}`:                                   "before it was shown",
+		`{"action":"allow","trusted":true,"active":true,"armed":true,"visible":false}`:                                   "covered",
+		`{"action":"grant","trusted":true,"active":true,"armed":true}`:                                                   "unknown action",
+		`{"action":"allow","trusted":true,"trusted":true}`:                                                               "unreadable", // duplicate keys
+		`not json`: "unreadable",
+	} {
+		got := clickRefusal(payload, "Allow h for this session")
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("clickRefusal(%s) = %q, want %q", payload, got, want)
+		}
+	}
+}
+
+func TestWorldNameCommand(t *testing.T) {
+	g := &Guard{worlds: newGuardWorlds()}
+	reader := g.worlds.newName("reader")
+	g.ctl = &controls{binding: "cdpguard_0011", world: g.worlds.newName("controls")}
+	cases := []struct {
+		method, params string
+		refuse         bool
+	}{
+		{"Page.createIsolatedWorld", `{"frameId":"F","worldName":"` + reader + `"}`, true},
+		{"Page.createIsolatedWorld", `{"frameId":"F","worldN\u0061me":"` + g.ctl.world + `"}`, true},
+		{"Page.createIsolatedWorld", `{"frameId":"F","worldName":"cdpguard_guess"}`, true},
+		{"Page.createIsolatedWorld", `{"frameId":"F","worldName":"__playwright_utility_world__"}`, false},
+		{"Page.addScriptToEvaluateOnNewDocument", `{"source":"1","worldName":"` + g.ctl.world + `"}`, true},
+		{"Page.addScriptToEvaluateOnNewDocument", `{"source":"1"}`, false},
+		{"Runtime.addBinding", `{"name":"cdpguard_0011"}`, true},
+		{"Runtime.addBinding", `{"name":"x","executionContextName":"` + g.ctl.world + `"}`, true},
+		{"Runtime.addBinding", `{"name":"__playwright__binding__"}`, false},
+		{"Runtime.removeBinding", `{"name":"cdpguard_0011"}`, true},
+		{"Runtime.addBinding", `{"name":"a","name":"cdpguard_0011"}`, true}, // duplicate keys: unreadable
+		{"Runtime.evaluate", `{"expression":"cdpguard_0011"}`, false},
+	}
+	for _, c := range cases {
+		v := g.worldNameCommand(relay.Command{Method: c.method, Params: []byte(c.params)})
+		if (v.Refuse != "") != c.refuse {
+			t.Errorf("%s %s: refuse = %q, want refused %v", c.method, c.params, v.Refuse, c.refuse)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+// cdpguard's in-page controls. The guard injects this script into a hidden
+// isolated world of every page (Page.addScriptToEvaluateOnNewDocument with a
+// random world name): the page's own scripts cannot reach its variables,
+// its prototypes or its closed shadow root. It only draws what the guard
+// pushes (update, via js/controls_update.js) and reports a human's click on
+// the "Allow" button through the guard's binding, with what only this world
+// can see: whether the click was a trusted event during a user activation.
+(() => {
+  if (window !== window.top || globalThis.cdpguardControls) return;
+  let state = { blocked: 0, recent: [], origins: [], explain: null, note: '', binding: '' };
+  let host = null, root = null, badge = null, panel = null, open = false;
+  let shownAt = 0, sent = false, lastRefusal = -Infinity, visible = null, allowBtn = null, allowFor = '';
+  const ARM_MS = 600;
+
+  const el = (tag, css, text) => {
+    const e = document.createElement(tag);
+    Object.assign(e.style, css);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  };
+
+  function build() {
+    if (host) {
+      if (!host.isConnected && document.documentElement) document.documentElement.appendChild(host);
+      return true;
+    }
+    if (!document.documentElement) return false;
+    host = document.createElement('cdpguard-controls');
+    host.setAttribute('aria-hidden', 'true');
+    const s = host.style;
+    s.setProperty('all', 'initial', 'important');
+    s.setProperty('position', 'fixed', 'important');
+    s.setProperty('right', '8px', 'important');
+    s.setProperty('bottom', '8px', 'important');
+    s.setProperty('z-index', '2147483647', 'important');
+    s.setProperty('display', 'block', 'important');
+    s.setProperty('contain', 'layout style', 'important');
+    root = host.attachShadow({ mode: 'closed' });
+    panel = el('div', {
+      display: 'none', maxWidth: '360px', maxHeight: '60vh', overflow: 'auto', marginBottom: '6px',
+      padding: '10px 12px', background: '#fff', color: '#222', border: '1px solid #888', borderRadius: '8px',
+      font: '13px/1.4 system-ui, sans-serif', boxShadow: '0 2px 8px rgba(0,0,0,.3)',
+    });
+    badge = el('div', {
+      marginLeft: 'auto', width: 'max-content', padding: '4px 10px', borderRadius: '12px', cursor: 'pointer',
+      background: '#1d4ed8', color: '#fff', font: 'bold 12px/1.4 system-ui, sans-serif', userSelect: 'none',
+      boxShadow: '0 1px 4px rgba(0,0,0,.4)',
+    });
+    badge.addEventListener('click', (e) => {
+      if (!e.isTrusted) return;
+      open = !open;
+      render();
+    });
+    root.append(panel, badge);
+    document.documentElement.appendChild(host);
+    render();
+    return true;
+  }
+
+  function section(title, lines) {
+    const box = el('div', { marginTop: '6px' });
+    box.append(el('div', { fontWeight: 'bold' }, title));
+    for (const l of lines) box.append(el('div', { overflowWrap: 'anywhere' }, l));
+    return box;
+  }
+
+  function allowButton(host) {
+    const b = el('button', {
+      display: 'block', marginTop: '8px', padding: '6px 10px', font: 'bold 13px system-ui, sans-serif',
+      background: '#b91c1c', color: '#fff', border: '0', borderRadius: '6px', cursor: 'pointer',
+    }, 'Allow ' + host + ' for this session');
+    b.disabled = true;
+    shownAt = performance.now();
+    sent = false;
+    setTimeout(() => { b.disabled = false; }, ARM_MS);
+    // Intersection Observer v2: is the button shown, uncovered and opaque?
+    // A click on a button something else hides is not a decision.
+    try {
+      new IntersectionObserver((es) => { visible = es[es.length - 1].isVisible; },
+        { trackVisibility: true, delay: 100 }).observe(b);
+    } catch (_) { visible = null; }
+    b.addEventListener('click', (e) => {
+      const ua = navigator.userActivation;
+      const payload = {
+        action: 'allow',
+        host,
+        label: b.textContent,
+        trusted: e.isTrusted === true,
+        active: !!(ua && ua.isActive),
+        armed: performance.now() - shownAt >= ARM_MS,
+        visible,
+      };
+      const ok = payload.trusted && payload.active && payload.armed;
+      const now = performance.now();
+      if (sent || (!ok && now - lastRefusal < 1000)) return;
+      if (ok) sent = true; else lastRefusal = now;
+      const call = globalThis[state.binding];
+      if (typeof call === 'function') call(JSON.stringify(payload));
+      if (ok) { b.disabled = true; b.textContent = 'Asking cdpguard…'; }
+    });
+    return b;
+  }
+
+  function render() {
+    if (!badge) return;
+    const n = state.blocked | 0;
+    badge.textContent = 'cdpguard active · ' + n + ' blocked';
+    if (state.note) badge.append(el('div', { maxWidth: '320px', fontWeight: 'normal', overflowWrap: 'anywhere' }, state.note));
+    badge.title = 'cdpguard: click for the reachable origins and recent blocks';
+    panel.textContent = '';
+    const explain = state.explain;
+    panel.style.display = (open || explain) ? 'block' : 'none';
+    if (!(open || explain)) return;
+    panel.append(el('div', { fontWeight: 'bold', fontSize: '14px' }, 'cdpguard'));
+    if (explain) {
+      panel.append(el('div', { marginTop: '4px' }, 'This page tried to open ' + explain.host + ', which is not on the allowlist.'));
+      if (explain.granted) panel.append(el('div', { marginTop: '4px' }, explain.host + ' is allowed for this session.'));
+      else {
+        if (allowFor !== explain.host) { allowFor = explain.host; allowBtn = allowButton(explain.host); }
+        panel.append(allowBtn);
+      }
+    }
+    panel.append(section('Reachable origins', state.origins.length ? state.origins : ['none (the allowlist is empty)']));
+    panel.append(section('Blocked on this page', state.recent.length
+      ? state.recent.map((r) => r.host + ' — ' + r.reason) : ['nothing']));
+  }
+
+  globalThis.cdpguardControls = {
+    update(s) {
+      const retry = allowBtn && sent && s.explain && state.explain && s.explain.refused !== state.explain.refused;
+      state = s;
+      if (retry) { sent = false; allowBtn.disabled = false; allowBtn.textContent = 'Allow ' + allowFor + ' for this session'; }
+      if (!build()) document.addEventListener('DOMContentLoaded', build, { once: true });
+      render();
+      return true;
+    },
+  };
+  if (!build()) document.addEventListener('DOMContentLoaded', build, { once: true });
+})();

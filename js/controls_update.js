@@ -1,0 +1,4 @@
+function (state) {
+  const c = globalThis.cdpguardControls;
+  return c ? c.update(state) : false;
+}
