@@ -163,23 +163,37 @@ func allowButton(n *domNode) bool {
 	return strings.EqualFold(n.NodeName, "button") && strings.HasPrefix(n.text(), "Allow ")
 }
 
-// center returns the middle of a node's box.
-func center(t *testing.T, c *cdptest.Client, session string, nodeID int64) (float64, float64) {
+// center returns the middle of the box of the node find matches. The
+// controls redraw as the guard pushes state, so a node id can go stale
+// between the look-up and DOM.getBoxModel: find again, for up to 5 s.
+func center(t *testing.T, c *cdptest.Client, session string, find func(*domNode) bool) (float64, float64) {
 	t.Helper()
-	res, err := c.CallWithin(session, "DOM.getBoxModel", map[string]any{"nodeId": nodeID}, 10*time.Second)
-	if err != nil {
-		t.Fatalf("DOM.getBoxModel: %v", err)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := document(t, c, session).find(find)
+		if n != nil {
+			res, err := c.CallWithin(session, "DOM.getBoxModel", map[string]any{"nodeId": n.NodeID}, 10*time.Second)
+			if err == nil {
+				var bm struct {
+					Model struct {
+						Content []float64 `json:"content"`
+					} `json:"model"`
+				}
+				if json.Unmarshal(res, &bm) != nil || len(bm.Model.Content) != 8 {
+					t.Fatalf("box model: %s", res)
+				}
+				q := bm.Model.Content
+				return (q[0] + q[4]) / 2, (q[1] + q[5]) / 2
+			}
+			if !strings.Contains(err.Error(), "Could not find node") {
+				t.Fatalf("DOM.getBoxModel: %v", err)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no box for the node within 5 s")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	var bm struct {
-		Model struct {
-			Content []float64 `json:"content"`
-		} `json:"model"`
-	}
-	if json.Unmarshal(res, &bm) != nil || len(bm.Model.Content) != 8 {
-		t.Fatalf("box model: %s", res)
-	}
-	q := bm.Model.Content
-	return (q[0] + q[4]) / 2, (q[1] + q[5]) / 2
 }
 
 // click sends a real left click at (x, y) on session.
@@ -330,7 +344,7 @@ func (e *ctlEnv) forgeries(t *testing.T, aTarget, aSession, hs, world, binding s
 	if btn == nil {
 		t.Fatal("no Allow button")
 	}
-	x, y := center(t, e.human, hs, btn.NodeID)
+	x, y := center(t, e.human, hs, allowButton)
 
 	// Every context the agent was told of.
 	var ctxs []int64
@@ -409,7 +423,7 @@ func (e *ctlEnv) forgeries(t *testing.T, aTarget, aSession, hs, world, binding s
 	// The agent's own trusted input on the real button (where it is now:
 	// the refusal note moved it).
 	if b := waitNode(t, e.human, hs, 5*time.Second, allowButton); b != nil {
-		x, y = center(t, e.human, hs, b.NodeID)
+		x, y = center(t, e.human, hs, allowButton)
 	}
 	if err := click(e.alice, aSession, x, y); err != nil {
 		t.Errorf("agent click: %v", err)
@@ -424,11 +438,11 @@ func (e *ctlEnv) forgeries(t *testing.T, aTarget, aSession, hs, world, binding s
 		t.Errorf("DOM.setNodeValue: %v", err)
 	} else {
 		time.Sleep(1100 * time.Millisecond)
-		n := waitNode(t, e.human, hs, 5*time.Second, func(n *domNode) bool { return isNamed("button")(n) && n.text() == "Close this notice" })
-		if n == nil {
+		rewritten := func(n *domNode) bool { return isNamed("button")(n) && n.text() == "Close this notice" }
+		if n := waitNode(t, e.human, hs, 5*time.Second, rewritten); n == nil {
 			t.Errorf("the rewritten button is gone")
 		} else {
-			x, y = center(t, e.human, hs, n.NodeID)
+			x, y = center(t, e.human, hs, rewritten)
 			if err := click(e.human, hs, x, y); err != nil {
 				t.Errorf("human click: %v", err)
 			}
@@ -473,7 +487,7 @@ func (e *ctlEnv) humanGrant(t *testing.T, aTarget, aSession, hs string, evil fun
 	if btn == nil {
 		t.Fatal("no Allow button for the human")
 	}
-	x, y := center(t, e.human, hs, btn.NodeID)
+	x, y := center(t, e.human, hs, allowButton)
 	time.Sleep(1100 * time.Millisecond) // past the last agent input
 	if err := click(e.human, hs, x, y); err != nil {
 		t.Fatalf("human click: %v", err)
@@ -699,7 +713,7 @@ func (e *ctlEnv) debuggerForgery(t *testing.T, aSession, hs string) {
 	if b := waitNode(t, e.human, hs, 5*time.Second, allowButton); b == nil {
 		t.Errorf("no Allow button for the human")
 	} else {
-		x, y := center(t, e.human, hs, b.NodeID)
+		x, y := center(t, e.human, hs, allowButton)
 		if err := click(e.human, hs, x, y); err != nil {
 			t.Errorf("human click: %v", err)
 		}
