@@ -25,12 +25,12 @@ var errOversizeDropped = errors.New("oversize event dropped")
 
 var (
 	// Chrome writes a reply's id first and its sessionId last.
-	oversizeID      = regexp.MustCompile(`^\{"id":(\d+)[,}]`)
+	oversizeID = regexp.MustCompile(`^\{"id":(\d+)[,}]`)
 	// ... and an event's method first, then its params in protocol order:
 	// Fetch.requestPaused starts with requestId (devtools-protocol
 	// Fetch.requestPaused lists requestId first; Chrome's generated
 	// serializer keeps that order).
-	oversizePaused = regexp.MustCompile(`^\{"method":"Fetch\.requestPaused","params":\{"requestId":"([0-9A-Za-z._-]{1,200})"[,}]`)
+	oversizePaused  = regexp.MustCompile(`^\{"method":"Fetch\.requestPaused","params":\{"requestId":"([0-9A-Za-z._-]{1,200})"[,}]`)
 	oversizeSession = regexp.MustCompile(`"sessionId":"([0-9A-Za-z._-]{1,100})"\}$`)
 )
 
