@@ -51,9 +51,25 @@ func (c *pipeConn) skipOversize(msg []byte) ([]byte, error) {
 		tail = append(tail, frag...)
 		tail = append(tail[:0:0], tail[max(0, len(tail)-oversizeKeep):]...)
 		if last {
-			return oversize(head, tail)
+			return c.oversize(head, tail)
 		}
 	}
+}
+
+// oversize is the function oversize, counted for LaunchOptions.OnOversize.
+func (c *pipeConn) oversize(head, tail []byte) ([]byte, error) {
+	msg, err := oversize(head, tail)
+	if c.onOversize != nil {
+		switch {
+		case err != nil:
+			c.onOversize("event")
+		case oversizeID.Match(msg):
+			c.onOversize("answer")
+		default:
+			c.onOversize("requestPaused")
+		}
+	}
+	return msg, err
 }
 
 // oversize turns an oversize message, given by its head and tail (tail nil:

@@ -39,6 +39,8 @@ func (s *failSender) Send(session, method string, params any) error {
 func TestPipeConnOversizePaused(t *testing.T) {
 	c, _, peerW := pipePair(t)
 	c.maxMsg = 1000
+	var kinds []string // read on this goroutine only: ReadMessage calls onOversize
+	c.onOversize = func(kind string) { kinds = append(kinds, kind) }
 	big := strings.Repeat("x", 3*pipeReadBuffer)
 	small := strings.Repeat("y", 2000)
 	paused := func(id, body, session string) string {
@@ -88,6 +90,9 @@ func TestPipeConnOversizePaused(t *testing.T) {
 	}
 	if got, err := c.ReadMessage(); err != nil || string(got) != `{"id":9,"result":{}}` {
 		t.Fatalf("after the oversize events: %.300s, %v", got, err)
+	}
+	if got := strings.Join(kinds, ","); got != "requestPaused,event,requestPaused" {
+		t.Errorf("counted %q, want requestPaused,event,requestPaused", got)
 	}
 	want := []string{
 		`AB12 Fetch.failRequest {"requestId":"interception-job-1.0","errorReason":"BlockedByClient"}`,
