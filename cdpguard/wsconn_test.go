@@ -138,6 +138,7 @@ func TestStallConnCloseKeepsReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel()
+	time.Sleep(200 * time.Millisecond) // room for a watcher that wrongly drops the socket to act
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close(int(websocket.StatusPolicyViolation), "cdpguard: bye") }()
 	buf := make([]byte, 256)
