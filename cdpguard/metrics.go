@@ -19,12 +19,12 @@ type metrics struct {
 	proxyRefused     prometheus.Counter
 	browserRestarts  prometheus.Counter
 	rendererCrashes  prometheus.Counter
+	browserOversize  *prometheus.CounterVec // oversize.go
 	decisionSeconds  prometheus.Histogram
 	cdpRefused       *prometheus.CounterVec
 	mcpToolCalls     *prometheus.CounterVec
 	agentsSlowClosed prometheus.Counter
 	pausesShed       prometheus.Counter
-	browserOversize  *prometheus.CounterVec
 	handler          http.Handler
 }
 
@@ -70,11 +70,8 @@ func newMetrics(cur func() *Guard) *metrics {
 			Name: "cdpguard_paused_requests_shed_total",
 			Help: "Paused requests failed at once because the Fetch judge's queue was full.",
 		}),
-		browserOversize: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cdpguard_browser_oversize_total",
-			Help: "Browser messages over the 256 MB limit that the pipe skipped, by what became of them (answer: a CDP error; requestPaused: the request failed; event: dropped).",
-		}, []string{"kind"}),
 	}
+	m.browserOversize = newOversizeCounter(m.reg)
 	gauge := func(name, help string, f func(*Guard) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
 			if g := cur(); g != nil && g.users != nil {
@@ -84,7 +81,7 @@ func newMetrics(cur func() *Guard) *metrics {
 		})
 	}
 	m.reg.MustRegister(m.fetchBlocked, m.proxyRefused, m.browserRestarts, m.rendererCrashes,
-		m.decisionSeconds, m.cdpRefused, m.mcpToolCalls, m.agentsSlowClosed, m.pausesShed, m.browserOversize,
+		m.decisionSeconds, m.cdpRefused, m.mcpToolCalls, m.agentsSlowClosed, m.pausesShed,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gauge("cdpguard_users", "Users with a browser context.",
