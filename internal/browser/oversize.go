@@ -95,8 +95,8 @@ func oversize(head, tail []byte) ([]byte, error) {
 // request is held until someone answers it, so it becomes a requestPaused
 // the guard's judge cannot read ("request" is not an object) but whose
 // requestId it can, and the judge fails it (Fetch.failRequest
-// BlockedByClient, fetchdomain.Judge.Paused). Without it the page would
-// wait on the request until the judge's deadline never came.
+// BlockedByClient, fetchdomain.Judge.Paused). Dropped, the request would
+// stay held: the judge would never have armed a deadline for it.
 func oversizeEvent(head, tail []byte) ([]byte, error) {
 	id := oversizePaused.FindSubmatch(head)
 	if id == nil {

@@ -2,11 +2,12 @@ package browser
 
 import (
 	"bufio"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
 
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 )
@@ -21,7 +22,7 @@ func (s *failSender) Send(session, method string, params any) error {
 	b, ok := params.([]byte) // the judge encodes its params itself
 	if !ok {
 		var err error
-		if b, err = json.Marshal(params); err != nil {
+		if b, err = jsonv2.Marshal(params); err != nil {
 			return err
 		}
 	}
@@ -74,10 +75,10 @@ func TestPipeConnOversizePaused(t *testing.T) {
 		}
 		var e struct {
 			Method    string          `json:"method"`
-			Params    json.RawMessage `json:"params"`
+			Params    jsonv2.Value `json:"params"`
 			SessionID string          `json:"sessionId"`
 		}
-		if err := json.Unmarshal(got, &e); err != nil {
+		if err := jsonv2.Unmarshal(got, &e); err != nil {
 			t.Fatalf("message %d is not JSON: %v: %.300s", i, err, got)
 		}
 		if e.Method != "Fetch.requestPaused" || e.SessionID != want.session || !strings.Contains(string(e.Params), `"requestId":"`+want.id+`"`) {
