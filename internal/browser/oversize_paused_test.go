@@ -74,9 +74,9 @@ func TestPipeConnOversizePaused(t *testing.T) {
 			t.Fatalf("message %d: %v", i, err)
 		}
 		var e struct {
-			Method    string          `json:"method"`
+			Method    string       `json:"method"`
 			Params    jsonv2.Value `json:"params"`
-			SessionID string          `json:"sessionId"`
+			SessionID string       `json:"sessionId"`
 		}
 		if err := jsonv2.Unmarshal(got, &e); err != nil {
 			t.Fatalf("message %d is not JSON: %v: %.300s", i, err, got)
