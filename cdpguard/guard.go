@@ -159,6 +159,7 @@ func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, err
 		Flags:       flags,
 		GuardFlags:  guardFlags,
 		Stderr:      cfg.ChromeStderr,
+		OnOversize:  func(kind string) { g.metrics.browserOversize.WithLabelValues(kind).Inc() },
 	})
 	if err != nil {
 		_ = g.Close()

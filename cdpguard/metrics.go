@@ -19,6 +19,7 @@ type metrics struct {
 	proxyRefused     prometheus.Counter
 	browserRestarts  prometheus.Counter
 	rendererCrashes  prometheus.Counter
+	browserOversize  *prometheus.CounterVec // oversize.go
 	decisionSeconds  prometheus.Histogram
 	cdpRefused       *prometheus.CounterVec
 	mcpToolCalls     *prometheus.CounterVec
@@ -71,6 +72,7 @@ func newMetrics(cur func() *Guard) *metrics {
 			Help: "Paused requests failed at once because the Fetch judge's queue was full.",
 		}),
 	}
+	m.browserOversize = newOversizeCounter(m.reg)
 	gauge := func(name, help string, f func(*Guard) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
 			if g := cur(); g != nil && g.users != nil {

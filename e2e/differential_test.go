@@ -85,8 +85,8 @@ var allowedDiffs = map[string]allowedDiff{
 		Why:    "dialogs: the guard dismissed the dialog after --dialog-grace; @playwright/mcp saw it close (Page.javascriptDialogClosed) and refuses browser_handle_dialog itself, so the guard's error never comes into play",
 	},
 	"playwright/download": {
-		Direct: `{"content":"hello download\n","failure":null,"pathError":null,"suggested":"hello.txt"}`,
-		Guard:  `{"content":null,"failure":"canceled","pathError":null,"suggested":"hello.txt"}`,
+		Direct: `{"content":"hello download\n","failure":null,"inPlaywrightDir":true,"pathError":null,"suggested":"hello.txt"}`,
+		Guard:  `{"content":null,"failure":"canceled","inPlaywrightDir":null,"pathError":null,"suggested":"hello.txt"}`,
 		Why:    "downloads policy: without --download-dir every download is denied, and the client sees it end as canceled (download.failure())",
 	},
 	"puppeteer/download": {
@@ -99,8 +99,8 @@ var allowedDiffs = map[string]allowedDiff{
 		Why: "downloads policy: without --download-dir every download is denied, and Browser.downloadProgress ends it as canceled",
 	},
 	"download-dir:playwright/download": {
-		Direct: `{"content":"hello download\n","failure":null,"pathError":null,"suggested":"hello.txt"}`,
-		Guard:  `{"content":null,"failure":null,"pathError":null,"suggested":"hello.txt"}`,
+		Direct: `{"content":"hello download\n","failure":null,"inPlaywrightDir":true,"pathError":null,"suggested":"hello.txt"}`,
+		Guard:  `{"content":null,"failure":null,"inPlaywrightDir":true,"pathError":null,"suggested":"hello.txt"}`,
 		Why:    "file access: the file lands in the user's --download-dir on the guard's host (Browser.downloadProgress filePath names it); Chrome never writes where an agent asks, so download.path() names Playwright's own directory, which stays empty",
 	},
 	"playwright/nav-unresolvable": {

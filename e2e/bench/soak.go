@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/e2e/procstat"
 )
 
 // soakConfig is one soak run: users agents working for duration, each
@@ -48,8 +50,7 @@ const (
 	// held to soakAfterSlack, a shorter one gets room for that pool.
 	soakPoolDrain     = 95 * time.Second
 	soakPoolPerHost   = 64
-	soakMaxErrorShare = 0.02  // failed operations / all operations
-	clockTicks        = 100.0 // USER_HZ of /proc/<pid>/stat on Linux
+	soakMaxErrorShare = 0.02 // failed operations / all operations
 )
 
 // soakSample is one reading of the guard and its browser.
@@ -400,10 +401,13 @@ func (s *soak) read(ctx context.Context, at float64) (soakSample, error) {
 		FDs: m["process_open_fds"], GuardRSSMB: m["process_resident_memory_bytes"] / (1 << 20),
 		GuardCPU: m["process_cpu_seconds_total"], ActiveAgents: m["cdpguard_agent_connections"], Users: m["cdpguard_users"],
 		Ops: s.nOps.Load(), Errors: s.nErrs.Load()}
-	for _, pid := range procTree(s.guard.cmd.Process.Pid) {
+	for _, p := range procstat.Below(s.guard.cmd.Process.Pid) {
 		smp.ChromeProcs++
-		smp.ChromePSSMB += pssMB(pid)
-		smp.ChromeCPU += cpuSec(pid)
+		smp.ChromePSSMB += pssMB(p.PID)
+		// Helpers that exited and were reaped by Chromium are counted
+		// through their parent's cutime/cstime; what a process that is
+		// itself gone used is lost, so this is a lower bound.
+		smp.ChromeCPU += p.CPUSeconds()
 	}
 	return smp, nil
 }

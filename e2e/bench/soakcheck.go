@@ -4,75 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
-
-// procTree lists the pids below root (Chromium and its helpers, for the
-// guard binary), read from /proc.
-func procTree(root int) []int {
-	parent := map[int]int{}
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, d := range dirs {
-		pid, ppid, ok := statPPID(d)
-		if ok {
-			parent[pid] = ppid
-		}
-	}
-	var out []int
-	for pid := range parent {
-		for p, hops := parent[pid], 0; p != 0 && hops < 64; p, hops = parent[p], hops+1 {
-			if p == root {
-				out = append(out, pid)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// statFields returns the fields of /proc/<pid>/stat after the command name
-// (which may hold spaces), so that index 0 is the state.
-func statFields(path string) []string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return nil
-	}
-	return strings.Fields(s[i+1:])
-}
-
-func statPPID(path string) (pid, ppid int, ok bool) {
-	pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-	f := statFields(path)
-	if err != nil || len(f) < 2 {
-		return 0, 0, false
-	}
-	ppid, err = strconv.Atoi(f[1])
-	return pid, ppid, err == nil
-}
-
-// cpuSec is the CPU time of pid and of its children it has waited for
-// (utime, stime, cutime, cstime), in seconds. Helpers that exited and were
-// reaped by Chromium are counted through their parent; what a process
-// that is itself gone used is lost, so this is a lower bound.
-func cpuSec(pid int) float64 {
-	f := statFields(fmt.Sprintf("/proc/%d/stat", pid))
-	if len(f) < 15 {
-		return 0
-	}
-	var ticks float64
-	for _, k := range []int{11, 12, 13, 14} { // utime stime cutime cstime
-		v, _ := strconv.ParseFloat(f[k], 64)
-		ticks += v
-	}
-	return ticks / clockTicks
-}
 
 // pssMB is pid's proportional set size (shared pages divided among the
 // processes sharing them), so that summing it over Chromium's processes

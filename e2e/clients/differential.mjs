@@ -11,6 +11,7 @@
 // DIFF_ONLY (comma list of scenarios, default all), MCP_CLI (path of
 // @playwright/mcp's cli.js, for the mcp client).
 import { existsSync, readFileSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { chromium } from 'playwright-core';
 import puppeteer from 'puppeteer-core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -135,6 +136,9 @@ const playwright = {
         failure,
         pathError: path instanceof Error ? path.message.split('\n')[0] : null,
         content: typeof path === 'string' && existsSync(path) ? readFileSync(path, 'utf8') : null,
+        // Playwright names the file itself, in the temp dir it made
+        // (README, downloads): true with a guard too, where Chrome wrote elsewhere.
+        inPlaywrightDir: typeof path === 'string' ? basename(dirname(path)).startsWith('playwright-artifacts-') : null,
       };
     },
     async 'nav-blocked-host'(c, p) {

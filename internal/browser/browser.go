@@ -16,9 +16,9 @@ import (
 // the WebSocket alike. Screenshots and large evaluation results run to tens of
 // MB; the bound only keeps a runaway message from exhausting memory. The
 // pipe skips a larger message (oversize.go: an answer becomes a CDP error,
-// an event is dropped); a WebSocket that sees one is unusable afterwards
-// (its framing is lost), so reading fails with [ErrMessageTooLarge] from
-// then on.
+// a Fetch.requestPaused one the judge fails, another event is dropped); a
+// WebSocket that sees one is unusable afterwards (its framing is lost), so
+// reading fails with [ErrMessageTooLarge] from then on.
 const MaxMessageSize = 256 << 20
 
 // Sentinel errors a caller may need to tell apart with errors.Is.

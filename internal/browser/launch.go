@@ -46,6 +46,11 @@ type LaunchOptions struct {
 	GuardFlags []string
 	// Stderr receives Chrome's stdout and stderr (nil = discard).
 	Stderr io.Writer
+	// OnOversize, if set, is told of each message over MaxMessageSize the
+	// pipe skipped, by what became of it: "answer" (a CDP error for its
+	// id), "requestPaused" (failed by the judge) or "event" (dropped). It
+	// runs on the reading goroutine and must not block.
+	OnOversize func(kind string)
 }
 
 // Process is a Chrome launched by Launch with its one pipe connection.
@@ -98,6 +103,7 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 		p.removeTemp()
 		return nil, err
 	}
+	p.pipe.onOversize = opts.OnOversize // before the handshake's first read
 	v, pending, err := handshake(ctx, p.pipe, func() { killGroup(p.cmd) })
 	if err != nil {
 		_ = p.Close()

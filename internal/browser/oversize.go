@@ -13,7 +13,8 @@ import (
 // while an agent has Runtime enabled). The pipe's framing survives such a
 // message (it ends at the next NUL), so the reader skips it instead,
 // keeping only its head and tail: an answer becomes a CDP error for the
-// command's id (and session), an event is dropped.
+// command's id (and session), a Fetch.requestPaused becomes one the judge
+// fails, another event is dropped.
 
 // oversizeKeep is how much of an oversize message's head and tail is kept.
 const oversizeKeep = 512
@@ -24,7 +25,12 @@ var errOversizeDropped = errors.New("oversize event dropped")
 
 var (
 	// Chrome writes a reply's id first and its sessionId last.
-	oversizeID      = regexp.MustCompile(`^\{"id":(\d+)[,}]`)
+	oversizeID = regexp.MustCompile(`^\{"id":(\d+)[,}]`)
+	// ... and an event's method first, then its params in protocol order:
+	// Fetch.requestPaused starts with requestId (devtools-protocol
+	// Fetch.requestPaused lists requestId first; Chrome's generated
+	// serializer keeps that order).
+	oversizePaused  = regexp.MustCompile(`^\{"method":"Fetch\.requestPaused","params":\{"requestId":"([0-9A-Za-z._-]{1,200})"[,}]`)
 	oversizeSession = regexp.MustCompile(`"sessionId":"([0-9A-Za-z._-]{1,100})"\}$`)
 )
 
@@ -45,9 +51,25 @@ func (c *pipeConn) skipOversize(msg []byte) ([]byte, error) {
 		tail = append(tail, frag...)
 		tail = append(tail[:0:0], tail[max(0, len(tail)-oversizeKeep):]...)
 		if last {
-			return oversize(head, tail)
+			return c.oversize(head, tail)
 		}
 	}
+}
+
+// oversize is the function oversize, counted for LaunchOptions.OnOversize.
+func (c *pipeConn) oversize(head, tail []byte) ([]byte, error) {
+	msg, err := oversize(head, tail)
+	if c.onOversize != nil {
+		switch {
+		case err != nil:
+			c.onOversize("event")
+		case oversizeID.Match(msg):
+			c.onOversize("answer")
+		default:
+			c.onOversize("requestPaused")
+		}
+	}
+	return msg, err
 }
 
 // oversize turns an oversize message, given by its head and tail (tail nil:
@@ -60,9 +82,27 @@ func oversize(head, tail []byte) ([]byte, error) {
 	}
 	id := oversizeID.FindSubmatch(head)
 	if id == nil {
-		return nil, errOversizeDropped
+		return oversizeEvent(head, tail)
 	}
 	out := fmt.Sprintf(`{"id":%s,"error":{"code":-32000,"message":"cdpguard: the browser's answer was over the %d MB message limit and was dropped"}`, id[1], MaxMessageSize>>20)
+	if s := oversizeSession.FindSubmatch(tail); s != nil {
+		out += fmt.Sprintf(`,"sessionId":%q`, s[1])
+	}
+	return []byte(out + "}"), nil
+}
+
+// oversizeEvent drops an oversize event, except a Fetch.requestPaused: that
+// request is held until someone answers it, so it becomes a requestPaused
+// the guard's judge cannot read ("request" is not an object) but whose
+// requestId it can, and the judge fails it (Fetch.failRequest
+// BlockedByClient, fetchdomain.Judge.Paused). Dropped, the request would
+// stay held: the judge would never have armed a deadline for it.
+func oversizeEvent(head, tail []byte) ([]byte, error) {
+	id := oversizePaused.FindSubmatch(head)
+	if id == nil {
+		return nil, errOversizeDropped
+	}
+	out := fmt.Sprintf(`{"method":"Fetch.requestPaused","params":{"requestId":%q,"request":"cdpguard: this paused request's event was over the %d MB message limit"}`, id[1], MaxMessageSize>>20)
 	if s := oversizeSession.FindSubmatch(tail); s != nil {
 		out += fmt.Sprintf(`,"sessionId":%q`, s[1])
 	}

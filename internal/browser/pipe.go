@@ -25,6 +25,8 @@ type pipeConn struct {
 	readErr error // sticky
 	maxMsg  int   // MaxMessageSize; smaller in tests
 
+	onOversize func(kind string) // LaunchOptions.OnOversize; may be nil
+
 	writeMu  sync.Mutex
 	writeErr error // sticky
 
@@ -71,7 +73,7 @@ func (c *pipeConn) readFrame() ([]byte, error) {
 		case err == nil:
 			frag = frag[:len(frag)-1] // drop the NUL
 			if len(msg)+len(frag) > c.maxMsg {
-				return oversize(append(msg, frag...), nil)
+				return c.oversize(append(msg, frag...), nil)
 			}
 			if msg == nil {
 				return bytes.Clone(frag), nil
