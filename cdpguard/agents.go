@@ -27,7 +27,7 @@ type agentSpec struct {
 // The caller runs a.Serve and then calls dropAgent.
 func (g *Guard) admitAgent(ctx context.Context, conn relay.AgentConn, s agentSpec) (*relay.Agent, error) {
 	st := &agentState{user: s.user, iso: isolation.NewConn(s.user)}
-	a, err := g.mux.NewAgent(ctx, agentWriter(conn), relay.AgentOptions{
+	a, err := g.mux.NewAgent(ctx, conn, relay.AgentOptions{
 		Name:     s.name,
 		TargetID: s.targetID,
 		FilterEvent: func(a *relay.Agent, e *cdpmsg.Envelope) bool {

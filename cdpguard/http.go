@@ -324,7 +324,7 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 		return // Accept has answered
 	}
 	c.SetReadLimit(agentReadLimit)
-	conn := &wsAgentConn{c: c, writeTimeout: g.agentWriteTimeout(), onStall: g.onAgentStall}
+	conn := newStallConn(&wsAgentConn{c: c, writeTimeout: g.agentWriteTimeout(), onStall: g.onAgentStall})
 	ctx := g.ctx
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -358,8 +358,9 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 	g.log.Info("agent disconnected", "remote", r.RemoteAddr, "user", key, "err", err)
 }
 
-// wsAgentConn adapts a WebSocket to relay.AgentConn. A write that cannot
-// finish within writeTimeout (the agent does not read) closes the socket.
+// wsAgentConn adapts a WebSocket to relay.AgentConn for reading and
+// closing; stallConn (wsconn.go) writes: a write that cannot finish within
+// writeTimeout (the agent does not read) closes the socket.
 type wsAgentConn struct {
 	c            *websocket.Conn
 	writeTimeout time.Duration
@@ -378,16 +379,6 @@ func (w *wsAgentConn) Read(ctx context.Context) ([]byte, error) {
 		return nil, &relay.CloseError{Code: int(websocket.StatusUnsupportedData), Reason: "cdpguard: binary frames are not CDP; send JSON in text frames"}
 	}
 	return b, nil
-}
-
-func (w *wsAgentConn) Write(ctx context.Context, msg []byte) error {
-	wctx, cancel := context.WithTimeout(ctx, w.writeTimeout)
-	defer cancel()
-	err := w.c.Write(wctx, websocket.MessageText, msg)
-	if err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded) && w.onStall != nil { // the deadline, not the agent ending, stopped it
-		w.onStall()
-	}
-	return err
 }
 
 func (w *wsAgentConn) Close(code int, reason string) error {

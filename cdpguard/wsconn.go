@@ -8,14 +8,12 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-
-	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
 // stallConn is an agent's WebSocket whose per-write stall bound costs no
 // allocation per message. coder/websocket registers a context.AfterFunc for
 // every write whose context can end, so a context.WithTimeout per message
-// (wsAgentConn.Write) costs a timer, a context and a callback each time. Here
+// costs a timer, a context and a callback each time. Here
 // one timer per connection is reset before each write and stopped after it,
 // the write itself gets a context that never ends, and one context.AfterFunc
 // per connection aborts a write in progress when the relay's writer context
@@ -32,8 +30,7 @@ type stallConn struct {
 	stopWatch func() bool
 }
 
-// newStallConn wraps the handler's connection (cdpguard/http.go builds the
-// wsAgentConn; admitAgent swaps in this write path).
+// newStallConn wraps the handler's connection (cdpguard/http.go).
 func newStallConn(w *wsAgentConn) *stallConn { return &stallConn{wsAgentConn: w} }
 
 // errAgentStalled ends a write that did not finish within the bound.
@@ -88,13 +85,4 @@ func (s *stallConn) Close(code int, reason string) error {
 		s.stopWatch()
 	}
 	return s.wsAgentConn.Close(code, reason)
-}
-
-// agentWriter gives the relay the allocation-free write path for the
-// handler's WebSocket connections; other connections pass unchanged.
-func agentWriter(conn relay.AgentConn) relay.AgentConn {
-	if w, ok := conn.(*wsAgentConn); ok {
-		return newStallConn(w)
-	}
-	return conn
 }
