@@ -90,6 +90,12 @@ type allowClick struct {
 	Active  bool   `json:"active"`
 	Armed   bool   `json:"armed"`
 	Visible *bool  `json:"visible"`
+	// Label is the button's text when clicked; Tampered says something
+	// other than the controls changed their DOM (an agent reaches the
+	// closed shadow root with DOM.* and pierce: it rewrote the label to
+	// name another host, e2e TestRedTeamControls/tamper-label).
+	Label    string `json:"label"`
+	Tampered bool   `json:"tampered"`
 }
 
 // bindingCalled takes Runtime.bindingCalled on the guard's page session
@@ -125,6 +131,9 @@ func (c *controls) bindingCalled(session string, params []byte) {
 	}
 	if why == "" {
 		why = clickRefusal(p.Payload)
+	}
+	if why == "" {
+		why = labelRefusal(p.Payload, x.host)
 	}
 	if why == "" {
 		why = c.input.busy(now)
@@ -167,6 +176,22 @@ func clickRefusal(payload string) string {
 		return "the button was clicked before it was shown long enough to be read"
 	case a.Visible != nil && !*a.Visible:
 		return "the button was covered or not fully visible when clicked"
+	case a.Tampered:
+		return "the controls on the page were changed by something other than cdpguard"
+	}
+	return ""
+}
+
+// labelRefusal returns why the button the human clicked did not name host,
+// or "": the host granted is the guard's record, so the button must have
+// said exactly that.
+func labelRefusal(payload, host string) string {
+	var a allowClick
+	if err := jsonv2.Unmarshal([]byte(payload), &a); err != nil {
+		return "unreadable report from the controls world"
+	}
+	if want := "Allow " + host + " for this session"; a.Label != want {
+		return fmt.Sprintf("the button said %q, not %q", truncateReason(a.Label), want)
 	}
 	return ""
 }

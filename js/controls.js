@@ -11,6 +11,16 @@
   let host = null, root = null, badge = null, panel = null, open = false;
   let shownAt = 0, sent = false, lastRefusal = -Infinity, visible = null, allowBtn = null, allowFor = '';
   const ARM_MS = 600;
+  // tampered: something other than this script changed the controls' DOM
+  // (an agent can reach a closed shadow root with DOM.* and pierce). The
+  // observer's records of this script's own changes are taken (dropped)
+  // right after each change, so only foreign ones reach its callback.
+  let mo = null, tampered = false;
+  const mine = () => { if (mo) mo.takeRecords(); };
+  // The button is armed only once it has been in view for ARM_MS: the clock
+  // restarts when the tab comes to the front (an agent can prepare the page
+  // in a background tab and switch to it under the human's pointer).
+  document.addEventListener('visibilitychange', () => { shownAt = performance.now(); });
 
   const el = (tag, css, text) => {
     const e = document.createElement(tag);
@@ -54,6 +64,9 @@
     root.append(panel, badge);
     document.documentElement.appendChild(host);
     render();
+    mo = new MutationObserver((rs) => { if (rs.length) tampered = true; });
+    mo.observe(root, { subtree: true, childList: true, attributes: true, characterData: true });
+    mo.observe(host, { attributes: true });
     return true;
   }
 
@@ -72,11 +85,16 @@
     b.disabled = true;
     shownAt = performance.now();
     sent = false;
-    setTimeout(() => { b.disabled = false; }, ARM_MS);
+    setTimeout(() => { b.disabled = false; mine(); }, ARM_MS);
     // Intersection Observer v2: is the button shown, uncovered and opaque?
     // A click on a button something else hides is not a decision.
     try {
-      new IntersectionObserver((es) => { visible = es[es.length - 1].isVisible; },
+      // The arming clock restarts each time it comes into view.
+      new IntersectionObserver((es) => {
+        const v = es[es.length - 1].isVisible;
+        if (v && visible !== true) shownAt = performance.now();
+        visible = v;
+      },
         { trackVisibility: true, delay: 100 }).observe(b);
     } catch (_) { visible = null; }
     b.addEventListener('click', (e) => {
@@ -87,8 +105,9 @@
         label: b.textContent,
         trusted: e.isTrusted === true,
         active: !!(ua && ua.isActive),
-        armed: performance.now() - shownAt >= ARM_MS,
+        armed: document.visibilityState === 'visible' && performance.now() - shownAt >= ARM_MS,
         visible,
+        tampered,
       };
       const ok = payload.trusted && payload.active && payload.armed;
       const now = performance.now();
@@ -96,7 +115,7 @@
       if (ok) sent = true; else lastRefusal = now;
       const call = globalThis[state.binding];
       if (typeof call === 'function') call(JSON.stringify(payload));
-      if (ok) { b.disabled = true; b.textContent = 'Asking cdpguard…'; }
+      if (ok) { b.disabled = true; b.textContent = 'Asking cdpguard…'; mine(); }
     });
     return b;
   }
@@ -110,7 +129,7 @@
     panel.textContent = '';
     const explain = state.explain;
     panel.style.display = (open || explain) ? 'block' : 'none';
-    if (!(open || explain)) return;
+    if (!(open || explain)) return mine();
     panel.append(el('div', { fontWeight: 'bold', fontSize: '14px' }, 'cdpguard'));
     if (explain) {
       panel.append(el('div', { marginTop: '4px' }, 'This page tried to open ' + explain.host + ', which is not on the allowlist.'));
@@ -123,6 +142,7 @@
     panel.append(section('Reachable origins', state.origins.length ? state.origins : ['none (the allowlist is empty)']));
     panel.append(section('Blocked on this page', state.recent.length
       ? state.recent.map((r) => r.host + ' — ' + r.reason) : ['nothing']));
+    mine();
   }
 
   globalThis.cdpguardControls = {
