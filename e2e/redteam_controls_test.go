@@ -93,8 +93,8 @@ type rcLog struct {
 }
 
 func (l *rcLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l *rcLog) WithAttrs([]slog.Attr) slog.Handler     { return l }
-func (l *rcLog) WithGroup(string) slog.Handler          { return l }
+func (l *rcLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *rcLog) WithGroup(string) slog.Handler            { return l }
 func (l *rcLog) Handle(_ context.Context, r slog.Record) error {
 	if !strings.HasPrefix(r.Message, "controls") && !strings.Contains(r.Message, "grant") {
 		return nil
