@@ -62,18 +62,36 @@ func (t *inputTracker) busy(now time.Time) string {
 		n++
 	}
 	if n > 0 {
-		return fmt.Sprintf("an agent's input command (Input.*) was in flight (%d)", n)
+		return fmt.Sprintf("an agent's input command (Input.*, or one that moves or raises a window) was in flight (%d)", n)
 	}
 	if !t.last.IsZero() && now.Sub(t.last) < agentInputQuiet {
-		return fmt.Sprintf("an agent sent input (Input.*) %v before the click; a human's click must come at least %v after any agent's", now.Sub(t.last).Round(time.Millisecond), agentInputQuiet)
+		return fmt.Sprintf("an agent sent input (Input.*, or moved or raised a window) %v before the click; a human's click must come at least %v after any agent's", now.Sub(t.last).Round(time.Millisecond), agentInputQuiet)
 	}
 	return ""
 }
 
-// trackInput follows an agent's Input.* command that is about to reach the
-// browser, until its reply.
+// windowCommands change which page is in front or where the button is on
+// the screen without any input, so a human's click right after one may
+// land on a button the human never saw: they count as input. (e2e
+// TestRedTeamControls/other-window: an agent raised a window it had kept
+// behind another until the button was armed; the page saw neither a focus
+// nor a visibility change.)
+var windowCommands = map[string]bool{
+	"Target.activateTarget":              true,
+	"Target.createTarget":                true,
+	"Target.closeTarget":                 true,
+	"Page.bringToFront":                  true,
+	"Page.close":                         true,
+	"Browser.setWindowBounds":            true,
+	"Emulation.setDeviceMetricsOverride": true,
+	"Emulation.setVisibleSize":           true,
+	"Emulation.setPageScaleFactor":       true,
+}
+
+// trackInput follows an agent's Input.* (or window) command that is about
+// to reach the browser, until its reply.
 func (g *Guard) trackInput(cmd relay.Command, v relay.Verdict) relay.Verdict {
-	if g.ctl == nil || !strings.HasPrefix(cmd.Method, "Input.") || v.Refuse != "" || v.Local != nil {
+	if g.ctl == nil || !(strings.HasPrefix(cmd.Method, "Input.") || windowCommands[cmd.Method]) || v.Refuse != "" || v.Local != nil {
 		return v
 	}
 	done := g.ctl.input.begin(time.Now())

@@ -96,11 +96,11 @@ func (l *rcLog) Enabled(context.Context, slog.Level) bool { return true }
 func (l *rcLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
 func (l *rcLog) WithGroup(string) slog.Handler            { return l }
 func (l *rcLog) Handle(_ context.Context, r slog.Record) error {
+	s := r.Message
+	r.Attrs(func(a slog.Attr) bool { s += " " + a.Key + "=" + a.Value.String(); return true })
 	if !strings.HasPrefix(r.Message, "controls") && !strings.Contains(r.Message, "grant") {
 		return nil
 	}
-	s := r.Message
-	r.Attrs(func(a slog.Attr) bool { s += " " + a.Key + "=" + a.Value.String(); return true })
 	l.mu.Lock()
 	l.lines = append(l.lines, s)
 	l.mu.Unlock()
@@ -124,6 +124,7 @@ func (l *rcLog) about(target string) []string {
 // human's direct connection to it, a guard attached with controls on,
 // agents alice and bob through the guard, and one victim per attack.
 type rcEnv struct {
+	t       *testing.T // the whole test: victims live as long as it
 	d       *headed.Display
 	h       *testhosts.Hosts
 	g       *cdpguard.Guard
@@ -156,7 +157,7 @@ func (f *rcFrames) text() string {
 
 func rcSetup(t *testing.T, path string) *rcEnv {
 	t.Helper()
-	e := &rcEnv{d: headed.StartXvfb(t), h: testhosts.Start(t), log: &rcLog{}, seen: &rcFrames{}, granted: map[string]bool{}}
+	e := &rcEnv{t: t, d: headed.StartXvfb(t), h: testhosts.Start(t), log: &rcLog{}, seen: &rcFrames{}, granted: map[string]bool{}}
 	e.chrome = headed.StartChromium(t, e.d, path, "--host-resolver-rules=MAP *.test 127.0.0.1")
 	cfg := guardConfig(t)
 	cfg.Controls = true
@@ -193,9 +194,10 @@ type rcPage struct {
 	shown  time.Time // when the test first saw the button
 }
 
-// victim starts a new victim for one attack.
-func (e *rcEnv) victim(t *testing.T, name string) *rcVictim {
-	v := rcListen(t, name)
+// victim starts a new victim for one attack; it listens until the whole
+// test ends, so the sweep reaches it.
+func (e *rcEnv) victim(_ *testing.T, name string) *rcVictim {
+	v := rcListen(e.t, name)
 	e.victims = append(e.victims, v)
 	return v
 }
@@ -204,8 +206,15 @@ func (e *rcEnv) victim(t *testing.T, name string) *rcVictim {
 // page), attaches the human and waits for the Allow button.
 func (e *rcEnv) explain(ctx context.Context, t *testing.T, v *rcVictim, background bool) *rcPage {
 	t.Helper()
+	return e.explainIn(ctx, t, v, map[string]any{"background": background})
+}
+
+// explainIn is explain with more Target.createTarget params.
+func (e *rcEnv) explainIn(ctx context.Context, t *testing.T, v *rcVictim, params map[string]any) *rcPage {
+	t.Helper()
 	start := time.Now()
-	res, err := e.alice.Call(ctx, "", "Target.createTarget", map[string]any{"url": v.url(), "background": background})
+	params["url"] = v.url()
+	res, err := e.alice.Call(ctx, "", "Target.createTarget", params)
 	if err != nil {
 		t.Fatalf("alice opens %s: %v", v.url(), err)
 	}
@@ -268,6 +277,15 @@ func (e *rcEnv) humanClick(ctx context.Context, t *testing.T, p *rcPage) {
 	}
 }
 
+// xClick is the human's real click (xdotool) on p's button, mapped to the
+// screen with the human's direct connection.
+func (e *rcEnv) xClick(ctx context.Context, t *testing.T, p *rcPage) {
+	t.Helper()
+	at, err := headed.ScreenPoint(ctx, e.chrome.Direct, p.human, p.target, p.at)
+	rcMust(t, "screen point", err)
+	rcMust(t, "human X click", e.d.Human().Click(ctx, at))
+}
+
 // agentEval evaluates expr in the main world of p as alice.
 func (e *rcEnv) agentEval(ctx context.Context, t *testing.T, p *rcPage, expr string) {
 	t.Helper()
@@ -293,28 +311,39 @@ func (e *rcEnv) decided(t *testing.T, p *rcPage, n int, d time.Duration) []strin
 }
 
 // sweep checks every victim nobody legitimately granted: zero requests and
-// connections so far, and still none after alice navigates to it.
+// connections so far, and still none when alice's page on the allowed host
+// fetches each of them (the Fetch judge and the egress proxy both apply
+// alice's grants, so a grant an attack won shows here).
 func (e *rcEnv) sweep(ctx context.Context, t *testing.T) {
 	t.Helper()
-	_, s, err := headed.OpenPage(ctx, e.alice, "about:blank")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s, err := headed.OpenPage(ctx, e.alice, e.h.PageURL("/page.html"))
+	rcMust(t, "alice's allowed page", err)
+	var urls []string
 	for _, v := range e.victims {
-		if e.granted[v.name] {
-			continue
-		}
-		if err := headed.Navigate(ctx, e.alice, s, v.url()); err != nil {
-			t.Logf("alice navigates to %s: %v", v.url(), err)
+		if !e.granted[v.name] {
+			urls = append(urls, v.url()+"sweep")
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	list, _ := json.Marshal(urls)
+	var got []string
+	rcMust(t, "fetch every victim", headed.Eval(ctx, e.alice, s, `Promise.all(`+string(list)+`.map(u =>
+		fetch(u, {mode: 'no-cors', cache: 'no-store'}).then(() => 'reached ' + u, (err) => 'failed ' + u)))`, &got))
+	t.Logf("alice's fetches: %q", got)
 	for _, v := range e.victims {
 		if e.granted[v.name] {
 			continue
 		}
 		if h, c := v.hits.Load(), v.conns.Load(); h > 0 || c > 0 {
 			t.Errorf("LEAK: %s was opened by an attack: %d requests, %d connections", v.name, h, c)
+		}
+	}
+	// The control: the host a human granted is reached the same way.
+	for _, v := range e.victims {
+		if e.granted[v.name] {
+			rcMust(t, "fetch the granted host", headed.Eval(ctx, e.alice, s, `fetch(`+strconv.Quote(v.url()+"sweep")+`, {mode: 'no-cors'}).then(() => 1)`, nil))
+			if v.requested("sweep") == 0 {
+				t.Errorf("control: alice's fetch did not reach %s, which a human granted", v.name)
+			}
 		}
 	}
 }
@@ -344,6 +373,7 @@ func TestRedTeamControls(t *testing.T) {
 	t.Run("debugger-condition", func(t *testing.T) { rcDebuggerCondition(ctx, t, e) })
 	t.Run("reveal-late", func(t *testing.T) { rcRevealLate(ctx, t, e) })
 	t.Run("background-tab", func(t *testing.T) { rcBackgroundTab(ctx, t, e) })
+	t.Run("other-window", func(t *testing.T) { rcOtherWindow(ctx, t, e) })
 	t.Run("tamper-label", func(t *testing.T) { rcTamperLabel(ctx, t, e) })
 	t.Run("overlay", func(t *testing.T) { rcOverlay(ctx, t, e) })
 	t.Run("names", func(t *testing.T) { rcNames(ctx, t, e) })
@@ -433,6 +463,29 @@ func rcBackgroundTab(ctx context.Context, t *testing.T, e *rcEnv) {
 	time.Sleep(250 * time.Millisecond)
 	n := len(e.log.about(p.target))
 	e.humanClick(ctx, t, p)
+	t.Logf("guard: %q", e.decided(t, p, n, 2*time.Second))
+}
+
+// rcOtherWindow: alice prepares the explanation page in a window of its
+// own, puts another window of hers over it until the button is armed, then
+// raises the explanation page's window just before the human clicks.
+func rcOtherWindow(ctx context.Context, t *testing.T, e *rcEnv) {
+	v := e.victim(t, "rc-window")
+	p := e.explainIn(ctx, t, v, map[string]any{"newWindow": true})
+	res, err := e.alice.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "newWindow": true})
+	rcMust(t, "covering window", err)
+	var ct struct {
+		TargetID string `json:"targetId"`
+	}
+	_ = json.Unmarshal(res, &ct)
+	rcMust(t, "raise the cover", ignore(e.alice.Call(ctx, "", "Target.activateTarget", map[string]any{"targetId": ct.TargetID})))
+	time.Sleep(rcQuiet)
+	rcMust(t, "raise the explanation", ignore(e.alice.Call(ctx, "", "Target.activateTarget", map[string]any{"targetId": p.target})))
+	// The human clicks on the screen (X input) 250 ms later: the click lands
+	// on whatever window is on top by then.
+	time.Sleep(250 * time.Millisecond)
+	n := len(e.log.about(p.target))
+	e.xClick(ctx, t, p)
 	t.Logf("guard: %q", e.decided(t, p, n, 2*time.Second))
 }
 
@@ -553,7 +606,7 @@ func rcNames(ctx context.Context, t *testing.T, e *rcEnv) {
 	for _, m := range []string{"Runtime.enable", "Log.enable", "Debugger.enable"} {
 		_, _ = e.alice.Call(ctx, p.agent, m, nil)
 	}
-	for id := 1; id <= 200; id++ {
+	for id := 1; id <= 100; id++ {
 		if res, err := e.alice.Call(ctx, p.agent, "Debugger.getScriptSource", map[string]any{"scriptId": strconv.Itoa(id)}); err == nil {
 			look["script "+strconv.Itoa(id)] = string(res)
 		}
@@ -673,14 +726,21 @@ func rcAgentInput(ctx context.Context, t *testing.T, e *rcEnv) {
 			}
 		}},
 	}
+	// One page for all: after a refusal the guard tells the page, which
+	// enables the button again; each attack must bring its own decision.
+	p := e.explain(ctx, t, e.victim(t, "rc-agent-input"), false)
+	time.Sleep(rcQuiet) // armed, and past alice's createTarget
 	for _, a := range attacks {
-		v := e.victim(t, "rc-agent-"+a.name)
-		p := e.explain(ctx, t, v, false)
-		time.Sleep(rcArm)
 		node, at := e.agentButton(ctx, t, p)
 		n := len(e.log.about(p.target))
 		a.do(p, node, at)
-		t.Logf("%s: guard: %q", a.name, e.decided(t, p, n, time.Second))
+		got := e.decided(t, p, n, 1500*time.Millisecond)
+		if len(got) == n {
+			t.Logf("%s: no click reached the button", a.name)
+		} else {
+			t.Logf("%s: guard: %q", a.name, got[n:])
+		}
+		time.Sleep(300 * time.Millisecond) // the button is enabled again
 	}
 }
 

@@ -18,9 +18,13 @@
   let mo = null, tampered = false;
   const mine = () => { if (mo) mo.takeRecords(); };
   // The button is armed only once it has been in view for ARM_MS: the clock
-  // restarts when the tab comes to the front (an agent can prepare the page
-  // in a background tab and switch to it under the human's pointer).
-  document.addEventListener('visibilitychange', () => { shownAt = performance.now(); });
+  // restarts when the tab comes to the front or its window gets the focus
+  // (an agent can prepare the page in a background tab or behind another
+  // window and bring it up under the human's pointer; a human whose click
+  // raised the window clicks again).
+  const rearm = () => { shownAt = performance.now(); };
+  document.addEventListener('visibilitychange', rearm);
+  window.addEventListener('focus', rearm);
 
   const el = (tag, css, text) => {
     const e = document.createElement(tag);
