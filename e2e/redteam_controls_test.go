@@ -374,6 +374,7 @@ func TestRedTeamControls(t *testing.T) {
 	t.Run("reveal-late", func(t *testing.T) { rcRevealLate(ctx, t, e) })
 	t.Run("background-tab", func(t *testing.T) { rcBackgroundTab(ctx, t, e) })
 	t.Run("other-window", func(t *testing.T) { rcOtherWindow(ctx, t, e) })
+	t.Run("move-under-pointer", func(t *testing.T) { rcMoveUnderPointer(ctx, t, e) })
 	t.Run("tamper-label", func(t *testing.T) { rcTamperLabel(ctx, t, e) })
 	t.Run("overlay", func(t *testing.T) { rcOverlay(ctx, t, e) })
 	t.Run("names", func(t *testing.T) { rcNames(ctx, t, e) })
@@ -487,6 +488,40 @@ func rcOtherWindow(ctx context.Context, t *testing.T, e *rcEnv) {
 	n := len(e.log.about(p.target))
 	e.xClick(ctx, t, p)
 	t.Logf("guard: %q", e.decided(t, p, n, 2*time.Second))
+}
+
+// rcMoveUnderPointer: the human is about to click at a point where the
+// button is not; the page's main world translates the document (a
+// translation keeps the button "visible" to IntersectionObserver v2) so the
+// armed button lands under the pointer 250 ms before the click.
+func rcMoveUnderPointer(ctx context.Context, t *testing.T, e *rcEnv) {
+	v := e.victim(t, "rc-move")
+	p := e.explain(ctx, t, v, false)
+	time.Sleep(rcQuiet)
+	target := headed.Point{X: 300, Y: 200}
+	// A transform makes the root the fixed badge's containing block, so
+	// measure where the button went and correct once.
+	dx, dy := target.X-p.at.X, target.Y-p.at.Y
+	for i := 0; i < 2; i++ {
+		e.agentEval(ctx, t, p, fmt.Sprintf(`document.documentElement.style.transform = 'translate(%fpx, %fpx)', 1`, dx, dy))
+		n, err := headed.FindNode(ctx, e.chrome.Direct, p.human, headed.ByTag("button", "Allow "+v.name))
+		rcMust(t, "find the moved button", err)
+		at, err := headed.Center(ctx, e.chrome.Direct, p.human, n.BackendNodeID)
+		rcMust(t, "centre of the moved button", err)
+		dx, dy = dx+target.X-at.X, dy+target.Y-at.Y
+	}
+	// Back home until the button is armed again, then one clean jump.
+	e.agentEval(ctx, t, p, `document.documentElement.style.transform = '', 1`)
+	time.Sleep(rcArm)
+	e.agentEval(ctx, t, p, fmt.Sprintf(`document.documentElement.style.transform = 'translate(%fpx, %fpx)', 1`, dx, dy))
+	time.Sleep(250 * time.Millisecond)
+	n := len(e.log.about(p.target))
+	rcMust(t, "human click", headed.DispatchClick(ctx, e.chrome.Direct, p.human, target))
+	got := e.decided(t, p, n, 2*time.Second)
+	if len(got) == n {
+		t.Logf("the click at %v did not reach the moved button", target)
+	}
+	t.Logf("guard: %q", got)
 }
 
 // rcTamperLabel: alice rewrites the button's text (DOM.setNodeValue inside

@@ -23,6 +23,12 @@
   // window and bring it up under the human's pointer; a human whose click
   // raised the window clicks again).
   const rearm = () => { shownAt = performance.now(); };
+  // Where a button is (its box in the viewport, the window on the screen):
+  // a move can put it under a pointer aimed elsewhere, so it rearms too.
+  const where = (b) => {
+    const r = b.getBoundingClientRect();
+    return [r.left, r.top, r.width, r.height, window.screenX, window.screenY].map(Math.round).join(',');
+  };
   document.addEventListener('visibilitychange', rearm);
   window.addEventListener('focus', rearm);
 
@@ -90,6 +96,8 @@
     shownAt = performance.now();
     sent = false;
     setTimeout(() => { b.disabled = false; mine(); }, ARM_MS);
+    let at = where(b);
+    setInterval(() => { const w = where(b); if (w !== at) { at = w; rearm(); } }, 100);
     // Intersection Observer v2: is the button shown, uncovered and opaque?
     // A click on a button something else hides is not a decision.
     try {
@@ -109,7 +117,7 @@
         label: b.textContent,
         trusted: e.isTrusted === true,
         active: !!(ua && ua.isActive),
-        armed: document.visibilityState === 'visible' && performance.now() - shownAt >= ARM_MS,
+        armed: document.visibilityState === 'visible' && where(b) === at && performance.now() - shownAt >= ARM_MS,
         visible,
         tampered,
       };
