@@ -375,6 +375,8 @@ func TestRedTeamControls(t *testing.T) {
 	t.Run("background-tab", func(t *testing.T) { rcBackgroundTab(ctx, t, e) })
 	t.Run("other-window", func(t *testing.T) { rcOtherWindow(ctx, t, e) })
 	t.Run("move-under-pointer", func(t *testing.T) { rcMoveUnderPointer(ctx, t, e) })
+	t.Run("switch-document", func(t *testing.T) { rcSwitchDocument(ctx, t, e) })
+	t.Run("history-back", func(t *testing.T) { rcHistoryBack(ctx, t, e) })
 	t.Run("tamper-label", func(t *testing.T) { rcTamperLabel(ctx, t, e) })
 	t.Run("overlay", func(t *testing.T) { rcOverlay(ctx, t, e) })
 	t.Run("names", func(t *testing.T) { rcNames(ctx, t, e) })
@@ -522,6 +524,61 @@ func rcMoveUnderPointer(ctx context.Context, t *testing.T, e *rcEnv) {
 		t.Logf("the click at %v did not reach the moved button", target)
 	}
 	t.Logf("guard: %q", got)
+}
+
+// rcSwitchDocument: the human is about to click an armed button for a
+// harmless host; alice navigates the tab to another blocked host, whose
+// button appears in the same place, 250 ms before the click.
+func rcSwitchDocument(ctx context.Context, t *testing.T, e *rcEnv) {
+	harmless := e.victim(t, "rc-switch-harmless")
+	evil := e.victim(t, "rc-switch-evil")
+	p := e.explain(ctx, t, harmless, false)
+	time.Sleep(rcQuiet)
+	rcMust(t, "alice navigates", ignore(e.alice.Call(ctx, p.agent, "Page.navigate", map[string]any{"url": evil.url()})))
+	p.v = evil
+	e.waitButton(ctx, t, p)
+	time.Sleep(250 * time.Millisecond)
+	n := len(e.log.about(p.target))
+	e.humanClick(ctx, t, p)
+	if got := e.decided(t, p, n, time.Second); len(got) > n {
+		t.Logf("guard: %q", got[n:])
+	} else {
+		t.Logf("the click did nothing: the new button is disabled while it arms")
+	}
+}
+
+// rcHistoryBack: alice goes from the explanation page of one blocked host
+// to another's and back; the human then allows what the button says. Only
+// that host may open, not the one the guard saw last.
+func rcHistoryBack(ctx context.Context, t *testing.T, e *rcEnv) {
+	first := e.victim(t, "rc-history-first")
+	second := e.victim(t, "rc-history-second")
+	p := e.explain(ctx, t, first, false)
+	rcMust(t, "enable Page", ignore(e.alice.Call(ctx, p.agent, "Page.enable", nil)))
+	rcMust(t, "to the second", headed.Navigate(ctx, e.alice, p.agent, second.url()))
+	res, err := e.alice.Call(ctx, p.agent, "Page.getNavigationHistory", nil)
+	rcMust(t, "history", err)
+	var h struct {
+		CurrentIndex int `json:"currentIndex"`
+		Entries      []struct {
+			ID  int    `json:"id"`
+			URL string `json:"url"`
+		} `json:"entries"`
+	}
+	_ = json.Unmarshal(res, &h)
+	if h.CurrentIndex < 1 {
+		t.Fatalf("no history to go back in: %s", res)
+	}
+	rcMust(t, "back", ignore(e.alice.Call(ctx, p.agent, "Page.navigateToHistoryEntry", map[string]any{"entryId": h.Entries[h.CurrentIndex-1].ID})))
+	e.waitButton(ctx, t, p) // p.v is first: the button must name it again
+	time.Sleep(rcQuiet)
+	n := len(e.log.about(p.target))
+	e.humanClick(ctx, t, p)
+	got := e.decided(t, p, n, 2*time.Second)
+	t.Logf("guard: %q", got)
+	if strings.Contains(strings.Join(got[n:], " "), "host="+first.name) {
+		e.granted[first.name] = true // what the button said: the human's decision
+	}
 }
 
 // rcTamperLabel: alice rewrites the button's text (DOM.setNodeValue inside
