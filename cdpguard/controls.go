@@ -51,6 +51,8 @@ type ctlPage struct {
 	recent  []ctlBlock
 	explain *explained
 	note    string
+	// lastRefusal is when a refused grant was last logged at warning level.
+	lastRefusal time.Time
 }
 
 // ctlBlock is one line of the panel.

@@ -3,13 +3,16 @@ package cdpguard
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/js"
 )
 
 // agentInputQuiet is how long after an agent's last Input.* command a click
@@ -88,10 +91,24 @@ var windowCommands = map[string]bool{
 	"Emulation.setPageScaleFactor":       true,
 }
 
-// trackInput follows an agent's Input.* (or window) command that is about
-// to reach the browser, until its reply.
-func (g *Guard) trackInput(cmd relay.Command, v relay.Verdict) relay.Verdict {
-	if g.ctl == nil || !(strings.HasPrefix(cmd.Method, "Input.") || windowCommands[cmd.Method]) || v.Refuse != "" || v.Local != nil {
+// agentWatch follows the agent commands a grant depends on, once they are
+// about to reach the browser: Input.* until its reply (see
+// agentInputQuiet), Debugger.enable/disable (a breakpoint's condition runs
+// in the frame it pauses, so an agent with the debugger on can run code in
+// the controls world), and it scrubs the guard's own scripts from
+// Debugger.getScriptSource replies.
+func (g *Guard) agentWatch(st *agentState, cmd relay.Command, v relay.Verdict) relay.Verdict {
+	if v.Refuse != "" || v.Local != nil {
+		return v
+	}
+	switch cmd.Method {
+	case "Debugger.enable", "Debugger.disable":
+		st.setDebugger(cmd.SessionID, cmd.Method == "Debugger.enable")
+		return v
+	case "Debugger.getScriptSource":
+		return relay.Combine(relay.Verdict{OnReply: scrubGuardScript}, v)
+	}
+	if g.ctl == nil || !(strings.HasPrefix(cmd.Method, "Input.") || windowCommands[cmd.Method]) {
 		return v
 	}
 	done := g.ctl.input.begin(time.Now())
@@ -104,16 +121,14 @@ func (g *Guard) trackInput(cmd relay.Command, v relay.Verdict) relay.Verdict {
 // allowClick is what js/controls.js reports about a click on "Allow".
 type allowClick struct {
 	Action  string `json:"action"`
+	Label   string `json:"label"`
 	Trusted bool   `json:"trusted"`
 	Active  bool   `json:"active"`
 	Armed   bool   `json:"armed"`
 	Visible *bool  `json:"visible"`
-	// Label is the button's text when clicked; Tampered says something
-	// other than the controls changed their DOM (an agent reaches the
-	// closed shadow root with DOM.* and pierce: it rewrote the label to
-	// name another host, e2e TestRedTeamControls/tamper-label).
-	Label    string `json:"label"`
-	Tampered bool   `json:"tampered"`
+	// Tampered says something other than the controls changed their DOM
+	// or host element (js/controls.js, a MutationObserver).
+	Tampered bool `json:"tampered"`
 }
 
 // bindingCalled takes Runtime.bindingCalled on the guard's page session
@@ -148,20 +163,28 @@ func (c *controls) bindingCalled(session string, params []byte) {
 		x = pg.explain
 	}
 	if why == "" {
-		why = clickRefusal(p.Payload)
-	}
-	if why == "" {
-		why = labelRefusal(p.Payload, x.host)
+		why = clickRefusal(p.Payload, allowLabel(x.host))
 	}
 	if why == "" {
 		why = c.input.busy(now)
+	}
+	if why == "" {
+		why = c.g.agentDebugging()
 	}
 	if why != "" {
 		if x != nil {
 			x.refused++
 		}
+		level := slog.LevelWarn
+		if pg != nil {
+			if now.Sub(pg.lastRefusal) < time.Second {
+				level = slog.LevelDebug // a loop of forged calls logs once a second
+			} else {
+				pg.lastRefusal = now
+			}
+		}
 		c.mu.Unlock()
-		c.g.log.Warn("controls: grant refused", "target", target, "why", why)
+		c.g.log.Log(context.Background(), level, "controls: grant refused", "target", target, "why", why)
 		if pg != nil {
 			c.noteOn(target, "Not allowed: "+why)
 		}
@@ -176,9 +199,14 @@ func (c *controls) bindingCalled(session string, params []byte) {
 	}()
 }
 
+// allowLabel is the Allow button's text (js/controls.js draws the same).
+func allowLabel(host string) string { return "Allow " + host + " for this session" }
+
 // clickRefusal returns why the world's report of a click does not show a
-// human's decision, or "".
-func clickRefusal(payload string) string {
+// human's decision, or "". label is what the button must have said: an
+// agent can rewrite its text through the DOM domain, so the world reports
+// the text it saw at the click.
+func clickRefusal(payload, label string) string {
 	var a allowClick
 	if err := jsonv2.Unmarshal([]byte(payload), &a); err != nil {
 		return "unreadable report from the controls world"
@@ -194,22 +222,10 @@ func clickRefusal(payload string) string {
 		return "the button was clicked before it was shown long enough to be read"
 	case a.Visible != nil && !*a.Visible:
 		return "the button was covered or not fully visible when clicked"
+	case a.Label != label:
+		return fmt.Sprintf("the button's text was changed (%q)", truncateReason(a.Label))
 	case a.Tampered:
 		return "the controls on the page were changed by something other than cdpguard"
-	}
-	return ""
-}
-
-// labelRefusal returns why the button the human clicked did not name host,
-// or "": the host granted is the guard's record, so the button must have
-// said exactly that.
-func labelRefusal(payload, host string) string {
-	var a allowClick
-	if err := jsonv2.Unmarshal([]byte(payload), &a); err != nil {
-		return "unreadable report from the controls world"
-	}
-	if want := "Allow " + host + " for this session"; a.Label != want {
-		return fmt.Sprintf("the button said %q, not %q", truncateReason(a.Label), want)
 	}
 	return ""
 }
@@ -238,4 +254,61 @@ func (c *controls) grant(target, session string, x *explained) {
 	if _, err := c.g.mux.Call(ctx, session, "Page.navigate", map[string]any{"url": x.url}); err != nil {
 		c.g.log.Debug("controls: reload after grant failed", "target", target, "err", err)
 	}
+}
+
+// setDebugger records whether the agent has the Debugger domain enabled on
+// one of its sessions.
+func (st *agentState) setDebugger(session string, on bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.debugger == nil {
+		st.debugger = map[string]bool{}
+	}
+	if on {
+		st.debugger[session] = true
+	} else {
+		delete(st.debugger, session)
+	}
+}
+
+// agentDebugging returns why a grant must wait while some agent has the
+// JavaScript debugger enabled (browser-wide, like input), or "".
+func (g *Guard) agentDebugging() string {
+	g.agentsMu.Lock()
+	defer g.agentsMu.Unlock()
+	for a, st := range g.agents {
+		st.mu.Lock()
+		var sessions []string
+		for s := range st.debugger {
+			sessions = append(sessions, s)
+		}
+		st.mu.Unlock()
+		for _, s := range sessions {
+			if a.Owns(s) { // a detached session's debugger went with it
+				return "an agent has the JavaScript debugger enabled (Debugger.enable): its breakpoints can run code in any script, the controls' too"
+			}
+		}
+	}
+	return ""
+}
+
+// scrubGuardScript answers Debugger.getScriptSource with an error when the
+// script is one of the guard's own (script ids are small integers an agent
+// can guess; the guard's scripts run in worlds agents must not study).
+func scrubGuardScript(result, errRaw []byte) ([]byte, []byte) {
+	if len(errRaw) > 0 {
+		return result, errRaw
+	}
+	var r struct {
+		Source string `json:"scriptSource"`
+	}
+	if jsonv2.Unmarshal(result, &r) != nil {
+		return result, errRaw
+	}
+	for _, s := range []string{js.Controls, js.ControlsUpdate, js.Read} { // js.ReadyState is too common a line
+		if strings.Contains(r.Source, strings.TrimSpace(s)) {
+			return nil, cdpmsg.AppendErrorObject(nil, cdpmsg.CodeServerError, cdpmsg.Refusal("Debugger.getScriptSource", "the script is one of cdpguard's own, run in its hidden isolated worlds"))
+		}
+	}
+	return result, errRaw
 }

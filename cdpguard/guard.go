@@ -91,6 +91,7 @@ type agentState struct {
 
 	mu       sync.Mutex
 	attached map[string]int // target id → this agent's sessions to it
+	debugger map[string]bool
 }
 
 func (st *agentState) setAttached(targetID string, on bool) {

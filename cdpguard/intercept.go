@@ -17,7 +17,7 @@ import (
 // refusals come before per-user isolation; checks and rewrites after it, on
 // the params isolation produced (e.g. with the user's browserContextId).
 func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
-	v := g.trackInput(cmd, g.judgeCommand(ctx, a, st, cmd))
+	v := g.agentWatch(st, cmd, g.judgeCommand(ctx, a, st, cmd))
 	if v.Refuse != "" || cmd.Browser {
 		// Debug: which methods clients send on the browser session, and
 		// what the guard refused (e2e TestClients records them).

@@ -3,6 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -209,6 +212,7 @@ func policyFor(t *testing.T, base, user string) string {
 // TestControls runs the controls end to end in attach mode, headless: the
 // badge, its invisibility to agents, every forgery, then a human's grant.
 func TestControls(t *testing.T) {
+	t.Parallel() // own browser, guard and test hosts: runs beside the other heavy suites (CI wall time)
 	e := setupControls(t)
 	evil := func(name string) string { return e.h.Forbidden.Origin() + testhosts.HitPath("ctl-"+name) }
 
@@ -349,6 +353,13 @@ func (e *ctlEnv) forgeries(t *testing.T, aTarget, aSession, hs, world, binding s
 		}
 	}
 
+	// Page script (here the agent's, in the page's own world) overrides
+	// the same names: the controls' world has its own globals, and the
+	// human's grant below still goes through.
+	if _, err := e.alice.eval(aSession, fmt.Sprintf(`window[%q] = () => 'page'; window.cdpguardControls = { update() { return 'page'; } }; 1`, binding)); err != nil {
+		t.Errorf("override: %v", err)
+	}
+
 	refusedCmd := func(what, method string, params map[string]any) {
 		_, err := e.alice.call(aSession, method, params, 5*time.Second)
 		refused(t, what, err, "cdpguard_")
@@ -382,6 +393,8 @@ func (e *ctlEnv) forgeries(t *testing.T, aTarget, aSession, hs, world, binding s
 		e.wantNote(t, hs, "not a trusted input event")
 	}
 
+	e.debuggerForgery(t, aSession, hs)
+
 	// A fake button the agent adds to the page's own DOM, clicked by the
 	// human for real: the page's world has no binding to call.
 	if _, err := e.alice.eval(aSession, `(() => { const b = document.createElement('button'); b.id = 'fake'; b.textContent = 'Allow evil.test for this session'; b.style.cssText = 'position:fixed;left:10px;top:10px;width:200px;height:40px'; b.onclick = () => { for (const k of Object.keys(window)) if (typeof window[k] === 'function' && k.startsWith('cdpguard')) window[k]('{}'); }; document.documentElement.appendChild(b); return 1; })()`); err != nil {
@@ -401,6 +414,26 @@ func (e *ctlEnv) forgeries(t *testing.T, aTarget, aSession, hs, world, binding s
 		t.Errorf("agent click: %v", err)
 	}
 	e.wantNote(t, hs, "agent")
+
+	// The agent rewrites the button's text through the DOM domain, and the
+	// human clicks what now reads as something else.
+	if b := document(t, e.alice, aSession).find(allowButton); b == nil || len(b.Children) == 0 {
+		t.Errorf("the agent does not see the button's text node")
+	} else if _, err := e.alice.call(aSession, "DOM.setNodeValue", map[string]any{"nodeId": b.Children[0].NodeID, "value": "Close this notice"}, 5*time.Second); err != nil {
+		t.Errorf("DOM.setNodeValue: %v", err)
+	} else {
+		time.Sleep(1100 * time.Millisecond)
+		n := waitNode(t, e.human, hs, 5*time.Second, func(n *domNode) bool { return isNamed("button")(n) && n.text() == "Close this notice" })
+		if n == nil {
+			t.Errorf("the rewritten button is gone")
+		} else {
+			x, y = center(t, e.human, hs, n.NodeID)
+			if err := click(e.human, hs, x, y); err != nil {
+				t.Errorf("human click: %v", err)
+			}
+			e.wantNote(t, hs, "text was changed")
+		}
+	}
 
 	// A page on an allowed host frames the explanation page and opens it
 	// in a popup: the frame gets no page, no button; the popup's DOM is
@@ -459,11 +492,25 @@ func (e *ctlEnv) humanGrant(t *testing.T, aTarget, aSession, hs string, evil fun
 	if s := policyFor(t, e.g.URL(), "bob"); strings.Contains(s, testhosts.ForbiddenName) {
 		t.Errorf("bob's /policy shows alice's grant: %s", s)
 	}
+	for who, c := range map[string]*rtClient{"alice": e.alice, "bob": e.bob} {
+		res, err := c.call("", "Guard.getPolicy", nil, 5*time.Second)
+		if has := strings.Contains(string(res), testhosts.ForbiddenName); err != nil || has != (who == "alice") {
+			t.Errorf("Guard.getPolicy for %s: %s %v (want the grant only for alice)", who, res, err)
+		}
+	}
+	// A second tab of alice's reaches the host; bob's gets the explanation
+	// page and the listener sees nothing of his.
+	e.alice.openPage(t, evil("alice-2"))
 	_, bs := e.bob.openPage(t, evil("bob"))
-	_ = bs
 	time.Sleep(300 * time.Millisecond)
+	if n := e.h.Forbidden.Hits(testhosts.HitPath("ctl-alice-2")); n == 0 {
+		t.Errorf("alice's second tab did not reach the granted host")
+	}
 	if n := e.h.Forbidden.Hits(testhosts.HitPath("ctl-bob")); n > 0 {
 		t.Errorf("LEAK: alice's grant let bob reach the host (%d hits)", n)
+	}
+	if got, err := e.bob.eval(bs, `document.title`); err != nil || !strings.Contains(got, "Blocked by cdpguard") {
+		t.Errorf("bob's tab: %s %v, want the explanation page", got, err)
 	}
 }
 
@@ -590,5 +637,71 @@ func (e *ctlEnv) preexisting(t *testing.T) {
 		return isNamed("cdpguard-controls")(n) && strings.Contains(n.text(), "declined this page's confirm dialog")
 	}) == nil {
 		t.Errorf("the badge does not say the guard declined the dialog: %s", document(t, e.human, hs).find(isNamed("cdpguard-controls")).text())
+	}
+}
+
+// debuggerForgery: an agent with the debugger on reads script sources by
+// guessed ids, and sets a breakpoint whose condition runs in the controls
+// world (conditions run in the paused frame) and calls the binding with a
+// forged report; a declined dialog makes the world render, which hits it.
+func (e *ctlEnv) debuggerForgery(t *testing.T, aSession, hs string) {
+	src, err := os.ReadFile("../js/controls.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := -1
+	for i, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, "badge.textContent = 'cdpguard active") {
+			line = i
+		}
+	}
+	if line < 0 {
+		t.Fatal("no render line in js/controls.js")
+	}
+	if _, err := e.alice.call(aSession, "Debugger.enable", nil, 10*time.Second); err != nil {
+		t.Fatalf("Debugger.enable: %v", err)
+	}
+	defer func() {
+		if _, err := e.alice.call(aSession, "Debugger.disable", nil, 10*time.Second); err != nil {
+			t.Errorf("Debugger.disable: %v", err)
+		}
+	}()
+	for id := 1; id <= 40; id++ { // a page's first scripts: the controls' is among them
+		res, err := e.alice.call(aSession, "Debugger.getScriptSource", map[string]any{"scriptId": fmt.Sprint(id)}, 5*time.Second)
+		if err == nil && (strings.Contains(string(res), "trackVisibility") || strings.Contains(string(res), "const c = globalThis.cdpguardControls")) {
+			t.Errorf("LEAK: Debugger.getScriptSource(%d) returned the controls' script", id)
+		}
+	}
+	forged := `(globalThis[state.binding] && globalThis[state.binding]('{"action":"allow","trusted":true,"active":true,"armed":true,"visible":true,"label":"Allow evil.test for this session"}'), false)`
+	// The script has no URL, but its hash (SHA-256 of the source, which is
+	// public) names it.
+	sum := sha256.Sum256(src)
+	_, err = e.alice.call(aSession, "Debugger.setBreakpointByUrl", map[string]any{"scriptHash": hex.EncodeToString(sum[:]), "lineNumber": line, "condition": forged}, 5*time.Second)
+	var re *rtError
+	switch {
+	case errors.As(err, &re) && strings.Contains(re.Msg, "cdpguard"):
+		t.Logf("the guard refused the conditional breakpoint itself: %s", re.Msg)
+	case err != nil:
+		t.Fatalf("setBreakpointByUrl: %v", err)
+	default:
+		if _, err := e.alice.eval(aSession, `setTimeout(() => alert('make the controls render'), 0); 1`); err != nil {
+			t.Fatalf("alert: %v", err)
+		}
+		e.wantNote(t, hs, "debugger")
+	}
+	// Whatever the breakpoint did: while the agent's debugger is on, not
+	// even a human's click counts (a plain breakpoint and
+	// Debugger.setReturnValue could have changed what the world saw). Had
+	// it counted, the host would be granted: the forgery test's end checks
+	// the listener and /policy.
+	time.Sleep(1100 * time.Millisecond)
+	if b := waitNode(t, e.human, hs, 5*time.Second, allowButton); b == nil {
+		t.Errorf("no Allow button for the human")
+	} else {
+		x, y := center(t, e.human, hs, b.NodeID)
+		if err := click(e.human, hs, x, y); err != nil {
+			t.Errorf("human click: %v", err)
+		}
+		e.wantNote(t, hs, "debugger")
 	}
 }
