@@ -126,9 +126,6 @@ type allowClick struct {
 	Active  bool   `json:"active"`
 	Armed   bool   `json:"armed"`
 	Visible *bool  `json:"visible"`
-	// Tampered says something other than the controls changed their DOM
-	// or host element (js/controls.js, a MutationObserver).
-	Tampered bool `json:"tampered"`
 }
 
 // bindingCalled takes Runtime.bindingCalled on the guard's page session
@@ -224,8 +221,6 @@ func clickRefusal(payload, label string) string {
 		return "the button was covered or not fully visible when clicked"
 	case a.Label != label:
 		return fmt.Sprintf("the button's text was changed (%q)", truncateReason(a.Label))
-	case a.Tampered:
-		return "the controls on the page were changed by something other than cdpguard"
 	}
 	return ""
 }

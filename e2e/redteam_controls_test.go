@@ -397,6 +397,7 @@ func rcDebuggerCondition(ctx context.Context, t *testing.T, e *rcEnv) {
 	v := e.victim(t, "rc-debugger")
 	p := e.explain(ctx, t, v, false)
 	rcMust(t, "Debugger.enable", ignore(e.alice.Call(ctx, p.agent, "Debugger.enable", nil)))
+	defer func() { _, _ = e.alice.Call(ctx, p.agent, "Debugger.disable", nil) }()
 	script := ""
 	for id := 1; id <= 400 && script == ""; id++ {
 		res, err := e.alice.Call(ctx, p.agent, "Debugger.getScriptSource", map[string]any{"scriptId": strconv.Itoa(id)})
@@ -437,7 +438,6 @@ func rcDebuggerCondition(ctx context.Context, t *testing.T, e *rcEnv) {
 	e.agentEval(ctx, t, p, `(() => { const h = document.querySelector('cdpguard-controls');
 		h.style.setProperty('opacity', '0.5', 'important'); setTimeout(() => h.style.setProperty('opacity', '1', 'important'), 300); })()`)
 	t.Logf("guard: %q", e.decided(t, p, n, 3*time.Second))
-	_, _ = e.alice.Call(ctx, p.agent, "Debugger.disable", nil)
 }
 
 // rcRevealLate: the page keeps the controls invisible (opacity 0) long
@@ -452,7 +452,11 @@ func rcRevealLate(ctx context.Context, t *testing.T, e *rcEnv) {
 	time.Sleep(max(0, rcQuiet-rcArm-400*time.Millisecond) + 250*time.Millisecond)
 	n := len(e.log.about(p.target))
 	e.humanClick(ctx, t, p)
-	t.Logf("guard: %q", e.decided(t, p, n, 2*time.Second))
+	if got := e.decided(t, p, n, time.Second); len(got) > n {
+		t.Logf("guard: %q", got[n:])
+	} else {
+		t.Logf("the click did nothing: the page's change to the badge redrew it, and the new button is disabled while it arms")
+	}
 }
 
 // rcBackgroundTab: alice prepares the explanation page in a background tab
@@ -582,34 +586,38 @@ func rcHistoryBack(ctx context.Context, t *testing.T, e *rcEnv) {
 }
 
 // rcTamperLabel: alice rewrites the button's text (DOM.setNodeValue inside
-// the closed shadow root, reached with pierce) to name a harmless host;
-// the human allows what the button says.
+// the closed shadow root, reached with pierce) to name a harmless host,
+// 50 ms before the human clicks what it says. The controls must draw
+// themselves afresh (a new button that arms again) and the button must
+// name the real host once more.
 func rcTamperLabel(ctx context.Context, t *testing.T, e *rcEnv) {
 	v := e.victim(t, "rc-tamper")
 	p := e.explain(ctx, t, v, false)
+	time.Sleep(rcQuiet)
 	root, err := headed.Document(ctx, e.alice, p.agent)
 	rcMust(t, "alice's DOM", err)
-	var text *headed.Node
-	root.Find(func(n *headed.Node) bool {
-		if n.NodeName == "#text" && strings.HasPrefix(n.NodeValue, "Allow "+v.name) {
-			text = n
-			return true
-		}
-		return false
+	text := root.Find(func(n *headed.Node) bool {
+		return n.NodeName == "#text" && strings.HasPrefix(n.NodeValue, "Allow "+v.name)
 	})
 	if text == nil {
 		t.Logf("alice does not see the button's text")
 		return
 	}
-	_, err = e.alice.Call(ctx, p.agent, "DOM.setNodeValue", map[string]any{"nodeId": text.NodeID, "value": "Allow docs.python.org for this session"})
-	if err != nil {
+	n := len(e.log.about(p.target))
+	if _, err := e.alice.Call(ctx, p.agent, "DOM.setNodeValue", map[string]any{"nodeId": text.NodeID, "value": "Allow docs.python.org for this session"}); err != nil {
 		t.Logf("DOM.setNodeValue on the button refused: %v", err)
 		return
 	}
-	time.Sleep(rcQuiet)
-	n := len(e.log.about(p.target))
+	time.Sleep(50 * time.Millisecond)
 	e.humanClick(ctx, t, p)
-	t.Logf("guard: %q", e.decided(t, p, n, 2*time.Second))
+	if got := e.decided(t, p, n, time.Second); len(got) > n {
+		t.Logf("guard: %q", got[n:])
+	} else {
+		t.Logf("the click did nothing: the redrawn button is disabled while it arms")
+	}
+	if _, err := headed.FindNode(ctx, e.chrome.Direct, p.human, headed.ByTag("button", "Allow "+v.name+" for this session")); err != nil {
+		t.Errorf("after the rewrite the button does not name %s again: %v", v.name, err)
+	}
 }
 
 // rcOverlay: the page fades the controls and lays a decoy over the button

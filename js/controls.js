@@ -11,11 +11,13 @@
   let host = null, root = null, badge = null, panel = null, open = false;
   let shownAt = 0, sent = false, lastRefusal = -Infinity, visible = null, allowBtn = null, allowFor = '';
   const ARM_MS = 600;
-  // tampered: something other than this script changed the controls' DOM
-  // (an agent can reach a closed shadow root with DOM.* and pierce). The
-  // observer's records of this script's own changes are taken (dropped)
-  // right after each change, so only foreign ones reach its callback.
-  let mo = null, tampered = false;
+  // Something other than this script may change the controls' DOM (an
+  // agent reaches a closed shadow root with DOM.* and pierce, and the host
+  // element is the page's): then they are drawn afresh, with a new button
+  // that must arm again. The observer's records of this script's own
+  // changes are taken (dropped) right after each change, so only foreign
+  // ones reach its callback.
+  let mo = null, hostStyle = '';
   const mine = () => { if (mo) mo.takeRecords(); };
   // The button is armed only once it has been in view for ARM_MS: the clock
   // restarts when the tab comes to the front or its window gets the focus
@@ -74,7 +76,15 @@
     root.append(panel, badge);
     document.documentElement.appendChild(host);
     render();
-    mo = new MutationObserver((rs) => { if (rs.length) tampered = true; });
+    hostStyle = host.getAttribute('style');
+    mo = new MutationObserver((rs) => {
+      if (!rs.length) return;
+      for (const a of host.getAttributeNames()) if (a !== 'style' && a !== 'aria-hidden') host.removeAttribute(a);
+      host.setAttribute('style', hostStyle);
+      host.setAttribute('aria-hidden', 'true');
+      allowFor = '';
+      render();
+    });
     mo.observe(root, { subtree: true, childList: true, attributes: true, characterData: true });
     mo.observe(host, { attributes: true });
     return true;
@@ -96,18 +106,25 @@
     shownAt = performance.now();
     sent = false;
     setTimeout(() => { b.disabled = false; mine(); }, ARM_MS);
+    // Only the button on show counts: one drawn afresh retires this one.
     let at = where(b);
-    setInterval(() => { const w = where(b); if (w !== at) { at = w; rearm(); } }, 100);
+    const iv = setInterval(() => {
+      if (b !== allowBtn) return clearInterval(iv);
+      const w = where(b);
+      if (w !== at) { at = w; rearm(); }
+    }, 100);
     // Intersection Observer v2: is the button shown, uncovered and opaque?
     // A click on a button something else hides is not a decision.
     try {
       // The arming clock restarts each time it comes into view.
-      new IntersectionObserver((es) => {
+      const io = new IntersectionObserver((es) => {
+        if (b !== allowBtn) return io.disconnect();
         const v = es[es.length - 1].isVisible;
         if (v && visible !== true) shownAt = performance.now();
         visible = v;
       },
-        { trackVisibility: true, delay: 100 }).observe(b);
+        { trackVisibility: true, delay: 100 });
+      io.observe(b);
     } catch (_) { visible = null; }
     b.addEventListener('click', (e) => {
       const ua = navigator.userActivation;
@@ -119,7 +136,6 @@
         active: !!(ua && ua.isActive),
         armed: document.visibilityState === 'visible' && where(b) === at && performance.now() - shownAt >= ARM_MS,
         visible,
-        tampered,
       };
       const ok = payload.trusted && payload.active && payload.armed;
       const now = performance.now();
