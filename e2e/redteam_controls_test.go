@@ -834,7 +834,7 @@ func rcAgentInput(ctx context.Context, t *testing.T, e *rcEnv) {
 		node, at := e.agentButton(ctx, t, p)
 		n := len(e.log.about(p.target))
 		a.do(p, node, at)
-		got := e.decided(t, p, n, 1500*time.Millisecond)
+		got := e.decided(t, p, n, time.Second)
 		if len(got) == n {
 			t.Logf("%s: no click reached the button", a.name)
 		} else {
