@@ -104,6 +104,11 @@ func (g *Guard) agentWatch(st *agentState, cmd relay.Command, v relay.Verdict) r
 	switch cmd.Method {
 	case "Debugger.enable", "Debugger.disable":
 		st.setDebugger(cmd.SessionID, cmd.Method == "Debugger.enable")
+		if cmd.Method == "Debugger.disable" && g.ctl != nil {
+			// A handler the agent kept paused runs on now: as right
+			// after input (e2e TestRedTeamControls/debugger-pause).
+			g.ctl.input.begin(time.Now())()
+		}
 		return v
 	case "Debugger.getScriptSource":
 		return relay.Combine(relay.Verdict{OnReply: scrubGuardScript}, v)

@@ -375,6 +375,7 @@ func TestRedTeamControls(t *testing.T) {
 	t.Run("background-tab", func(t *testing.T) { rcBackgroundTab(ctx, t, e) })
 	t.Run("other-window", func(t *testing.T) { rcOtherWindow(ctx, t, e) })
 	t.Run("move-under-pointer", func(t *testing.T) { rcMoveUnderPointer(ctx, t, e) })
+	t.Run("debugger-pause", func(t *testing.T) { rcDebuggerPause(ctx, t, e) })
 	t.Run("switch-document", func(t *testing.T) { rcSwitchDocument(ctx, t, e) })
 	t.Run("history-back", func(t *testing.T) { rcHistoryBack(ctx, t, e) })
 	t.Run("tamper-label", func(t *testing.T) { rcTamperLabel(ctx, t, e) })
@@ -452,7 +453,7 @@ func rcRevealLate(ctx context.Context, t *testing.T, e *rcEnv) {
 	time.Sleep(max(0, rcQuiet-rcArm-400*time.Millisecond) + 250*time.Millisecond)
 	n := len(e.log.about(p.target))
 	e.humanClick(ctx, t, p)
-	if got := e.decided(t, p, n, time.Second); len(got) > n {
+	if got := e.decided(t, p, n, 500*time.Millisecond); len(got) > n {
 		t.Logf("guard: %q", got[n:])
 	} else {
 		t.Logf("the click did nothing: the page's change to the badge redrew it, and the new button is disabled while it arms")
@@ -530,6 +531,44 @@ func rcMoveUnderPointer(ctx context.Context, t *testing.T, e *rcEnv) {
 	t.Logf("guard: %q", got)
 }
 
+// rcDebuggerPause: the human clicks 250 ms after the explanation page's tab
+// came to the front (too early: arming restarted), and alice pauses the
+// controls' click handler with an event-listener breakpoint until the
+// arming time has passed, then turns the debugger off so the handler and
+// the binding call run with no agent debugging.
+func rcDebuggerPause(ctx context.Context, t *testing.T, e *rcEnv) {
+	v := e.victim(t, "rc-pause")
+	p := e.explain(ctx, t, v, true)
+	paused, stop := e.alice.Subscribe(p.agent, "Debugger.paused")
+	defer stop()
+	rcMust(t, "Debugger.enable", ignore(e.alice.Call(ctx, p.agent, "Debugger.enable", nil)))
+	defer func() { _, _ = e.alice.Call(ctx, p.agent, "Debugger.disable", nil) }()
+	rcMust(t, "listener breakpoint", ignore(e.alice.Call(ctx, p.agent, "DOMDebugger.setEventListenerBreakpoint", map[string]any{"eventName": "click"})))
+	time.Sleep(rcQuiet)
+	// The tab comes to the front (not by an agent: by the test's own
+	// connection, as a human switching tabs would).
+	rcMust(t, "front", ignore(e.chrome.Direct.Call(ctx, "", "Target.activateTarget", map[string]any{"targetId": p.target})))
+	time.Sleep(250 * time.Millisecond)
+	n := len(e.log.about(p.target))
+	click := make(chan error, 1)
+	go func() { click <- headed.DispatchClick(ctx, e.chrome.Direct, p.human, p.at) }()
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err := e.alice.Wait(pctx, paused, "the pause in the click handler")
+	cancel()
+	if err != nil {
+		t.Logf("the human's click did not pause: %v", err)
+	} else {
+		time.Sleep(rcArm)
+	}
+	_, _ = e.alice.Call(ctx, p.agent, "DOMDebugger.removeEventListenerBreakpoint", map[string]any{"eventName": "click"})
+	_, _ = e.alice.Call(ctx, p.agent, "Debugger.disable", nil)
+	if err := <-click; err != nil {
+		t.Logf("human click: %v", err)
+	}
+	got := e.decided(t, p, n, 2*time.Second)
+	t.Logf("guard: %q", got[n:])
+}
+
 // rcSwitchDocument: the human is about to click an armed button for a
 // harmless host; alice navigates the tab to another blocked host, whose
 // button appears in the same place, 250 ms before the click.
@@ -544,7 +583,7 @@ func rcSwitchDocument(ctx context.Context, t *testing.T, e *rcEnv) {
 	time.Sleep(250 * time.Millisecond)
 	n := len(e.log.about(p.target))
 	e.humanClick(ctx, t, p)
-	if got := e.decided(t, p, n, time.Second); len(got) > n {
+	if got := e.decided(t, p, n, 500*time.Millisecond); len(got) > n {
 		t.Logf("guard: %q", got[n:])
 	} else {
 		t.Logf("the click did nothing: the new button is disabled while it arms")
@@ -610,7 +649,7 @@ func rcTamperLabel(ctx context.Context, t *testing.T, e *rcEnv) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	e.humanClick(ctx, t, p)
-	if got := e.decided(t, p, n, time.Second); len(got) > n {
+	if got := e.decided(t, p, n, 500*time.Millisecond); len(got) > n {
 		t.Logf("guard: %q", got[n:])
 	} else {
 		t.Logf("the click did nothing: the redrawn button is disabled while it arms")

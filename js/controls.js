@@ -134,7 +134,9 @@
         label: b.textContent,
         trusted: e.isTrusted === true,
         active: !!(ua && ua.isActive),
-        armed: document.visibilityState === 'visible' && where(b) === at && performance.now() - shownAt >= ARM_MS,
+        // The click's own time, not now: a debugger can pause this handler
+        // until any "now" is late enough.
+        armed: document.visibilityState === 'visible' && where(b) === at && e.timeStamp - shownAt >= ARM_MS,
         visible,
       };
       const ok = payload.trusted && payload.active && payload.armed;
