@@ -45,7 +45,9 @@ func (g *Guard) admitAgent(ctx context.Context, conn relay.AgentConn, s agentSpe
 // dropAgent forgets an agent whose Serve returned.
 func (g *Guard) dropAgent(a *relay.Agent) {
 	g.agentsMu.Lock()
+	st := g.agents[a]
 	delete(g.agents, a)
 	g.agentsMu.Unlock()
 	g.dialogs.ForgetOwner(a)
+	g.debuggerGone(st)
 }

@@ -271,6 +271,21 @@ func (st *agentState) setDebugger(session string, on bool) {
 	}
 }
 
+// debuggerGone starts the input quiet window when an agent that had the
+// debugger on goes away: a script it kept paused runs on now, with no
+// debugger left for agentDebugging to see.
+func (g *Guard) debuggerGone(st *agentState) {
+	if st == nil || g.ctl == nil {
+		return
+	}
+	st.mu.Lock()
+	on := len(st.debugger) > 0
+	st.mu.Unlock()
+	if on {
+		g.ctl.input.begin(time.Now())()
+	}
+}
+
 // agentDebugging returns why a grant must wait while some agent has the
 // JavaScript debugger enabled (browser-wide, like input), or "".
 func (g *Guard) agentDebugging() string {
