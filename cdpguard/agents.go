@@ -52,9 +52,11 @@ func (g *Guard) admitAgent(ctx context.Context, conn relay.AgentConn, s agentSpe
 // dropAgent forgets an agent whose Serve returned.
 func (g *Guard) dropAgent(a *relay.Agent) {
 	g.agents.mu.Lock()
+	st := g.agents.m[a]
 	delete(g.agents.m, a)
 	g.agents.mu.Unlock()
 	g.dialogs.ForgetOwner(a)
+	g.debuggerGone(st)
 }
 
 // newIsolator wires per-user isolation (internal/isolation) to the guard:

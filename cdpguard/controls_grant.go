@@ -65,12 +65,30 @@ func (t *inputTracker) busy(now time.Time) string {
 		n++
 	}
 	if n > 0 {
-		return fmt.Sprintf("an agent's input command (Input.*) was in flight (%d)", n)
+		return fmt.Sprintf("an agent's input command (Input.*, or one that moves or raises a window) was in flight (%d)", n)
 	}
 	if !t.last.IsZero() && now.Sub(t.last) < agentInputQuiet {
-		return fmt.Sprintf("an agent sent input (Input.*) %v before the click; a human's click must come at least %v after any agent's", now.Sub(t.last).Round(time.Millisecond), agentInputQuiet)
+		return fmt.Sprintf("an agent sent input (Input.*, or moved or raised a window) %v before the click; a human's click must come at least %v after any agent's", now.Sub(t.last).Round(time.Millisecond), agentInputQuiet)
 	}
 	return ""
+}
+
+// windowCommands change which page is in front or where the button is on
+// the screen without any input, so a human's click right after one may
+// land on a button the human never saw: they count as input. (e2e
+// TestRedTeamControls/other-window: an agent raised a window it had kept
+// behind another until the button was armed; the page saw neither a focus
+// nor a visibility change.)
+var windowCommands = map[string]bool{
+	"Target.activateTarget":              true,
+	"Target.createTarget":                true,
+	"Target.closeTarget":                 true,
+	"Page.bringToFront":                  true,
+	"Page.close":                         true,
+	"Browser.setWindowBounds":            true,
+	"Emulation.setDeviceMetricsOverride": true,
+	"Emulation.setVisibleSize":           true,
+	"Emulation.setPageScaleFactor":       true,
 }
 
 // agentWatch follows the agent commands a grant depends on, once they are
@@ -86,11 +104,16 @@ func (g *Guard) agentWatch(st *agentState, cmd relay.Command, v relay.Verdict) r
 	switch cmd.Method {
 	case "Debugger.enable", "Debugger.disable":
 		st.setDebugger(cmd.SessionID, cmd.Method == "Debugger.enable")
+		if cmd.Method == "Debugger.disable" && g.ctl != nil {
+			// A handler the agent kept paused runs on now: as right
+			// after input (e2e TestRedTeamControls/debugger-pause).
+			g.ctl.input.begin(time.Now())()
+		}
 		return v
 	case "Debugger.getScriptSource":
 		return relay.Combine(relay.Verdict{OnReply: scrubGuardScript}, v)
 	}
-	if g.ctl == nil || !strings.HasPrefix(cmd.Method, "Input.") {
+	if g.ctl == nil || !(strings.HasPrefix(cmd.Method, "Input.") || windowCommands[cmd.Method]) {
 		return v
 	}
 	done := g.ctl.input.begin(time.Now())
@@ -245,6 +268,21 @@ func (st *agentState) setDebugger(session string, on bool) {
 		st.debugger[session] = true
 	} else {
 		delete(st.debugger, session)
+	}
+}
+
+// debuggerGone starts the input quiet window when an agent that had the
+// debugger on goes away: a script it kept paused runs on now, with no
+// debugger left for agentDebugging to see.
+func (g *Guard) debuggerGone(st *agentState) {
+	if st == nil || g.ctl == nil {
+		return
+	}
+	st.mu.Lock()
+	on := len(st.debugger) > 0
+	st.mu.Unlock()
+	if on {
+		g.ctl.input.begin(time.Now())()
 	}
 }
 

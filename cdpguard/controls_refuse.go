@@ -24,6 +24,8 @@ func (g *Guard) worldNameCommand(cmd relay.Command) relay.Verdict {
 		keys = []string{"worldName"}
 	case "Runtime.addBinding", "Runtime.removeBinding":
 		keys = []string{"name", "executionContextName"}
+	case "Debugger.setBreakpoint", "Debugger.setBreakpointByUrl", "Debugger.setBreakpointOnFunctionCall", "Debugger.setScriptSource":
+		return g.debuggerCodeCommand(cmd)
 	default:
 		return relay.Verdict{}
 	}
@@ -41,4 +43,32 @@ func (g *Guard) worldNameCommand(cmd relay.Command) relay.Verdict {
 		}
 	}
 	return relay.Verdict{}
+}
+
+// debuggerCodeCommand refuses, while the controls are on, the Debugger
+// commands that run or install an agent's code in whatever world a script
+// belongs to: a breakpoint condition is evaluated in the paused frame, and
+// Debugger.setScriptSource rewrites a live script. Script ids are small
+// integers (Debugger.getScriptSource with guessed ids reads the controls'
+// script), and a condition in the controls' code could call the binding
+// with a forged report of a human's click (e2e TestRedTeamControls,
+// debugger-condition: it granted a host with no human at all).
+func (g *Guard) debuggerCodeCommand(cmd relay.Command) relay.Verdict {
+	if g.ctl == nil {
+		return relay.Verdict{}
+	}
+	why := "with cdpguard's controls on, live-editing scripts is refused: it could rewrite the controls' own code"
+	if cmd.Method != "Debugger.setScriptSource" {
+		var p struct {
+			Condition string `json:"condition"`
+		}
+		if err := unmarshalParams(cmd.Params, &p); err != nil {
+			return refusal(cmd.Method, "unreadable params: "+err.Error())
+		}
+		if p.Condition == "" {
+			return relay.Verdict{}
+		}
+		why = "with cdpguard's controls on, breakpoint conditions are refused: a condition runs in the paused script's world, which may be the controls' own"
+	}
+	return refusal(cmd.Method, why)
 }

@@ -11,6 +11,28 @@
   let host = null, root = null, badge = null, panel = null, open = false;
   let shownAt = 0, sent = false, lastRefusal = -Infinity, visible = null, allowBtn = null, allowFor = '';
   const ARM_MS = 600;
+  // Something other than this script may change the controls' DOM (an
+  // agent reaches a closed shadow root with DOM.* and pierce, and the host
+  // element is the page's): then they are drawn afresh, with a new button
+  // that must arm again. The observer's records of this script's own
+  // changes are taken (dropped) right after each change, so only foreign
+  // ones reach its callback.
+  let mo = null, hostStyle = '';
+  const mine = () => { if (mo) mo.takeRecords(); };
+  // The button is armed only once it has been in view for ARM_MS: the clock
+  // restarts when the tab comes to the front or its window gets the focus
+  // (an agent can prepare the page in a background tab or behind another
+  // window and bring it up under the human's pointer; a human whose click
+  // raised the window clicks again).
+  const rearm = () => { shownAt = performance.now(); };
+  // Where a button is (its box in the viewport, the window on the screen):
+  // a move can put it under a pointer aimed elsewhere, so it rearms too.
+  const where = (b) => {
+    const r = b.getBoundingClientRect();
+    return [r.left, r.top, r.width, r.height, window.screenX, window.screenY].map(Math.round).join(',');
+  };
+  document.addEventListener('visibilitychange', rearm);
+  window.addEventListener('focus', rearm);
 
   const el = (tag, css, text) => {
     const e = document.createElement(tag);
@@ -54,6 +76,17 @@
     root.append(panel, badge);
     document.documentElement.appendChild(host);
     render();
+    hostStyle = host.getAttribute('style');
+    mo = new MutationObserver((rs) => {
+      if (!rs.length) return;
+      for (const a of host.getAttributeNames()) if (a !== 'style' && a !== 'aria-hidden') host.removeAttribute(a);
+      host.setAttribute('style', hostStyle);
+      host.setAttribute('aria-hidden', 'true');
+      allowFor = '';
+      render();
+    });
+    mo.observe(root, { subtree: true, childList: true, attributes: true, characterData: true });
+    mo.observe(host, { attributes: true });
     return true;
   }
 
@@ -72,12 +105,26 @@
     b.disabled = true;
     shownAt = performance.now();
     sent = false;
-    setTimeout(() => { b.disabled = false; }, ARM_MS);
+    setTimeout(() => { b.disabled = false; mine(); }, ARM_MS);
+    // Only the button on show counts: one drawn afresh retires this one.
+    let at = where(b);
+    const iv = setInterval(() => {
+      if (b !== allowBtn) return clearInterval(iv);
+      const w = where(b);
+      if (w !== at) { at = w; rearm(); }
+    }, 100);
     // Intersection Observer v2: is the button shown, uncovered and opaque?
     // A click on a button something else hides is not a decision.
     try {
-      new IntersectionObserver((es) => { visible = es[es.length - 1].isVisible; },
-        { trackVisibility: true, delay: 100 }).observe(b);
+      // The arming clock restarts each time it comes into view.
+      const io = new IntersectionObserver((es) => {
+        if (b !== allowBtn) return io.disconnect();
+        const v = es[es.length - 1].isVisible;
+        if (v && visible !== true) shownAt = performance.now();
+        visible = v;
+      },
+        { trackVisibility: true, delay: 100 });
+      io.observe(b);
     } catch (_) { visible = null; }
     b.addEventListener('click', (e) => {
       const ua = navigator.userActivation;
@@ -87,7 +134,9 @@
         label: b.textContent,
         trusted: e.isTrusted === true,
         active: !!(ua && ua.isActive),
-        armed: performance.now() - shownAt >= ARM_MS,
+        // The click's own time, not now: a debugger can pause this handler
+        // until any "now" is late enough.
+        armed: document.visibilityState === 'visible' && where(b) === at && e.timeStamp - shownAt >= ARM_MS,
         visible,
       };
       const ok = payload.trusted && payload.active && payload.armed;
@@ -96,7 +145,7 @@
       if (ok) sent = true; else lastRefusal = now;
       const call = globalThis[state.binding];
       if (typeof call === 'function') call(JSON.stringify(payload));
-      if (ok) { b.disabled = true; b.textContent = 'Asking cdpguard…'; }
+      if (ok) { b.disabled = true; b.textContent = 'Asking cdpguard…'; mine(); }
     });
     return b;
   }
@@ -110,7 +159,7 @@
     panel.textContent = '';
     const explain = state.explain;
     panel.style.display = (open || explain) ? 'block' : 'none';
-    if (!(open || explain)) return;
+    if (!(open || explain)) return mine();
     panel.append(el('div', { fontWeight: 'bold', fontSize: '14px' }, 'cdpguard'));
     if (explain) {
       panel.append(el('div', { marginTop: '4px' }, 'This page tried to open ' + explain.host + ', which is not on the allowlist.'));
@@ -123,6 +172,7 @@
     panel.append(section('Reachable origins', state.origins.length ? state.origins : ['none (the allowlist is empty)']));
     panel.append(section('Blocked on this page', state.recent.length
       ? state.recent.map((r) => r.host + ' — ' + r.reason) : ['nothing']));
+    mine();
   }
 
   globalThis.cdpguardControls = {

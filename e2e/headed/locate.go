@@ -54,6 +54,10 @@ func (n *Node) Text() string {
 	return s
 }
 
+// Find returns the first node under n (n included; shadow roots and
+// frame documents too) that match accepts, or nil.
+func (n *Node) Find(match func(*Node) bool) *Node { return n.walk(match) }
+
 // walk visits n and its descendants, shadow roots (open and closed) and
 // frame documents included, depth first, until visit returns true.
 func (n *Node) walk(visit func(*Node) bool) *Node {
