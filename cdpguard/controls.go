@@ -86,6 +86,9 @@ type explainedView struct {
 	Host    string `json:"host"`
 	Granted bool   `json:"granted"`
 	Refused int    `json:"refused"`
+	// NoGrant says why no grant can cover Host (drawn instead of the
+	// button); "" when one can.
+	NoGrant string `json:"noGrant,omitempty"`
 }
 
 // startControls sets up the controls when Config.Controls is on; their
@@ -369,6 +372,9 @@ func (c *controls) flush(ctx context.Context) {
 		st := controlsState{Blocked: p.blocked, Recent: append([]ctlBlock{}, p.recent...), Note: p.note, Binding: c.binding}
 		if x := p.explain; x != nil && x.committed {
 			st.Explain = &explainedView{Host: x.host, Granted: x.granted, Refused: x.refused}
+			if _, err := c.g.grantable(x.host); err != nil {
+				st.Explain.NoGrant = strings.TrimPrefix(err.Error(), "grant: ")
+			}
 		}
 		st.Origins = slices.Concat(c.g.policy.Origins(), c.g.grantedHosts(target))
 		pushes = append(pushes, ctlPush{session: p.session, ctxID: p.ctxID, state: st})

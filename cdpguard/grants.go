@@ -76,12 +76,9 @@ func newGrantsCounter(reg *prometheus.Registry) prometheus.Counter {
 // refuses (block entries always win over grants). Only guard code calls
 // it (the controls' verified binding): no agent command reaches it.
 func (g *Guard) grantHost(targetID, host, via string) (string, error) {
-	h, err := grants.Normalize(host)
+	h, err := g.grantable(host)
 	if err != nil {
-		return "", fmt.Errorf("grant: %w", err)
-	}
-	if d := g.policy.DecideHost(h, 443); !d.Allowed && d.Rule != "" {
-		return "", fmt.Errorf("grant: host %q is refused by the blocklist entry %q; a grant cannot override it", h, d.Rule)
+		return "", err
 	}
 	sc := g.scopeOfTarget(targetID)
 	if sc == nil {
@@ -99,6 +96,20 @@ func (g *Guard) grantHost(targetID, host, via string) (string, error) {
 		g.log.Info("grant", "user", sc.key, "host", h, "via", via)
 	}
 	return sc.key, nil
+}
+
+// grantable returns host normalised if a session grant can cover it, or why
+// not (an IP address, a single label, a host a --block entry names). The
+// controls ask before they offer a human the allow button.
+func (g *Guard) grantable(host string) (string, error) {
+	h, err := grants.Normalize(host)
+	if err != nil {
+		return "", fmt.Errorf("grant: %w", err)
+	}
+	if d := g.policy.DecideHost(h, 443); !d.Allowed && d.Rule != "" {
+		return "", fmt.Errorf("grant: host %q is refused by the blocklist entry %q; a grant cannot override it", h, d.Rule)
+	}
+	return h, nil
 }
 
 // grantedHosts returns the hosts granted to the session of targetID's

@@ -51,6 +51,12 @@ func TestGrantScopes(t *testing.T) {
 	if _, err := g.grantHost("T1", "a.test", "test"); err == nil {
 		t.Error("grant on an unknown target accepted")
 	}
+	// What the controls ask before drawing the allow button.
+	for host, want := range map[string]bool{"a.test": true, "10.0.0.1": false, "x.blocked.test": false, "intranet": false} {
+		if _, err := g.grantable(host); (err == nil) != want {
+			t.Errorf("grantable(%q) = %v, want grantable %v", host, err, want)
+		}
+	}
 	sc, err := g.newUserScope("u") // no proxy: no listener
 	if err != nil || sc.ln != nil {
 		t.Fatalf("newUserScope without a proxy: %+v %v", sc, err)

@@ -164,6 +164,7 @@
     if (explain) {
       panel.append(el('div', { marginTop: '4px' }, 'This page tried to open ' + explain.host + ', which is not on the allowlist.'));
       if (explain.granted) panel.append(el('div', { marginTop: '4px' }, explain.host + ' is allowed for this session.'));
+      else if (explain.noGrant) panel.append(el('div', { marginTop: '4px' }, 'It cannot be allowed for this session: ' + explain.noGrant + '.'));
       else {
         if (allowFor !== explain.host) { allowFor = explain.host; allowBtn = allowButton(explain.host); }
         panel.append(allowBtn);
