@@ -77,13 +77,23 @@
     document.documentElement.appendChild(host);
     render();
     hostStyle = host.getAttribute('style');
-    mo = new MutationObserver((rs) => {
-      if (!rs.length) return;
+    // A foreign change disarms the button at once; the redraw runs at most
+    // every 100 ms, so a page that keeps undoing it cannot make the two
+    // observers loop.
+    let redrawAt = -Infinity, redrawTimer = 0;
+    const redraw = () => {
+      redrawTimer = 0;
+      redrawAt = performance.now();
       for (const a of host.getAttributeNames()) if (a !== 'style' && a !== 'aria-hidden') host.removeAttribute(a);
       host.setAttribute('style', hostStyle);
       host.setAttribute('aria-hidden', 'true');
       allowFor = '';
       render();
+    };
+    mo = new MutationObserver((rs) => {
+      if (!rs.length) return;
+      rearm();
+      if (!redrawTimer) redrawTimer = setTimeout(redraw, Math.max(0, redrawAt + 100 - performance.now()));
     });
     mo.observe(root, { subtree: true, childList: true, attributes: true, characterData: true });
     mo.observe(host, { attributes: true });
