@@ -53,7 +53,14 @@ type ctlPage struct {
 	note    string
 	// lastRefusal is when a refused grant was last logged at warning level.
 	lastRefusal time.Time
+	// failedPushes counts pushes in a row that failed into ctxID (a busy
+	// renderer timing out): retried up to controlsPushRetries times.
+	failedPushes int
 }
+
+// controlsPushRetries bounds the retries of a failed push into one context:
+// a context that is gone fails for good, and its successor is pushed anew.
+const controlsPushRetries = 5
 
 // ctlBlock is one line of the panel.
 type ctlBlock struct {
@@ -353,6 +360,7 @@ func (c *controls) run(ctx context.Context) {
 }
 
 type ctlPush struct {
+	target  string
 	session string
 	ctxID   int64
 	state   controlsState
@@ -377,7 +385,7 @@ func (c *controls) flush(ctx context.Context) {
 			}
 		}
 		st.Origins = slices.Concat(c.g.policy.Origins(), c.g.grantedHosts(target))
-		pushes = append(pushes, ctlPush{session: p.session, ctxID: p.ctxID, state: st})
+		pushes = append(pushes, ctlPush{target: target, session: p.session, ctxID: p.ctxID, state: st})
 	}
 	c.mu.Unlock()
 	for _, p := range pushes {
@@ -389,8 +397,27 @@ func (c *controls) flush(ctx context.Context) {
 			"returnByValue":       true,
 		})
 		cancel()
-		if err != nil {
-			c.g.log.Debug("controls push failed", "err", err)
-		}
+		c.pushed(p, err)
+	}
+}
+
+// pushed records a push's outcome: a failed one is tried again on the next
+// round while its context is still the page's, up to controlsPushRetries.
+func (c *controls) pushed(p ctlPush, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pg := c.pages[p.target]
+	if pg == nil || pg.ctxID != p.ctxID {
+		return
+	}
+	if err == nil {
+		pg.failedPushes = 0
+		return
+	}
+	pg.failedPushes++
+	c.g.log.Debug("controls push failed", "target", p.target, "tries", pg.failedPushes, "err", err)
+	if pg.failedPushes <= controlsPushRetries {
+		c.dirty[p.target] = true
+		c.poke()
 	}
 }
