@@ -2,6 +2,7 @@ package cdpguard
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -143,11 +144,16 @@ func (w *worldTaint) note(target string, ids []int64, now time.Time) (done func(
 	for i < len(w.notes) && !w.notes[i].inFlight(now) {
 		i++
 	}
-	if extra := len(w.notes) - i + len(ids) - maxContextNotes; extra > 0 {
-		i += min(extra, len(w.notes)-i)
+	w.notes = append(w.notes[:0], w.notes[i:]...)
+	if len(w.notes)+len(ids) > maxContextNotes {
+		// A note left in flight (its reply never came) holds up the front:
+		// keep only the notes still in flight, once per bound's worth.
+		w.notes = slices.DeleteFunc(w.notes, func(n *contextNote) bool { return !n.inFlight(now) })
+	}
+	if extra := len(w.notes) + len(ids) - maxContextNotes; extra > 0 {
+		w.notes = w.notes[min(extra, len(w.notes)):]
 		w.lost = now
 	}
-	w.notes = append(w.notes[:0], w.notes[i:]...)
 	added := make([]*contextNote, len(ids))
 	for k, id := range ids {
 		added[k] = &contextNote{target: target, id: id, at: now}

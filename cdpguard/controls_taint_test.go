@@ -66,6 +66,19 @@ func TestWorldTaint(t *testing.T) {
 		t.Error("pageGone left a taint")
 	}
 
+	// A note whose reply never came does not hold up the others: replied
+	// ones behind it are dropped once the bound is reached, without loss.
+	var r worldTaint
+	r.note("T7", []int64{1}, time.Now())
+	old := time.Now().Add(-time.Minute)
+	for range maxContextNotes {
+		r.notes = append(r.notes, &contextNote{target: "T7", id: 2, at: old, done: old})
+	}
+	r.note("T7", []int64{3}, time.Now())
+	if !r.lost.IsZero() || len(r.notes) != 2 {
+		t.Errorf("replied notes behind an unreplied one: %d kept, lost %v", len(r.notes), r.lost)
+	}
+
 	// A flood past the bound drops notes and fails closed.
 	var f worldTaint
 	for i := range maxContextNotes + 10 {
