@@ -79,12 +79,15 @@ func (g *Guard) noteNamed(a *relay.Agent, session string, ids []int64) (done fun
 // passNamed is called as worldCommand lets a command naming ids through:
 // a live controls context among them (one the guard's worlds had
 // forgotten for a moment, as on a frame's navigation) is tainted at once.
-// It returns worldCommand's verdict for the command.
-func (g *Guard) passNamed(a *relay.Agent, session string, ids []int64, done func()) relay.Verdict {
+// target is the session's target when worldCommand looked it up, "" when
+// not. It returns worldCommand's verdict for the command.
+func (g *Guard) passNamed(a *relay.Agent, session, target string, ids []int64, done func()) relay.Verdict {
 	if g.ctl == nil {
 		return namedVerdict(done)
 	}
-	target, _ := a.TargetOf(session)
+	if target == "" {
+		target, _ = a.TargetOf(session)
+	}
 	c := g.ctl
 	c.mu.Lock()
 	pages := c.pages

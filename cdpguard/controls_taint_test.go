@@ -121,20 +121,23 @@ func TestNamedVerdict(t *testing.T) {
 func TestPassNamed(t *testing.T) {
 	g := &Guard{ctl: &controls{pages: map[string]*ctlPage{
 		"T1": {worlds: map[int64]string{7: "T1"}},
+		"T2": {worlds: map[int64]string{}},
 	}}}
 	var a relay.Agent // no sessions it was told of: the target is unknown
-	v := g.passNamed(&a, "S", []int64{7}, func() {})
+	v := g.passNamed(&a, "S", "", []int64{7}, func() {})
 	if v.OnReply == nil {
 		t.Error("no reply hook ending the note")
 	}
 	if g.ctl.taint.refusal("T1", 7) == "" {
 		t.Error("a live controls context named through worldCommand was not tainted")
 	}
-	g.passNamed(&a, "S", []int64{8}, nil)
-	if g.ctl.taint.refusal("T1", 8) != "" {
+	g.passNamed(&a, "S", "", []int64{8}, nil)
+	g.passNamed(&a, "S", "T2", []int64{7}, nil) // another target's context 7
+	g.passNamed(&a, "S", "T9", []int64{7}, nil) // a page the guard has not set up
+	if g.ctl.taint.refusal("T1", 8) != "" || g.ctl.taint.refusal("T2", 7) != "" {
 		t.Error("an id with no controls context was tainted")
 	}
-	if v := (&Guard{}).passNamed(&a, "S", []int64{7}, nil); v.OnReply != nil {
+	if v := (&Guard{}).passNamed(&a, "S", "", []int64{7}, nil); v.OnReply != nil {
 		t.Error("without controls passNamed added a hook")
 	}
 }

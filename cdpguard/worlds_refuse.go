@@ -56,7 +56,7 @@ func (g *Guard) worldCommand(ctx context.Context, a *relay.Agent, cmd relay.Comm
 	}
 	done := g.noteNamed(a, cmd.SessionID, ids) // before the check: see worldTaint
 	if !g.worlds.anyMade(ids) {
-		return g.passNamed(a, cmd.SessionID, ids, done)
+		return g.passNamed(a, cmd.SessionID, "", ids, done)
 	}
 	target := g.sessionTarget(ctx, cmd.SessionID)
 	if target == "" || g.worlds.madeInTarget(target, ids) {
@@ -65,7 +65,7 @@ func (g *Guard) worldCommand(ctx context.Context, a *relay.Agent, cmd relay.Comm
 		}
 		return refusal(cmd.Method, "the execution context is one of cdpguard's own isolated worlds; use the page's contexts (Runtime.executionContextCreated)")
 	}
-	return g.passNamed(a, cmd.SessionID, ids, done)
+	return g.passNamed(a, cmd.SessionID, target, ids, done)
 }
 
 // anyMade reports whether any of ids is a guard world's context in some
