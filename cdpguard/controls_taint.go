@@ -89,20 +89,20 @@ func (g *Guard) passNamed(a *relay.Agent, session, target string, ids []int64, d
 		target, _ = a.TargetOf(session)
 	}
 	c := g.ctl
-	c.mu.Lock()
-	pages := c.pages
-	if target != "" {
-		pages = map[string]*ctlPage{target: c.pages[target]}
-	}
 	var hit []string
-	for t, p := range pages {
-		if p == nil {
-			continue
-		}
+	live := func(t string, p *ctlPage) {
 		for _, id := range ids {
 			if _, ok := p.worlds[id]; ok {
 				hit = append(hit, t)
 			}
+		}
+	}
+	c.mu.Lock()
+	if p := c.pages[target]; target != "" && p != nil {
+		live(target, p)
+	} else if target == "" {
+		for t, p := range c.pages {
+			live(t, p)
 		}
 	}
 	c.mu.Unlock()
