@@ -34,6 +34,7 @@ type controls struct {
 	world   string // the controls world's random name (hidden from agents)
 	binding string // the binding's random name, exposed in that world only
 	input   inputTracker
+	taint   worldTaint // controls contexts agents may have reached (controls_taint.go)
 	wake    chan struct{}
 
 	mu       sync.Mutex
@@ -166,6 +167,7 @@ func (c *controls) pageGone(targetID string) {
 	}
 	delete(c.pages, targetID)
 	delete(c.dirty, targetID)
+	c.taint.gone(targetID, func(int64) bool { return true })
 }
 
 // onEvent takes the guard's page-session events the controls follow. It
@@ -222,6 +224,7 @@ func (c *controls) contextCreated(session, frameID string, id int64) {
 	c.mu.Unlock()
 	c.g.worlds.madeIn(frameID, id)
 	c.g.worlds.madeIn(target, id)
+	c.taint.created(target, id, time.Now())
 	if main {
 		c.poke()
 	}
@@ -235,6 +238,7 @@ func (c *controls) contextGone(session string, match func(int64) bool) {
 	if p == nil {
 		return
 	}
+	c.taint.gone(c.sessions[session], match)
 	for id := range p.worlds {
 		if match(id) {
 			delete(p.worlds, id)

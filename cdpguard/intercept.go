@@ -30,13 +30,15 @@ func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, c
 // outright refusals, then per-user isolation, then the firewall's checks
 // and rewrites on the params isolation produced; the verdicts combine
 // explicitly (relay.Combine).
-func (g *Guard) judgeCommand(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
+func (g *Guard) judgeCommand(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) (v relay.Verdict) {
 	if v, done := g.attachBrowserTarget(cmd); done {
 		return v
 	}
-	if v := g.worldCommand(ctx, cmd); v.Refuse != "" {
-		return v
+	wv := g.worldCommand(ctx, a, cmd)
+	if wv.Refuse != "" {
+		return wv
 	}
+	defer func() { v = withNamed(wv, v) }() // controls_taint.go
 	rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
 	switch rule.Action {
 	case firewall.Refuse:

@@ -22,7 +22,7 @@ import (
 // integers an agent can guess (the red team reached the reader's world
 // with contextId 4). Only commands naming an id the guard made anywhere pay
 // for looking up the session's target.
-func (g *Guard) worldCommand(ctx context.Context, cmd relay.Command) relay.Verdict {
+func (g *Guard) worldCommand(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
 	// A key may be spelt with escapes ("cont\u0065xtId"): Chrome reads it
 	// as contextId, so params with a backslash are decoded too.
 	if v := g.worldNameCommand(cmd); v.Refuse != "" {
@@ -54,14 +54,18 @@ func (g *Guard) worldCommand(ctx context.Context, cmd relay.Command) relay.Verdi
 			}
 		}
 	}
+	done := g.noteNamed(a, cmd.SessionID, ids) // before the check: see worldTaint
 	if !g.worlds.anyMade(ids) {
-		return relay.Verdict{}
+		return g.passNamed(a, cmd.SessionID, "", ids, done)
 	}
 	target := g.sessionTarget(ctx, cmd.SessionID)
 	if target == "" || g.worlds.madeInTarget(target, ids) {
+		if done != nil {
+			done()
+		}
 		return refusal(cmd.Method, "the execution context is one of cdpguard's own isolated worlds; use the page's contexts (Runtime.executionContextCreated)")
 	}
-	return relay.Verdict{}
+	return g.passNamed(a, cmd.SessionID, target, ids, done)
 }
 
 // anyMade reports whether any of ids is a guard world's context in some

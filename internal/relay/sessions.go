@@ -39,3 +39,14 @@ func (a *Agent) Evict(target, reason string) {
 		_ = a.m.Send(parent, "Target.detachFromTarget", map[string]any{"sessionId": s})
 	}
 }
+
+// TargetOf returns the target the agent's session is attached to; ok is
+// false for a session the agent did not attach through an
+// attachedToTarget it was told of (its browser session, or the page
+// session of a /devtools/page/ connection).
+func (a *Agent) TargetOf(session string) (target string, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st, ok := a.targets[session]
+	return st.target, ok
+}

@@ -1,0 +1,143 @@
+package cdpguard
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cdpguard/cdpguard/internal/relay"
+)
+
+// TestWorldTaint: a controls context named by an agent command still in
+// flight when the guard sees it created (the race worldCommand alone
+// loses), or named while it lives, refuses binding calls; a command whose
+// reply came well before, another target's, or a refused one does not
+// taint; a destroyed context forgets its taint; a flood of notes fails
+// closed.
+func TestWorldTaint(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	var w worldTaint
+
+	// In flight at creation, on the page's target or a session the guard
+	// cannot place: tainted.
+	w.note("T1", []int64{2}, t0)
+	w.note("", []int64{3}, t0)
+	w.created("T1", 2, t0.Add(time.Second))
+	w.created("T1", 3, t0.Add(time.Second))
+	for _, id := range []int64{2, 3} {
+		if why := w.refusal("T1", id); !strings.Contains(why, "agent's command named this page's controls context") {
+			t.Errorf("context %d named in flight: refusal %q", id, why)
+		}
+	}
+
+	// Replied long before the creation (a context of the same number in
+	// the target's previous renderer), or another target's: clean.
+	done := w.note("T2", []int64{4}, t0)
+	done()
+	now := time.Now().Add(worldTaintReplyGrace + time.Second)
+	w.note("T3", []int64{5}, now)
+	w.created("T2", 4, now)
+	w.created("T2", 5, now)
+	if why := w.refusal("T2", 4) + w.refusal("T2", 5); why != "" {
+		t.Errorf("clean contexts refused: %q", why)
+	}
+	// A reply within the grace still counts (reply and creation come on
+	// different sessions).
+	done = w.note("T4", []int64{6}, time.Now())
+	done()
+	w.created("T4", 6, time.Now())
+	if w.refusal("T4", 6) == "" {
+		t.Error("a command replied just before the creation did not taint")
+	}
+	// No reply ever: in flight for the window only.
+	w.note("T5", []int64{7}, t0)
+	w.created("T5", 7, t0.Add(worldTaintWindow+time.Second))
+	if w.refusal("T5", 7) != "" {
+		t.Error("a note older than the window tainted")
+	}
+
+	// A destroyed context forgets its taint; pageGone forgets all.
+	w.gone("T1", func(id int64) bool { return id == 2 })
+	if w.refusal("T1", 2) != "" || w.refusal("T1", 3) == "" {
+		t.Error("gone forgot the wrong taint")
+	}
+	w.gone("T1", func(int64) bool { return true })
+	if w.refusal("T1", 3) != "" {
+		t.Error("pageGone left a taint")
+	}
+
+	// A note whose reply never came does not hold up the others: replied
+	// ones behind it are dropped once the bound is reached, without loss.
+	var r worldTaint
+	r.note("T7", []int64{1}, time.Now())
+	old := time.Now().Add(-time.Minute)
+	for range maxContextNotes {
+		r.notes = append(r.notes, &contextNote{target: "T7", id: 2, at: old, done: old})
+	}
+	r.note("T7", []int64{3}, time.Now())
+	if !r.lost.IsZero() || len(r.notes) != 2 {
+		t.Errorf("replied notes behind an unreplied one: %d kept, lost %v", len(r.notes), r.lost)
+	}
+
+	// A flood past the bound drops notes and fails closed.
+	var f worldTaint
+	for i := range maxContextNotes + 10 {
+		f.note("T9", []int64{int64(100 + i%50)}, t0)
+	}
+	if len(f.notes) > maxContextNotes {
+		t.Errorf("%d notes kept, bound %d", len(f.notes), maxContextNotes)
+	}
+	f.created("T8", 1, t0.Add(time.Second))
+	if f.refusal("T8", 1) == "" {
+		t.Error("after dropped notes a new controls context was not tainted")
+	}
+}
+
+// TestNamedVerdict: a command refused or answered by a later rule ends its
+// note at once; one that goes to the browser ends it with its reply.
+func TestNamedVerdict(t *testing.T) {
+	ended := 0
+	wv := namedVerdict(func() { ended++ })
+	if v := withNamed(wv, relay.Verdict{Refuse: "no"}); v.Refuse != "no" || ended != 1 {
+		t.Errorf("refused: %+v, ended %d", v, ended)
+	}
+	v := withNamed(wv, relay.Verdict{})
+	if ended != 1 || v.OnReply == nil {
+		t.Fatalf("forwarded: ended %d before the reply, hook %v", ended, v.OnReply != nil)
+	}
+	v.OnReply([]byte(`{}`), nil)
+	if ended != 2 {
+		t.Errorf("the reply did not end the note (%d)", ended)
+	}
+	if v := withNamed(namedVerdict(nil), relay.Verdict{Params: []byte(`{}`)}); string(v.Params) != `{}` || v.OnReply != nil {
+		t.Errorf("without controls: %+v", v)
+	}
+}
+
+// TestPassNamed: a command worldCommand lets through that names a live
+// controls context of its target taints that context; one naming an id
+// the target has no controls context for, or a page the guard has not set
+// up, taints nothing and does not fail.
+func TestPassNamed(t *testing.T) {
+	g := &Guard{ctl: &controls{pages: map[string]*ctlPage{
+		"T1": {worlds: map[int64]string{7: "T1"}},
+		"T2": {worlds: map[int64]string{}},
+	}}}
+	var a relay.Agent // no sessions it was told of: the target is unknown
+	v := g.passNamed(&a, "S", "", []int64{7}, func() {})
+	if v.OnReply == nil {
+		t.Error("no reply hook ending the note")
+	}
+	if g.ctl.taint.refusal("T1", 7) == "" {
+		t.Error("a live controls context named through worldCommand was not tainted")
+	}
+	g.passNamed(&a, "S", "", []int64{8}, nil)
+	g.passNamed(&a, "S", "T2", []int64{7}, nil) // another target's context 7
+	g.passNamed(&a, "S", "T9", []int64{7}, nil) // a page the guard has not set up
+	if g.ctl.taint.refusal("T1", 8) != "" || g.ctl.taint.refusal("T2", 7) != "" {
+		t.Error("an id with no controls context was tainted")
+	}
+	if v := (&Guard{}).passNamed(&a, "S", "", []int64{7}, nil); v.OnReply != nil {
+		t.Error("without controls passNamed added a hook")
+	}
+}
