@@ -96,6 +96,8 @@ func (g *Guard) newIsolator() *isolation.Isolator {
 // once the guard has started.
 type muxCaller struct{ g *Guard }
 
+// Call reads g.mux on every call rather than keeping it, because the
+// isolator is built in newGuard, before start creates the mux.
 func (m muxCaller) Call(ctx context.Context, sessionID, method string, params any) (jsonv2.Value, error) {
 	return m.g.mux.Call(ctx, sessionID, method, params)
 }

@@ -339,6 +339,9 @@ func (c *controls) noteOnSession(session, note string) {
 	c.noteOn(target, note)
 }
 
+// poke asks run for a flush without blocking, because its callers include
+// event handlers on the mux read loop: wake holds one signal, so pokes that
+// come while one is pending merge into a single flush.
 func (c *controls) poke() {
 	select {
 	case c.wake <- struct{}{}:

@@ -22,6 +22,9 @@ type effects struct {
 	wake chan struct{}
 }
 
+// newEffects returns an empty queue whose wake channel holds one signal, so
+// that add never blocks and adds made while run is busy merge into one more
+// pass over the queue.
 func newEffects() *effects { return &effects{wake: make(chan struct{}, 1)} }
 
 // add queues f; it never blocks.
