@@ -28,10 +28,10 @@ type tracker struct {
 }
 
 // add registers c, or closes it and returns false when the tracker is
-// already closed.
+// already closed or c's scope has ended.
 func (t *tracker) add(c *trackedConn, kind connKind) bool {
 	t.mu.Lock()
-	if t.closed {
+	if t.closed || (c.scope != nil && c.scope.ended) {
 		t.mu.Unlock()
 		_ = c.Conn.Close()
 		return false
@@ -83,9 +83,11 @@ func (t *tracker) closeAll() {
 	}
 }
 
-// closeScope closes every live connection of scope sc.
+// closeScope ends scope sc: it closes every live connection of sc, and add
+// refuses the ones whose dial finishes later.
 func (t *tracker) closeScope(sc *scope) {
 	t.mu.Lock()
+	sc.ended = true
 	var conns []*trackedConn
 	for c := range t.conns {
 		if c.scope == sc {

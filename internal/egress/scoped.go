@@ -24,6 +24,10 @@ type Scope struct {
 type scope struct {
 	decide DecideFunc
 	tag    any
+	// ended is set, under the tracker's lock, once the scope's listener
+	// has closed: a tunnel whose dial was still in progress then is
+	// closed instead of registered (the session it was for is over).
+	ended bool
 }
 
 // scopeOf returns the scope of the client connection that carries ctx's

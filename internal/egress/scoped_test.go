@@ -122,3 +122,28 @@ func TestServeScopedNilDecide(t *testing.T) {
 		t.Errorf("nil decide: %d", r.status)
 	}
 }
+
+// TestScopeEndRefusesLateTunnel: a tunnel whose dial finishes after its
+// scope's listener closed is closed, not registered (the user's session is
+// over; review 2026-12-01).
+func TestScopeEndRefusesLateTunnel(t *testing.T) {
+	var tr tracker
+	sc := &scope{}
+	tr.closeScope(sc)
+	a, b := net.Pipe()
+	defer b.Close()
+	if tr.add(&trackedConn{Conn: a, t: &tr, scope: sc}, kindTunnel) {
+		t.Fatal("a tunnel of an ended scope was registered")
+	}
+	if _, err := a.Write([]byte("x")); err == nil {
+		t.Error("the late tunnel was left open")
+	}
+	c, d := net.Pipe()
+	defer d.Close()
+	if !tr.add(&trackedConn{Conn: c, t: &tr, scope: &scope{}}, kindTunnel) {
+		t.Error("a tunnel of a live scope was refused")
+	}
+	if tr.count(kindTunnel) != 1 {
+		t.Errorf("count = %d, want 1", tr.count(kindTunnel))
+	}
+}
