@@ -112,6 +112,21 @@ func (g *Guard) agentWatch(st *agentState, cmd relay.Command, v relay.Verdict) r
 		return v
 	case "Debugger.getScriptSource":
 		return relay.Combine(relay.Verdict{OnReply: scrubGuardScript}, v)
+	case "Target.detachFromTarget":
+		// Detaching a session with the debugger on resumes what it kept
+		// paused, like Debugger.disable: the quiet window starts at the
+		// reply (e2e TestRedTeamControls/debugger-pause ended by disable).
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		if g.ctl != nil && unmarshalParams(cmd.Params, &p) == nil && st.detachDebugger(p.SessionID) {
+			done := g.ctl.input.begin(time.Now())
+			return relay.Combine(relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
+				done()
+				return result, errRaw
+			}}, v)
+		}
+		return v
 	}
 	if g.ctl == nil || !(strings.HasPrefix(cmd.Method, "Input.") || windowCommands[cmd.Method]) {
 		return v
@@ -271,6 +286,18 @@ func (st *agentState) setDebugger(session string, on bool) {
 	} else {
 		delete(st.debugger, session)
 	}
+}
+
+// detachDebugger forgets session's debugger and reports whether it was on.
+func (st *agentState) detachDebugger(session string) bool {
+	if session == "" {
+		return false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	on := st.debugger[session]
+	delete(st.debugger, session)
+	return on
 }
 
 // debuggerGone starts the input quiet window when an agent that had the

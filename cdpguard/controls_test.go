@@ -79,3 +79,32 @@ func TestWorldNameCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestDetachDebuggerCountsAsInput: detaching a session that had the
+// debugger on resumes whatever it kept paused (a click handler held past
+// the button's arming), so it starts the input quiet window like
+// Debugger.disable; a session without the debugger changes nothing.
+func TestDetachDebuggerCountsAsInput(t *testing.T) {
+	g := &Guard{worlds: newGuardWorlds()}
+	g.ctl = &controls{}
+	st := &agentState{}
+	st.setDebugger("S1", true)
+	plain := g.agentWatch(st, relay.Command{Method: "Target.detachFromTarget", Params: []byte(`{"sessionId":"S2"}`)}, relay.Verdict{})
+	if plain.OnReply != nil || g.ctl.input.busy(time.Now()) != "" {
+		t.Fatal("detaching a session without the debugger counted as input")
+	}
+	v := g.agentWatch(st, relay.Command{Method: "Target.detachFromTarget", Params: []byte(`{"sessionId":"S1"}`)}, relay.Verdict{})
+	if why := g.ctl.input.busy(time.Now()); !strings.Contains(why, "in flight") {
+		t.Fatalf("detach with the debugger on is not in flight: %q", why)
+	}
+	if v.OnReply == nil {
+		t.Fatal("no reply hook to end the detach")
+	}
+	v.OnReply([]byte(`{}`), nil)
+	if why := g.ctl.input.busy(time.Now()); !strings.Contains(why, "before the click") {
+		t.Errorf("no quiet window after the detach: %q", why)
+	}
+	if st.detachDebugger("S1") {
+		t.Error("the detached session's debugger is still recorded")
+	}
+}
