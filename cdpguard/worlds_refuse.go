@@ -48,10 +48,8 @@ func (g *Guard) worldCommand(ctx context.Context, a *relay.Agent, cmd relay.Comm
 		}
 	}
 	for _, r := range []string{p.ObjectID, p.CallFrameID} {
-		if parts := strings.Split(r, "."); len(parts) == 3 {
-			if n, err := strconv.ParseInt(parts[1], 10, 64); err == nil {
-				ids = append(ids, n)
-			}
+		if n, ok := remoteContextID(r); ok {
+			ids = append(ids, n)
 		}
 	}
 	done := g.noteNamed(a, cmd.SessionID, ids) // before the check: see worldTaint
@@ -66,6 +64,19 @@ func (g *Guard) worldCommand(ctx context.Context, a *relay.Agent, cmd relay.Comm
 		return refusal(cmd.Method, "the execution context is one of cdpguard's own isolated worlds; use the page's contexts (Runtime.executionContextCreated)")
 	}
 	return g.passNamed(a, cmd.SessionID, target, ids, done)
+}
+
+// remoteContextID returns the context id inside a V8 objectId or
+// callFrameId ("<isolate>.<context>.<n>"), cutting rather than splitting:
+// Playwright names an objectId in most commands, so this is a hot path.
+func remoteContextID(r string) (int64, bool) {
+	_, rest, ok := strings.Cut(r, ".")
+	mid, last, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 || strings.Contains(last, ".") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(mid, 10, 64)
+	return n, err == nil
 }
 
 // anyMade reports whether any of ids is a guard world's context in some

@@ -51,3 +51,18 @@ func TestGuardWorldsHide(t *testing.T) {
 		t.Error("frameGone did not forget the frame's worlds")
 	}
 }
+
+// TestRemoteContextID: the context id is the middle of exactly three
+// dot-separated parts, as V8 spells objectId and callFrameId.
+func TestRemoteContextID(t *testing.T) {
+	for in, want := range map[string]int64{"123.4.56": 4, "-9.17.1": 17} {
+		if got, ok := remoteContextID(in); !ok || got != want {
+			t.Errorf("remoteContextID(%q) = %d, %v; want %d", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "4", "1.4", "1.4.5.6", "1.x.5", "1..5"} {
+		if got, ok := remoteContextID(in); ok {
+			t.Errorf("remoteContextID(%q) = %d, want none", in, got)
+		}
+	}
+}
