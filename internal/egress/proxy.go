@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/elazarl/goproxy"
+
+	"github.com/cdpguard/cdpguard/internal/selfaddr"
 )
 
 // DecideFunc judges a normalised host (lower case, no trailing dot, IP
@@ -63,6 +65,11 @@ type Options struct {
 	// OnRefuse, when set, is called synchronously for every refusal (for
 	// Guard.requestBlocked events and metrics); keep it quick.
 	OnRefuse func(Refusal)
+	// Self is the set of the guard's own listening addresses, never a
+	// destination; the proxy adds its listeners to it. Share it with the
+	// Fetch judge so both layers agree on what "self" is. nil: the proxy
+	// keeps a set of its own.
+	Self *selfaddr.Set
 }
 
 // Refusal describes one refused proxy request.
@@ -99,8 +106,7 @@ type Proxy struct {
 	allowed atomic.Uint64
 	refused atomic.Uint64
 
-	mu        sync.Mutex
-	listeners []netip.AddrPort // our own addresses, never a destination
+	self      *selfaddr.Set // our own addresses, never a destination
 	closeOnce sync.Once
 }
 
@@ -114,7 +120,10 @@ func New(opts Options) (*Proxy, error) {
 	if opts.DialTimeout < 0 {
 		return nil, fmt.Errorf("%w: negative dial timeout", ErrInvalidOptions)
 	}
-	p := &Proxy{opts: opts, resolver: opts.Resolver, dialTimeout: opts.DialTimeout, log: opts.Logger}
+	p := &Proxy{opts: opts, resolver: opts.Resolver, dialTimeout: opts.DialTimeout, log: opts.Logger, self: opts.Self}
+	if p.self == nil {
+		p.self = selfaddr.New()
+	}
 	for _, pfx := range opts.AllowPrivate {
 		if !pfx.IsValid() {
 			return nil, fmt.Errorf("%w: invalid allow-private prefix %v", ErrInvalidOptions, pfx)
@@ -184,9 +193,7 @@ func (p *Proxy) newGoproxy() *goproxy.ProxyHttpServer {
 // Close.
 func (p *Proxy) Serve(l net.Listener) error {
 	if ap, err := netip.ParseAddrPort(l.Addr().String()); err == nil {
-		p.mu.Lock()
-		p.listeners = append(p.listeners, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
-		p.mu.Unlock()
+		p.self.Add(ap)
 	}
 	err := p.srv.Serve(trackingListener{Listener: l, t: &p.conns})
 	if errors.Is(err, http.ErrServerClosed) {
@@ -224,28 +231,14 @@ func (p *Proxy) Stats() Stats {
 
 // Deny adds an address that is never a destination, like the proxy's own:
 // the guard's CDP endpoint, which a page must not reach even when the
-// allowlist names its address.
-func (p *Proxy) Deny(ap netip.AddrPort) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.listeners = append(p.listeners, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
-}
+// allowlist names its address. An unspecified address (0.0.0.0, [::])
+// denies every local address on that port (selfaddr.Set.Contains).
+func (p *Proxy) Deny(ap netip.AddrPort) { p.self.Add(ap) }
 
 // isSelf reports whether ap is one of the proxy's own listening addresses
-// (a request looping back into the proxy) or an address given to Deny.
-func (p *Proxy) isSelf(ap netip.AddrPort) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, l := range p.listeners {
-		if l.Port() != ap.Port() {
-			continue
-		}
-		if l.Addr() == ap.Addr() || (l.Addr().IsUnspecified() && ap.Addr().IsLoopback()) {
-			return true
-		}
-	}
-	return false
-}
+// (a request looping back into the proxy) or an address given to Deny, on
+// any of the host's addresses when the listener's address is unspecified.
+func (p *Proxy) isSelf(ap netip.AddrPort) bool { return p.self.Contains(ap) }
 
 // goproxyLogger sends goproxy's own messages to slog at debug level.
 type goproxyLogger struct{ log *slog.Logger }

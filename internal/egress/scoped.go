@@ -56,31 +56,15 @@ func (p *Proxy) ServeScoped(l net.Listener, s Scope) error {
 	sc := &scope{decide: decide, tag: s.Tag}
 	ap, aerr := netip.ParseAddrPort(l.Addr().String())
 	if aerr == nil {
-		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-		p.mu.Lock()
-		p.listeners = append(p.listeners, ap)
-		p.mu.Unlock()
+		p.self.Add(ap)
 	}
 	err := p.srv.Serve(trackingListener{Listener: l, t: &p.conns, scope: sc})
 	p.conns.closeScope(sc)
 	if aerr == nil {
-		p.forgetListener(ap)
+		p.self.Remove(ap)
 	}
 	if err == nil || errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
 	return fmt.Errorf("egress: serve: %w", err)
-}
-
-// forgetListener removes one entry for ap from the proxy's own addresses
-// once its listener is gone.
-func (p *Proxy) forgetListener(ap netip.AddrPort) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i, l := range p.listeners {
-		if l == ap {
-			p.listeners = append(p.listeners[:i], p.listeners[i+1:]...)
-			return
-		}
-	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/grants"
 	"github.com/cdpguard/cdpguard/internal/policy"
+	"github.com/cdpguard/cdpguard/internal/selfaddr"
 )
 
 // Sender sends a CDP command on a session without awaiting its reply.
@@ -71,7 +72,17 @@ type Options struct {
 	// requests the policy refuses, and never override a --block entry
 	// (grants.Set.Decide).
 	Grants func(frameID string) *grants.Set
+	// Self, if set, reports whether host (normalised, as policy.Decision
+	// has it) and port are the guard itself (every address of the host on
+	// one of its ports, selfaddr.Set). Such requests are refused whatever
+	// the policy and the grants say: a page must not reach the guard's own
+	// HTTP surface.
+	Self func(host string, port int) bool
 }
+
+// ReasonSelf is the reason of a request refused because it is addressed to
+// the guard itself.
+const ReasonSelf = "the address is cdpguard's own endpoint; pages may not reach it"
 
 // Judge answers Fetch.requestPaused events.
 type Judge struct {
@@ -249,6 +260,15 @@ func (j *Judge) Run(ctx context.Context) {
 	}
 }
 
+// Stop fails every pause the judge holds, in the caller's goroutine, and
+// makes Paused fail later ones at once. The guard calls it before it closes
+// the browser connection: Chrome lets a held request go out when the
+// intercepting connection closes, and in attach mode the browser outlives
+// the guard. Run's end does the same; Stop may be called any number of
+// times, before or after Run ends. A pause the worker is answering at that
+// moment keeps the worker's answer.
+func (j *Judge) Stop() { j.stop() }
+
 // stop fails every unanswered pause and makes Paused fail new ones.
 func (j *Judge) stop() {
 	j.mu.Lock()
@@ -317,6 +337,11 @@ func (j *Judge) decide(url, frameID string) policy.Decision {
 	d := j.opts.Policy.Decide(url)
 	if !d.Allowed && j.opts.Grants != nil && frameID != "" {
 		d = j.opts.Grants(frameID).Decide(d)
+	}
+	if d.Allowed && j.opts.Self != nil && d.Host != "" {
+		if port, ok := selfaddr.URLPort(url); ok && j.opts.Self(d.Host, port) {
+			return policy.Decision{Reason: ReasonSelf, Host: d.Host}
+		}
 	}
 	return d
 }

@@ -323,3 +323,93 @@ func TestReadLoopSender(t *testing.T) {
 		t.Errorf("main sender got %d answers, want only the worker's one", n)
 	}
 }
+
+// TestSelfRefused: a request to the guard itself is failed (a top-level
+// one gets the explanation page naming why) although the policy allows
+// the address; the same address on another port continues.
+func TestSelfRefused(t *testing.T) {
+	p, err := policy.Parse([]string{"10.9.8.7", "allowed.test"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := func(host string, port int) bool { return host == "10.9.8.7" && port == 9222 }
+	for _, c := range []struct {
+		url, typ, frame string
+		top             bool
+		want            string
+	}{
+		{url: "http://10.9.8.7:9222/json/list", typ: "Fetch", want: "Fetch.failRequest"},
+		{url: "http://10.9.8.7:9222/json/close/T", typ: "Document", frame: "F1", want: "Fetch.failRequest"},
+		{url: "http://user:pw@10.9.8.7:9222/metrics", typ: "Image", want: "Fetch.failRequest"},
+		{url: "ws://10.9.8.7:9222/devtools/browser/x", typ: "WebSocket", want: "Fetch.failRequest"},
+		{url: "http://10.9.8.7:9222/policy", typ: "Document", frame: "T1", top: true, want: "Fetch.fulfillRequest"},
+		{url: "http://10.9.8.7:9223/", typ: "Fetch", want: "Fetch.continueRequest"},
+		{url: "http://allowed.test:9222/", typ: "Fetch", want: "Fetch.continueRequest"},
+	} {
+		s := &fakeSender{}
+		j, stop := newJudge(t, s, Options{Policy: p, Self: self})
+		if c.top {
+			j.AddPage(c.frame)
+		}
+		j.Paused("S", paused("R1", c.url, c.typ, c.frame, nil))
+		got := s.waitN(t, 1)
+		stop()
+		if got[0].method != c.want {
+			t.Errorf("%s: answer %s, want %s", c.url, got[0].method, c.want)
+		}
+		if c.want == "Fetch.fulfillRequest" {
+			body, _ := base64.StdEncoding.DecodeString(got[0].params["body"].(string))
+			if !strings.Contains(string(body), "own endpoint") {
+				t.Errorf("explanation page does not say why: %s", body)
+			}
+		}
+	}
+}
+
+// TestStopFailsHeldPauses: Stop answers, before it returns and in the
+// caller's goroutine, every pause the judge holds, even while the worker
+// is stuck sending another answer (the guard closes the browser
+// connection right after Stop).
+func TestStopFailsHeldPauses(t *testing.T) {
+	release := make(chan struct{})
+	s := &stuckSender{stuck: release, entered: make(chan struct{})}
+	j, stop := newJudge(t, s, Options{})
+	defer stop()
+	j.Paused("S", paused("A", "http://allowed.test/a", "Image", "", nil))
+	<-s.entered // the worker is stuck answering A
+	j.Paused("S", paused("B", "http://evil.test/b", "Image", "", nil))
+	j.Paused("S", paused("C", "http://allowed.test/c", "Image", "", nil))
+	j.Stop()
+	got := s.answers()
+	if len(got) != 2 || got[0].method != "Fetch.failRequest" || got[1].method != "Fetch.failRequest" {
+		t.Fatalf("answers when Stop returned: %+v, want B and C failed", got)
+	}
+	ids := map[any]bool{got[0].params["requestId"]: true, got[1].params["requestId"]: true}
+	if !ids["B"] || !ids["C"] {
+		t.Fatalf("failed %v, want B and C", ids)
+	}
+	j.Paused("S", paused("D", "http://allowed.test/d", "Image", "", nil))
+	if got := s.answers(); len(got) != 3 || got[2].params["requestId"] != "D" || got[2].method != "Fetch.failRequest" {
+		t.Fatalf("a pause after Stop: %+v, want it failed at once", got)
+	}
+	close(release)
+}
+
+// stuckSender blocks the first Send (the worker's) until stuck is closed
+// and records the others at once.
+type stuckSender struct {
+	fakeSender
+	stuck   chan struct{}
+	entered chan struct{}
+	once    sync.Once
+}
+
+func (s *stuckSender) Send(session, method string, params any) error {
+	first := false
+	s.once.Do(func() { first = true })
+	if first {
+		close(s.entered)
+		<-s.stuck
+	}
+	return s.fakeSender.Send(session, method, params)
+}
