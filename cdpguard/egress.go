@@ -39,6 +39,7 @@ func (g *Guard) startProxy() error {
 		AllowAddrs:   func(a netip.Addr) bool { return slices.Contains(ips, a.Unmap()) },
 		Logger:       g.log,
 		OnRefuse:     g.onRefuse,
+		Self:         g.ep.self,
 	})
 	if err != nil {
 		return fmt.Errorf("%w: egress proxy: %w", ErrSetup, err)

@@ -291,10 +291,10 @@ func (sc *grantScope) grantSet() *grants.Set {
 // then u's session grants; a nil u has none.
 func (g *Guard) decideFor(u *users.User, url string) policy.Decision {
 	d := g.policy.Decide(url)
-	if d.Allowed || u == nil {
-		return d
+	if !d.Allowed && u != nil {
+		d = g.scopeOfUser(u).grantSet().Decide(d)
 	}
-	return g.scopeOfUser(u).grantSet().Decide(d)
+	return g.refuseSelf(d, url)
 }
 
 // refusalUser is the user whose own proxy listener refused r, "" for the

@@ -27,6 +27,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/selfaddr"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
@@ -81,6 +82,9 @@ type endpoint struct {
 	url        string       // the endpoint's base URL
 	srv        *http.Server // nil when a Supervisor serves the endpoint
 	supervisor string       // set when a Supervisor serves the endpoint: its address
+	// self is every address the guard listens on (the endpoint, the egress
+	// proxy's listeners): never a destination for pages (self.go).
+	self *selfaddr.Set
 }
 
 // setups tracks the guard's setup of each target.
@@ -250,6 +254,7 @@ func newGuard(cfg Config) (*Guard, error) {
 		agents: agentSet{m: map[*relay.Agent]*agentState{}},
 		fx:     newEffects(),
 		closed: closeState{done: make(chan struct{})},
+		ep:     endpoint{self: selfaddr.New()},
 	}
 	g.about.id = hex.EncodeToString(id)
 	if err := checkFileDirs(cfg); err != nil {
@@ -282,6 +287,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		OnAnswer:            g.metrics.decision,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
 		Grants:              g.grantsForFrame,
+		Self:                g.isSelfHost,
 	})
 	g.dialogs = dialogs.New(laterSender{g}, dialogGrace(g.cfg.DialogGrace), g.log)
 	g.startControls()

@@ -35,8 +35,8 @@ func (g *Guard) listen() error {
 		return fmt.Errorf("%w: listen on %s: %w", ErrSetup, addr, err)
 	}
 	g.ep.url = "http://" + ln.Addr().String()
-	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil && g.proxy != nil {
-		g.proxy.Deny(ap) // pages never reach the endpoint through the proxy
+	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil {
+		g.ep.self.Add(ap) // pages never reach the endpoint (the proxy and the Fetch judge share the set)
 	}
 	g.ep.srv = &http.Server{
 		Handler:           g,
@@ -237,6 +237,7 @@ func (g *Guard) serveList(w http.ResponseWriter, r *http.Request) {
 
 func (g *Guard) serveNew(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPut {
+		w.Header().Set("Allow", http.MethodPut)
 		http.Error(w, "cdpguard: use PUT for /json/new", http.StatusMethodNotAllowed)
 		return
 	}
@@ -272,7 +273,17 @@ func (g *Guard) serveNew(w http.ResponseWriter, r *http.Request) {
 	g.writeJSON(w, g.entry(r, targetInfo{TargetID: c.TargetID, Type: "page", URL: target}))
 }
 
+// serveTargetAction serves /json/close/<id> and /json/activate/<id>. They
+// change state, so they take PUT only, like Chrome's /json/new: no GET (an
+// <iframe>, <img> or no-cors fetch from a page carries no Origin when the
+// guard's address is not a secure context) may close or raise a tab
+// (docs/decisions/2026-12-02-self.md).
 func (g *Guard) serveTargetAction(w http.ResponseWriter, r *http.Request, method, id, ok string) {
+	if r.Method != http.MethodPut {
+		w.Header().Set("Allow", http.MethodPut)
+		http.Error(w, "cdpguard: use PUT for "+strings.TrimSuffix(r.URL.Path, id)+"<id>: endpoints that change state take no GET", http.StatusMethodNotAllowed)
+		return
+	}
 	key, allowed := g.userKey(w, r)
 	if !allowed {
 		return

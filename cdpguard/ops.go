@@ -129,8 +129,8 @@ func (g *Guard) closeAgents(code int, reason string) {
 // instead of listening: the guard serves through the supervisor.
 func (g *Guard) useEndpoint(addr string) error {
 	g.ep.url = "http://" + addr
-	if ap, err := netip.ParseAddrPort(addr); err == nil && g.proxy != nil {
-		g.proxy.Deny(ap) // pages never reach the endpoint through the proxy
+	if ap, err := netip.ParseAddrPort(addr); err == nil {
+		g.ep.self.Add(ap) // pages never reach the endpoint (the proxy and the Fetch judge share the set)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/grants"
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/reader"
@@ -186,7 +187,13 @@ func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int
 // readRefusal returns why url may not be read in the session sc (nil: no
 // grants), naming the host and the reachable origins, or "".
 func (g *Guard) readRefusal(sc *grantScope, url string) string {
-	return readRefusal(g.policy, sc.grantSet(), url)
+	if msg := readRefusal(g.policy, sc.grantSet(), url); msg != "" {
+		return msg
+	}
+	if d := g.refuseSelf(g.policy.Decide(url), url); !d.Allowed && d.Reason == fetchdomain.ReasonSelf {
+		return fmt.Sprintf("%s (%s); nothing was sent to it", d.Reason, truncateReason(url))
+	}
+	return ""
 }
 
 func readRefusal(p *policy.Policy, granted *grants.Set, url string) string {

@@ -315,10 +315,10 @@ func jsonListIsolation(t *testing.T, endpoint string, h *testhosts.Hosts) {
 	if _, b, _ = getList(t, endpoint, "cdp-bob"); containsUser(b, "cdp-alice-new") {
 		t.Errorf("bob's list shows alice's /json/new tab: %q", b)
 	}
-	if code, body := httpDo(t, http.MethodGet, endpoint+"/json/close/"+created.ID, "cdp-bob"); code != http.StatusNotFound {
+	if code, body := httpDo(t, http.MethodPut, endpoint+"/json/close/"+created.ID, "cdp-bob"); code != http.StatusNotFound {
 		t.Errorf("bob closing alice's tab over HTTP: %d %s, want 404", code, body)
 	}
-	if code, body := httpDo(t, http.MethodGet, endpoint+"/json/close/"+created.ID, "cdp-alice"); code != http.StatusOK {
+	if code, body := httpDo(t, http.MethodPut, endpoint+"/json/close/"+created.ID, "cdp-alice"); code != http.StatusOK {
 		t.Errorf("alice closing her tab over HTTP: %d %s", code, body)
 	}
 }

@@ -143,7 +143,7 @@ func rtIsolation(t *testing.T, e *rtEnv) {
 			}
 			c.CloseNow()
 		}
-		if code, body := httpDo(t, http.MethodGet, e.base+"/json/close/"+e.aliceTarget, "mallory"); code == http.StatusOK {
+		if code, body := httpDo(t, http.MethodPut, e.base+"/json/close/"+e.aliceTarget, "mallory"); code == http.StatusOK {
 			t.Errorf("mallory closing alice's tab over HTTP: %d %s", code, body)
 		}
 		e.aliceIntact(t)
