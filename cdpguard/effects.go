@@ -56,6 +56,17 @@ func (e *effects) run(done <-chan struct{}) {
 	}
 }
 
+// flush waits until the work queued before it has run, or until done is
+// closed (run has stopped, or will not get to it).
+func (e *effects) flush(done <-chan struct{}) {
+	ran := make(chan struct{})
+	e.add(func() { close(ran) })
+	select {
+	case <-ran:
+	case <-done:
+	}
+}
+
 // laterSender sends on the effects goroutine: a Sender (dialogs, Fetch
 // judge) for code that runs on the read loop. Send never blocks and reports
 // no error; a failed send is logged.

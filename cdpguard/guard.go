@@ -438,6 +438,7 @@ func (g *Guard) Close() error {
 		g.agents.mu.Lock() // a barrier: agent handlers check g.ctx under it
 		//lint:ignore SA2001 the empty critical section is that barrier
 		g.agents.mu.Unlock()
+		g.failHeldPauses()
 		var errs []error
 		if g.ep.srv != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -467,6 +468,38 @@ func (g *Guard) Close() error {
 	<-g.closed.done
 	return g.closed.err
 }
+
+// failHeldPauses fails every pause the Fetch judge holds, and sends the
+// failures the read loop has queued, before Close lets go of the browser
+// connection: Chrome lets a held request go out when the intercepting
+// connection closes, and in attach mode the browser outlives the guard.
+// It waits at most heldPausesBound (a browser that does not read its pipe
+// must not hang Close); the sends it leaves then end when the connection
+// closes, and Close waits for them (g.wg).
+func (g *Guard) failHeldPauses() {
+	if g.judge == nil || g.mux == nil {
+		return
+	}
+	done := make(chan struct{})
+	g.wg.Add(1)
+	go func() { // ends when the failures are sent or the browser connection is gone
+		defer g.wg.Done()
+		defer close(done)
+		g.judge.Stop()
+		g.fx.flush(g.mux.Done())
+	}()
+	t := time.NewTimer(heldPausesBound)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		g.log.Warn("closing with paused requests not yet failed: the browser did not take the answers in time", "bound", heldPausesBound)
+	}
+}
+
+// heldPausesBound bounds how long Close waits for the held pauses' failures
+// to be sent.
+const heldPausesBound = 2 * time.Second
 
 // closeAsync starts Close from inside a goroutine Close waits for.
 func (g *Guard) closeAsync() error {
