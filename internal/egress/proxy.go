@@ -9,6 +9,7 @@
 package egress
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -150,7 +151,7 @@ func New(opts Options) (*Proxy, error) {
 	}
 	p.gp = p.newGoproxy()
 	p.srv = &http.Server{
-		Handler:           p.gp,
+		Handler:           http.HandlerFunc(p.serveHTTP),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
@@ -188,6 +189,49 @@ func (p *Proxy) newGoproxy() *goproxy.ProxyHttpServer {
 	gp.OnResponse().DoFunc(p.handleResponse)
 	return gp
 }
+
+// serveHTTP hands one request to goproxy. A plain (non-CONNECT) request
+// gets a writer that flushes its status line and every write of its body:
+// goproxy copies a response body into the http.Server's buffered writer
+// and flushes only text/event-stream (its transfer-encoding check never
+// matches, the client side of net/http drops that header), so a response
+// that has sent under a few KB and not ended reached Chrome with no bytes
+// at all: long polls, streamed HTML and chunked SSE stalled
+// (docs/decisions/2026-12-02-self.md). CONNECT keeps the server's writer:
+// goproxy hijacks it.
+func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodConnect {
+		w = flushingWriter{w}
+	}
+	p.gp.ServeHTTP(w, r)
+}
+
+// flushingWriter passes each write on at once. It keeps Hijack (WebSocket
+// upgrades through a plain request) and Unwrap (http.ResponseController).
+type flushingWriter struct{ http.ResponseWriter }
+
+func (f flushingWriter) WriteHeader(code int) {
+	f.ResponseWriter.WriteHeader(code)
+	if code >= http.StatusOK { // not 101: goproxy hijacks the connection after it
+		f.Flush()
+	}
+}
+
+func (f flushingWriter) Write(b []byte) (int, error) {
+	n, err := f.ResponseWriter.Write(b)
+	if err == nil {
+		f.Flush()
+	}
+	return n, err
+}
+
+func (f flushingWriter) Flush() { _ = http.NewResponseController(f.ResponseWriter).Flush() }
+
+func (f flushingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(f.ResponseWriter).Hijack()
+}
+
+func (f flushingWriter) Unwrap() http.ResponseWriter { return f.ResponseWriter }
 
 // Serve accepts proxy connections on l until Close. It returns nil after
 // Close.
