@@ -316,11 +316,11 @@ func (g *Guard) checkFiles(cmd relay.Command) relay.Verdict {
 	for i, p := range files {
 		r, err := firewall.ResolveInside(g.cfg.UploadDir, p)
 		if err != nil {
-			why := fmt.Sprintf("%v; only files inside the upload directory may be uploaded", err)
 			if g.cfg.UploadDir == "" {
-				why = fmt.Sprintf("%q: uploads are disabled (no --upload-dir)", p)
+				return refusal(cmd.Method, fmt.Sprintf("%q: uploads are disabled (no --upload-dir)", p))
 			}
-			return refusal(cmd.Method, why)
+			g.log.Debug("upload path refused", "method", cmd.Method, "path", p, "err", err)
+			return refusal(cmd.Method, uploadRefusal(i))
 		}
 		resolved[i] = r
 	}
@@ -339,6 +339,17 @@ func (g *Guard) checkFiles(cmd relay.Command) relay.Verdict {
 		return refusal(cmd.Method, err.Error())
 	}
 	return relay.Verdict{Params: params}
+}
+
+// uploadRefusal is the one answer to every path that is not a file inside
+// the upload directory, whether it is missing, outside, through a link or
+// with "..": an error that differed (the resolver's "lstat ...: no such
+// file" for a missing path, "outside" for an existing one) told an agent
+// which files exist on the guard's host. It names the entry by index, not
+// by path, so the answers for two paths are the same text; the log has the
+// cause.
+func uploadRefusal(i int) string {
+	return fmt.Sprintf("files[%d] is not a file inside the upload directory (missing, outside it, or a link out of it); only files inside the upload directory may be uploaded", i)
 }
 
 // refusal is the firewall's error answer: it names the method and why.

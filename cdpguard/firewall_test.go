@@ -267,10 +267,10 @@ func TestFirewallUploads(t *testing.T) {
 	if got := decodeParams(t, v.Params); got["backendNodeId"] != float64(7) {
 		t.Errorf("other params lost: %v", got)
 	}
-	wantRefused(t, g.checkFiles(set(ok, "/etc/passwd")), "DOM.setFileInputFiles", "/etc/passwd")
-	wantRefused(t, g.checkFiles(set(filepath.Join(up, "passwd"))), "DOM.setFileInputFiles", "passwd")
+	wantRefused(t, g.checkFiles(set(ok, "/etc/passwd")), "DOM.setFileInputFiles", "files[1]")
+	wantRefused(t, g.checkFiles(set(filepath.Join(up, "passwd"))), "DOM.setFileInputFiles", "files[0]")
 	wantRefused(t, g.checkFiles(set(filepath.Join(up, "..", "..", "etc", "passwd"))), "DOM.setFileInputFiles")
-	wantRefused(t, g.checkFiles(set("ok.txt")), "DOM.setFileInputFiles", "absolute")
+	wantRefused(t, g.checkFiles(set("ok.txt")), "DOM.setFileInputFiles", "files[0]")
 	wantRefused(t, g.checkFiles(drag(filepath.Join(up, "passwd"))), "Input.dispatchDragEvent")
 	v = g.checkFiles(drag(ok))
 	if v.Refuse != "" {
@@ -279,5 +279,60 @@ func TestFirewallUploads(t *testing.T) {
 	data, _ := decodeParams(t, v.Params)["data"].(map[string]any)
 	if files, _ := data["files"].([]any); len(files) != 1 || data["dragOperationsMask"] != float64(1) {
 		t.Errorf("rewritten drag data %v", data)
+	}
+}
+
+// TestUploadErrorsIdentical (#20 item 5): every path that is not a file
+// inside --upload-dir gets the same answer, whether it exists or not, so an
+// agent cannot probe the guard host's files: plain paths, "..", links in
+// the upload directory pointing out, links to missing targets, relative
+// paths.
+func TestUploadErrorsIdentical(t *testing.T) {
+	root := t.TempDir()
+	up := filepath.Join(root, "up")
+	outside := filepath.Join(root, "secret")
+	for _, d := range []string{up, outside} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exists := filepath.Join(outside, "exists.txt")
+	if err := os.WriteFile(exists, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(outside, "missing.txt")
+	if err := os.Symlink(exists, filepath.Join(up, "to-exists")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(missing, filepath.Join(up, "to-missing")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(up, "dir")); err != nil {
+		t.Fatal(err)
+	}
+	g := testGuard(t, Config{UploadDir: up})
+	paths := []string{
+		exists, missing,
+		outside, filepath.Join(outside, "nodir", "x"),
+		filepath.Join(up, "..", "secret", "exists.txt"), filepath.Join(up, "..", "secret", "missing.txt"),
+		up + "/../secret/exists.txt", up + "/../secret/missing.txt",
+		filepath.Join(up, "to-exists"), filepath.Join(up, "to-missing"),
+		filepath.Join(up, "dir", "exists.txt"), filepath.Join(up, "dir", "missing.txt"),
+		"/etc/passwd", "/etc/no-such-file-here", "/proc/self/environ",
+		"secret/exists.txt", "../secret/missing.txt", "",
+	}
+	var first string
+	for _, p := range paths {
+		v := g.checkFiles(relay.Command{Method: "DOM.setFileInputFiles", Params: params(t, map[string]any{"files": []string{p}, "backendNodeId": 7})})
+		if v.Refuse == "" {
+			t.Fatalf("%q: not refused", p)
+		}
+		if first == "" {
+			first = v.Refuse
+			t.Logf("the one answer: %s", first)
+		}
+		if v.Refuse != first {
+			t.Errorf("%q: answer %q differs from %q", p, v.Refuse, first)
+		}
 	}
 }
