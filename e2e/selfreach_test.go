@@ -76,10 +76,13 @@ func TestSelfReach(t *testing.T) {
 
 	victim := cdptest.Connect(t, base, "") // the fallback user, as in the red-team report
 	victimTarget, _ := victim.OpenPage(t, str.url("/plain"))
+	// One agent page and one MCP session serve every subtest: a user's
+	// first connection costs a browser context and a proxy listener.
+	c := cdptest.Connect(t, base, "selfreach-mallory")
+	_, s := c.OpenPage(t, "")
+	m := mcpConnect(t, base, "selfreach-mcp")
 
 	t.Run("page", func(t *testing.T) {
-		c := cdptest.Connect(t, base, "selfreach-mallory")
-		_, s := c.OpenPage(t, "")
 		if _, err := c.CallWithin(s, "Network.enable", nil, 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
@@ -135,20 +138,17 @@ func TestSelfReach(t *testing.T) {
 	})
 
 	t.Run("mcp", func(t *testing.T) {
-		s := mcpConnect(t, base, "selfreach-mcp")
 		for _, p := range []string{"/json/version", "/json/list", "/policy", "/metrics", "/json/close/" + victimTarget} {
-			msg := call(t, s, "browser_navigate", map[string]any{"url": guardOnAddr + p}, true)
+			msg := call(t, m, "browser_navigate", map[string]any{"url": guardOnAddr + p}, true)
 			mustContain(t, "browser_navigate "+p, msg, "own endpoint")
-			msg = call(t, s, "browser_read", map[string]any{"url": guardOnAddr + p}, true)
+			msg = call(t, m, "browser_read", map[string]any{"url": guardOnAddr + p}, true)
 			mustContain(t, "browser_read "+p, msg, "own endpoint")
 		}
-		call(t, s, "browser_navigate", map[string]any{"url": ctl.base + "/json/list"}, false)
-		mustContain(t, "control read", call(t, s, "browser_read", nil, false), "control /json/list")
+		call(t, m, "browser_navigate", map[string]any{"url": ctl.base + "/json/list"}, false)
+		mustContain(t, "control read", call(t, m, "browser_read", nil, false), "control /json/list")
 	})
 
 	t.Run("stream", func(t *testing.T) {
-		c := cdptest.Connect(t, base, "selfreach-stream")
-		_, s := c.OpenPage(t, "")
 		start := time.Now()
 		if _, err := c.CallWithin(s, "Page.navigate", map[string]any{"url": str.url("/stream/1")}, 5*time.Second); err != nil {
 			t.Fatalf("navigate to a page that has sent 2 kB: %v", err)
@@ -159,7 +159,6 @@ func TestSelfReach(t *testing.T) {
 		t.Logf("first part shown after %v (the response stays open)", time.Since(start).Round(time.Millisecond))
 		str.release("/stream/1")
 
-		m := mcpConnect(t, base, "selfreach-stream-mcp")
 		start = time.Now()
 		text := call(t, m, "browser_read", map[string]any{"url": str.url("/stream/2")}, false)
 		mustContain(t, "browser_read of an open stream", text, "FIRST-PART")
