@@ -27,6 +27,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/shares"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
@@ -95,7 +96,7 @@ type agentSet struct {
 	// Close: handlers check g.ctx and add to g.wg under it.
 	mu     sync.Mutex
 	m      map[*relay.Agent]*agentState
-	shares sync.Map // user key → *relay.Share of all the user's connections
+	shares *shares.Table[*relay.Share] // user key → the share of all the user's connections
 }
 
 // closeState makes Close run once and remembers its result.
@@ -107,6 +108,7 @@ type closeState struct {
 
 type agentState struct {
 	user        *users.User
+	unshare     func()          // releases the user's fairness share
 	iso         *isolation.Conn // the targets this connection holds
 	guardEvents atomic.Bool     // Guard.enable was called
 	lastTouch   atomic.Int64    // unix seconds of the last activity recorded
@@ -247,7 +249,7 @@ func newGuard(cfg Config) (*Guard, error) {
 		ctx:    ctx,
 		stop:   stop,
 		setups: setups{done: map[string]chan struct{}{}},
-		agents: agentSet{m: map[*relay.Agent]*agentState{}},
+		agents: agentSet{m: map[*relay.Agent]*agentState{}, shares: newShares()},
 		fx:     newEffects(),
 		closed: closeState{done: make(chan struct{})},
 	}
