@@ -222,8 +222,7 @@ func (c *controls) contextCreated(session, frameID string, id int64) {
 		c.dirty[target] = true
 	}
 	c.mu.Unlock()
-	c.g.worlds.madeIn(frameID, id)
-	c.g.worlds.madeIn(target, id)
+	c.g.worlds.madeIn(target, frameID, id)
 	c.taint.created(target, id, time.Now())
 	if main {
 		c.poke()
@@ -283,8 +282,7 @@ func (c *controls) frameNavigated(session, frameID, frameURL string) {
 	}
 	c.mu.Unlock()
 	for _, id := range live {
-		c.g.worlds.madeIn(frameID, id)
-		c.g.worlds.madeIn(target, id)
+		c.g.worlds.madeIn(target, frameID, id)
 	}
 	c.poke()
 }
