@@ -137,6 +137,9 @@ func Launch(ctx context.Context, cfg Config) (*Guard, error) {
 type launchOptions struct {
 	endpoint string   // the supervisor's listen address; "" makes the guard listen itself
 	metrics  *metrics // shared across relaunches; nil makes the guard's own
+	// transport, when set, wraps the browser connection (tests count the
+	// guard's browser round trips with it).
+	transport func(relay.Transport) relay.Transport
 }
 
 func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, error) {
@@ -171,7 +174,11 @@ func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, err
 	if v := proc.Version(); v != nil {
 		g.about.version = *v
 	}
-	if err := g.start(ctx, proc.Conn()); err != nil {
+	var conn relay.Transport = proc.Conn()
+	if lo.transport != nil {
+		conn = lo.transport(conn)
+	}
+	if err := g.start(ctx, conn); err != nil {
 		_ = g.Close()
 		return nil, err
 	}
