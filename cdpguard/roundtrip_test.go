@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +29,31 @@ type recorder struct {
 	relay.Transport
 	mu   sync.Mutex
 	sent []sentCommand
+	// after, when set, returns messages to hand the guard right after msg
+	// from the browser (a test's late events).
+	after  func(msg []byte) [][]byte
+	queued [][]byte
+}
+
+func (r *recorder) ReadMessage() ([]byte, error) {
+	r.mu.Lock()
+	if len(r.queued) > 0 {
+		m := r.queued[0]
+		r.queued = r.queued[1:]
+		r.mu.Unlock()
+		return m, nil
+	}
+	after := r.after
+	r.mu.Unlock()
+	msg, err := r.Transport.ReadMessage()
+	if err == nil && after != nil {
+		if extra := after(msg); len(extra) > 0 {
+			r.mu.Lock()
+			r.queued = append(r.queued, extra...)
+			r.mu.Unlock()
+		}
+	}
+	return msg, err
 }
 
 func (r *recorder) WriteMessage(msg []byte) error {
@@ -144,13 +173,12 @@ func (a *rawAgent) call(ctx context.Context, session, method string, params any,
 	return nil
 }
 
-// TestPageEnableOneRoundTrip: an agent's Page.enable costs one browser
+// testPageEnableOneRoundTrip (a subtest of TestRecordedGuard): an agent's Page.enable costs one browser
 // round trip (the command itself); the guard's dialog bookkeeping takes
 // the session's target from the agent's own record rather than asking
 // Chrome (Target.getTargetInfo), and is still in place: a dialog on that
 // page waits for this agent.
-func TestPageEnableOneRoundTrip(t *testing.T) {
-	g, rec := launchRecorded(t, Config{})
+func testPageEnableOneRoundTrip(t *testing.T, g *Guard, rec *recorder) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a := dialAgent(ctx, t, g)
@@ -185,4 +213,16 @@ func TestPageEnableOneRoundTrip(t *testing.T) {
 	if err := a.call(ctx, attached.SessionID, "Page.handleJavaScriptDialog", map[string]any{"accept": true}, nil); err != nil {
 		t.Errorf("the agent's answer to a dialog on its page: %v", err)
 	}
+}
+
+// TestRecordedGuard runs the tests that read the guard's browser
+// connection on one guard (one browser launch), with controls on.
+func TestRecordedGuard(t *testing.T) {
+	var evilHits atomic.Int64
+	evil := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { evilHits.Add(1) }))
+	defer evil.Close()
+	evilURL := strings.Replace(evil.URL, "127.0.0.1", "evil.test", 1)
+	g, rec := launchRecorded(t, Config{Controls: true, HostMap: []string{"*.test=127.0.0.1"}})
+	t.Run("page enable one round trip", func(t *testing.T) { testPageEnableOneRoundTrip(t, g, rec) })
+	t.Run("controls late events fresh tab", func(t *testing.T) { testControlsLateEventsFreshTab(t, g, rec, evilURL, &evilHits) })
 }
