@@ -26,7 +26,8 @@ type agentSpec struct {
 // per-user fairness share and registration, so no kind can skip a rule.
 // The caller runs a.Serve and then calls dropAgent.
 func (g *Guard) admitAgent(ctx context.Context, conn relay.AgentConn, s agentSpec) (*relay.Agent, error) {
-	st := &agentState{user: s.user, iso: isolation.NewConn(s.user)}
+	share, unshare := g.agents.shares.Acquire(s.key)
+	st := &agentState{user: s.user, iso: isolation.NewConn(s.user), unshare: unshare}
 	a, err := g.mux.NewAgent(ctx, conn, relay.AgentOptions{
 		Name:     s.name,
 		TargetID: s.targetID,
@@ -34,12 +35,13 @@ func (g *Guard) admitAgent(ctx context.Context, conn relay.AgentConn, s agentSpe
 			return !g.worlds.hide(e) && g.iso.Event(st.iso, a, e)
 		},
 		OnActivity: func() { st.touch(g) },
-		Share:      g.share(s.key),
+		Share:      share,
 		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
 			return g.countRefusal(cmd, g.intercept(ctx, a, st, cmd))
 		},
 	})
 	if err != nil {
+		unshare()
 		return nil, err
 	}
 	g.agents.mu.Lock()
@@ -55,6 +57,9 @@ func (g *Guard) dropAgent(a *relay.Agent) {
 	st := g.agents.m[a]
 	delete(g.agents.m, a)
 	g.agents.mu.Unlock()
+	if st != nil {
+		st.unshare()
+	}
 	g.dialogs.ForgetOwner(a)
 	g.debuggerGone(st)
 }

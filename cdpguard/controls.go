@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -47,7 +48,14 @@ type controls struct {
 type ctlPage struct {
 	session string
 	ctxID   int64            // the controls world's context in the main frame; 0: none yet
+	ctxUniq string           // ctxID's uniqueId; "" when it was recovered (controls_recover.go)
 	worlds  map[int64]string // every controls context of the target → its frame
+	// uniq holds the uniqueId of every controls context in worlds. Context
+	// ids are small integers per renderer process: across a process swap
+	// the old process's late executionContextDestroyed can carry the id of
+	// the new document's context, and only the uniqueId tells them apart.
+	uniq    map[string]int64
+	recover ctlRecover // asking Chrome for a lost main-frame context
 	blocked int
 	recent  []ctlBlock
 	explain *explained
@@ -140,7 +148,7 @@ func (c *controls) setupPage(targetID, session string) {
 	c.mu.Lock()
 	c.sessions[session] = targetID
 	if c.pages[targetID] == nil {
-		c.pages[targetID] = &ctlPage{session: session, worlds: map[int64]string{}}
+		c.pages[targetID] = &ctlPage{session: session, worlds: map[int64]string{}, uniq: map[string]int64{}}
 	}
 	c.mu.Unlock()
 	for _, cmd := range []struct {
@@ -177,9 +185,10 @@ func (c *controls) onEvent(e *cdpmsg.Envelope) {
 	case "Runtime.executionContextCreated":
 		var p struct {
 			Context struct {
-				ID      int64  `json:"id"`
-				Name    string `json:"name"`
-				AuxData struct {
+				ID       int64  `json:"id"`
+				UniqueID string `json:"uniqueId"`
+				Name     string `json:"name"`
+				AuxData  struct {
 					FrameID string `json:"frameId"`
 				} `json:"auxData"`
 			} `json:"context"`
@@ -187,16 +196,17 @@ func (c *controls) onEvent(e *cdpmsg.Envelope) {
 		if !strings.Contains(string(e.Params), c.world) || jsonv2.Unmarshal(e.Params, &p) != nil || p.Context.Name != c.world {
 			return
 		}
-		c.contextCreated(e.SessionID, p.Context.AuxData.FrameID, p.Context.ID)
+		c.contextCreated(e.SessionID, p.Context.AuxData.FrameID, p.Context.ID, p.Context.UniqueID)
 	case "Runtime.executionContextDestroyed":
 		var p struct {
-			ID int64 `json:"executionContextId"`
+			ID       int64  `json:"executionContextId"`
+			UniqueID string `json:"executionContextUniqueId"`
 		}
 		if jsonv2.Unmarshal(e.Params, &p) == nil {
-			c.contextGone(e.SessionID, func(id int64) bool { return id == p.ID })
+			c.contextDestroyed(e.SessionID, p.ID, p.UniqueID)
 		}
 	case "Runtime.executionContextsCleared":
-		c.contextGone(e.SessionID, func(int64) bool { return true })
+		c.contextGone(e.SessionID, func(int64, string) bool { return true })
 	case "Runtime.bindingCalled":
 		c.bindingCalled(e.SessionID, e.Params)
 	}
@@ -207,7 +217,7 @@ func (c *controls) onEvent(e *cdpmsg.Envelope) {
 // under the target (a subframe's context is named on the page's session);
 // the main frame's is where the guard pushes and the only one whose
 // binding calls count.
-func (c *controls) contextCreated(session, frameID string, id int64) {
+func (c *controls) contextCreated(session, frameID string, id int64, uniq string) {
 	c.mu.Lock()
 	target, ok := c.sessions[session]
 	p := c.pages[target]
@@ -216,36 +226,72 @@ func (c *controls) contextCreated(session, frameID string, id int64) {
 		return
 	}
 	p.worlds[id] = frameID
+	if uniq != "" {
+		p.uniq[uniq] = id
+	}
 	main := frameID == target
 	if main {
-		p.ctxID = id
+		p.ctxID, p.ctxUniq = id, uniq
+		p.recover.changed()
 		c.dirty[target] = true
 	}
 	c.mu.Unlock()
-	c.g.worlds.madeIn(frameID, id)
-	c.g.worlds.madeIn(target, id)
+	c.g.worlds.madeIn(target, frameID, id)
 	c.taint.created(target, id, time.Now())
 	if main {
 		c.poke()
 	}
 }
 
-// contextGone forgets the controls contexts of a session that match.
-func (c *controls) contextGone(session string, match func(int64) bool) {
+// contextDestroyed forgets one controls context. With its uniqueId (every
+// Chrome this guard supports sends one) only that context goes; a context
+// id alone also matches a context of another process with the same id.
+func (c *controls) contextDestroyed(session string, id int64, uniq string) {
+	if uniq == "" {
+		c.contextGone(session, func(i int64, _ string) bool { return i == id })
+		return
+	}
+	c.contextGone(session, func(_ int64, u string) bool { return u == uniq })
+}
+
+// contextGone forgets the controls contexts of a session that match (by id
+// and uniqueId; a recovered context has no uniqueId). An id stays known
+// (worlds, taint) while another live context still has it.
+func (c *controls) contextGone(session string, match func(int64, string) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := c.pages[c.sessions[session]]
+	target := c.sessions[session]
+	p := c.pages[target]
 	if p == nil {
 		return
 	}
-	c.taint.gone(c.sessions[session], match)
-	for id := range p.worlds {
-		if match(id) {
-			delete(p.worlds, id)
-			if p.ctxID == id {
-				p.ctxID = 0
-			}
+	gone := map[int64]bool{}
+	for u, id := range p.uniq {
+		if match(id, u) {
+			delete(p.uniq, u)
+			gone[id] = true
 		}
+	}
+	for id := range p.worlds {
+		if match(id, "") {
+			gone[id] = true
+		}
+	}
+	mainGone := p.ctxID != 0 && (gone[p.ctxID] && p.ctxUniq == "" || p.ctxUniq != "" && match(p.ctxID, p.ctxUniq))
+	for _, id := range p.uniq {
+		delete(gone, id) // another process's context with the same id lives on
+	}
+	if len(gone) > 0 {
+		c.taint.gone(target, func(id int64) bool { return gone[id] })
+		for id := range gone {
+			delete(p.worlds, id)
+		}
+	}
+	if mainGone {
+		p.ctxID, p.ctxUniq = 0, ""
+		p.recover.changed()
+		c.dirty[target] = true
+		c.poke()
 	}
 }
 
@@ -269,6 +315,15 @@ func (c *controls) frameNavigated(session, frameID, frameURL string) {
 		}
 	}
 	if frameID == target {
+		p.recover.navigated()
+		if p.ctxID != 0 && p.ctxUniq == "" {
+			// A recovered context is the previous document's.
+			if id := p.ctxID; !slices.Contains(slices.Collect(maps.Values(p.uniq)), id) {
+				delete(p.worlds, id)
+				c.taint.gone(target, func(i int64) bool { return i == id })
+			}
+			p.ctxID = 0
+		}
 		p.blocked, p.recent, p.note = 0, nil, ""
 		if x := p.explain; x != nil {
 			if x.url == frameURL && !x.committed {
@@ -283,8 +338,7 @@ func (c *controls) frameNavigated(session, frameID, frameURL string) {
 	}
 	c.mu.Unlock()
 	for _, id := range live {
-		c.g.worlds.madeIn(frameID, id)
-		c.g.worlds.madeIn(target, id)
+		c.g.worlds.madeIn(target, frameID, id)
 	}
 	c.poke()
 }
@@ -370,6 +424,7 @@ type ctlPush struct {
 	target  string
 	session string
 	ctxID   int64
+	ctxUniq string
 	state   controlsState
 }
 
@@ -378,10 +433,17 @@ type ctlPush struct {
 func (c *controls) flush(ctx context.Context) {
 	c.mu.Lock()
 	var pushes []ctlPush
+	var recoveries []ctlRecovery
 	for target := range c.dirty {
 		p := c.pages[target]
 		delete(c.dirty, target)
-		if p == nil || p.ctxID == 0 {
+		if p == nil {
+			continue
+		}
+		if p.ctxID == 0 {
+			if r := c.needsRecovery(target, p); r != nil {
+				recoveries = append(recoveries, *r)
+			}
 			continue
 		}
 		st := controlsState{Blocked: p.blocked, Recent: append([]ctlBlock{}, p.recent...), Note: p.note, Binding: c.binding}
@@ -392,17 +454,27 @@ func (c *controls) flush(ctx context.Context) {
 			}
 		}
 		st.Origins = slices.Concat(c.g.policy.Origins(), c.g.grantedHosts(target))
-		pushes = append(pushes, ctlPush{target: target, session: p.session, ctxID: p.ctxID, state: st})
+		pushes = append(pushes, ctlPush{target: target, session: p.session, ctxID: p.ctxID, ctxUniq: p.ctxUniq, state: st})
 	}
 	c.mu.Unlock()
+	for _, r := range recoveries {
+		c.recoverWorld(ctx, r)
+	}
 	for _, p := range pushes {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := c.g.mux.Call(cctx, p.session, "Runtime.callFunctionOn", map[string]any{
+		params := map[string]any{
 			"functionDeclaration": js.ControlsUpdate,
-			"executionContextId":  p.ctxID,
 			"arguments":           []any{map[string]any{"value": p.state}},
 			"returnByValue":       true,
-		})
+		}
+		// By uniqueId when known: an id alone may name another process's
+		// context (the page's own) after a cross-process navigation.
+		if p.ctxUniq != "" {
+			params["uniqueContextId"] = p.ctxUniq
+		} else {
+			params["executionContextId"] = p.ctxID
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := c.g.mux.Call(cctx, p.session, "Runtime.callFunctionOn", params)
 		cancel()
 		c.pushed(p, err)
 	}
@@ -414,7 +486,7 @@ func (c *controls) pushed(p ctlPush, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	pg := c.pages[p.target]
-	if pg == nil || pg.ctxID != p.ctxID {
+	if pg == nil || pg.ctxID != p.ctxID || pg.ctxUniq != p.ctxUniq {
 		return
 	}
 	if err == nil {

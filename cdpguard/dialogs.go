@@ -32,8 +32,9 @@ func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Com
 	switch cmd.Method {
 	case "Page.enable":
 		// Registered before Chrome enables the domain, so that a dialog
-		// opening in between already waits for this agent.
-		if id := g.sessionTarget(ctx, cmd.SessionID); id != "" {
+		// opening in between already waits for this agent. The target is
+		// the agent's own record of the session (no browser round trip).
+		if id := g.sessionTarget(ctx, a, cmd.SessionID); id != "" {
 			g.dialogs.Listen(a, cmd.SessionID, id, true)
 		}
 	case "Page.disable":
@@ -64,9 +65,16 @@ func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Com
 	return relay.Verdict{}
 }
 
-// sessionTarget returns the target of an agent's session (Target.getTargetInfo
-// without a targetId describes the session's own target), or "".
-func (g *Guard) sessionTarget(ctx context.Context, sessionID string) string {
+// sessionTarget returns the target of an agent's session, or "". The relay
+// records it from the Target.attachedToTarget that gave the agent the
+// session, so commands that need it cost no browser round trip; only a
+// session the agent was not told of that way (the page session of a
+// /devtools/page/ connection) is asked of Chrome (Target.getTargetInfo
+// without a targetId describes the session's own target).
+func (g *Guard) sessionTarget(ctx context.Context, a *relay.Agent, sessionID string) string {
+	if t, ok := a.TargetOf(sessionID); ok {
+		return t
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	res, err := g.mux.Call(ctx, sessionID, "Target.getTargetInfo", nil)

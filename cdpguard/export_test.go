@@ -8,7 +8,7 @@ import (
 
 // needBrowser skips without Chromium, unless CDPGUARD_E2E=1 makes that a
 // failure (CI must never skip silently).
-func needBrowser(t *testing.T) {
+func needBrowser(t testing.TB) {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if _, err := exec.LookPath(name); err == nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
+	"github.com/cdpguard/cdpguard/internal/shares"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
@@ -99,7 +100,7 @@ type agentSet struct {
 	// Close: handlers check g.ctx and add to g.wg under it.
 	mu     sync.Mutex
 	m      map[*relay.Agent]*agentState
-	shares sync.Map // user key → *relay.Share of all the user's connections
+	shares *shares.Table[*relay.Share] // user key → the share of all the user's connections
 }
 
 // closeState makes Close run once and remembers its result.
@@ -111,6 +112,7 @@ type closeState struct {
 
 type agentState struct {
 	user        *users.User
+	unshare     func()          // releases the user's fairness share
 	iso         *isolation.Conn // the targets this connection holds
 	guardEvents atomic.Bool     // Guard.enable was called
 	lastTouch   atomic.Int64    // unix seconds of the last activity recorded
@@ -139,6 +141,9 @@ func Launch(ctx context.Context, cfg Config) (*Guard, error) {
 type launchOptions struct {
 	endpoint string   // the supervisor's listen address; "" makes the guard listen itself
 	metrics  *metrics // shared across relaunches; nil makes the guard's own
+	// transport, when set, wraps the browser connection (tests count the
+	// guard's browser round trips with it).
+	transport func(relay.Transport) relay.Transport
 }
 
 func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, error) {
@@ -173,7 +178,11 @@ func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, err
 	if v := proc.Version(); v != nil {
 		g.about.version = *v
 	}
-	if err := g.start(ctx, proc.Conn()); err != nil {
+	var conn relay.Transport = proc.Conn()
+	if lo.transport != nil {
+		conn = lo.transport(conn)
+	}
+	if err := g.start(ctx, conn); err != nil {
 		_ = g.Close()
 		return nil, err
 	}
@@ -251,7 +260,7 @@ func newGuard(cfg Config) (*Guard, error) {
 		ctx:    ctx,
 		stop:   stop,
 		setups: setups{done: map[string]chan struct{}{}},
-		agents: agentSet{m: map[*relay.Agent]*agentState{}},
+		agents: agentSet{m: map[*relay.Agent]*agentState{}, shares: newShares()},
 		fx:     newEffects(),
 		closed: closeState{done: make(chan struct{})},
 		ep:     endpoint{self: selfaddr.New()},

@@ -2,6 +2,7 @@ package cdpguard
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -106,11 +107,27 @@ func TestRequireSessionHeader(t *testing.T) {
 	if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("no header: err %v; want 401", err)
 	}
-	c, _, err := websocket.Dial(ctx, g.WebSocketURL(), &websocket.DialOptions{HTTPHeader: http.Header{"X-LibreChat-User": {"u1"}}})
-	if err != nil {
-		t.Fatal(err)
+	// Each distinct user gets a fairness share while connected, and gives
+	// it back when its last connection ends (memory follows the users
+	// connected now, not every header value ever seen).
+	const users = 20
+	for i := range users {
+		c, _, err := websocket.Dial(ctx, g.WebSocketURL(), &websocket.DialOptions{HTTPHeader: http.Header{"X-LibreChat-User": {fmt.Sprintf("u%d", i)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.CloseNow()
 	}
-	c.CloseNow()
+	for g.agents.shares.Held() != 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d users' shares still held after all their connections closed", g.agents.shares.Held())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if n := g.agents.shares.Len(); n > users {
+		t.Fatalf("%d shares kept for %d users", n, users)
+	}
 }
 
 // TestBrowserLostClosesAgents: when the browser dies, every agent

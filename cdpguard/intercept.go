@@ -81,7 +81,7 @@ func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, c
 		}
 		if msg := urlRefusal(name, u); msg != "" {
 			if cmd.Method == "Page.navigate" && !cmd.Browser {
-				return g.refusedNavigation(ctx, st, cmd, msg)
+				return g.refusedNavigation(ctx, a, st, cmd, msg)
 			}
 			return relay.Verdict{Refuse: msg}
 		}

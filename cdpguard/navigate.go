@@ -20,7 +20,7 @@ const blockedErrorText = "net::ERR_BLOCKED_BY_CLIENT"
 // (chromedp's RunResponse, Puppeteer's and Playwright's goto) report it as
 // they report any blocked navigation. The reason goes to the guard's log
 // and to Guard.requestBlocked on the user's own connections.
-func (g *Guard) refusedNavigation(ctx context.Context, st *agentState, cmd relay.Command, reason string) relay.Verdict {
+func (g *Guard) refusedNavigation(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command, reason string) relay.Verdict {
 	var p struct {
 		URL     string `json:"url"`
 		FrameID string `json:"frameId"`
@@ -29,7 +29,7 @@ func (g *Guard) refusedNavigation(ctx context.Context, st *agentState, cmd relay
 	frame := p.FrameID
 	if frame == "" {
 		// A page's main frame id is its target id.
-		frame = g.sessionTarget(ctx, cmd.SessionID)
+		frame = g.sessionTarget(ctx, a, cmd.SessionID)
 	}
 	g.log.Warn("navigation refused", "url", truncateReason(p.URL), "reason", reason)
 	g.notifyBlock(st.user.Key, fetchdomain.Block{URL: p.URL, Reason: reason, ResourceType: "Document", FrameID: frame, TopLevel: p.FrameID == ""})

@@ -84,7 +84,7 @@ func (r *readState) pageGone(targetID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.sessions, targetID)
-	r.worlds.frameGone(targetID)
+	r.worlds.pageGone(targetID)
 	for user, tab := range r.tabs {
 		if tab.targetID == targetID {
 			delete(r.tabs, user)
@@ -408,7 +408,7 @@ func (g *Guard) inWorld(ctx context.Context, session, frameID, method string, pa
 	if err := jsonv2.Unmarshal(res, &w); err != nil {
 		return fmt.Errorf("reader world: %w", err)
 	}
-	g.worlds.madeIn(frameID, w.ID)
+	g.worlds.madeIn("", frameID, w.ID)
 	if method == "Runtime.evaluate" {
 		params["contextId"] = w.ID
 	} else {

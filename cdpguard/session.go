@@ -29,8 +29,11 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		g.dialogs.Opening(e.SessionID, e.Params)
 	case "Page.javascriptDialogClosed":
 		g.dialogs.Closed(e.SessionID)
-	case "Page.frameAttached", "Page.frameDetached":
+	case "Page.frameAttached":
 		g.grantScopes.frames.onEvent(e.SessionID, e.Method, e.Params)
+	case "Page.frameDetached":
+		g.grantScopes.frames.onEvent(e.SessionID, e.Method, e.Params)
+		g.worlds.frameDetached(e.Params)
 	case "Page.frameNavigated":
 		// A new document: the guard's worlds of the old one are gone, and
 		// their context ids may be the new page's own (a new renderer

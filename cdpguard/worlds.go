@@ -25,17 +25,30 @@ type guardWorlds struct {
 	seen map[string]bool
 	// made holds, per frame, the context ids of the guard's worlds there:
 	// Debugger.scriptParsed names a script's context by id and frame only.
+	// A page's ids are also recorded under its target id (its main frame
+	// id), where worlds_refuse.go looks them up.
 	made map[string]map[int64]bool
+	// owner holds the page of each subframe in made, so that forgetting the
+	// subframe also forgets its ids under the page.
+	owner map[string]string
 }
 
 func newGuardWorlds() *guardWorlds {
-	return &guardWorlds{seen: map[string]bool{}, made: map[string]map[int64]bool{}}
+	return &guardWorlds{seen: map[string]bool{}, made: map[string]map[int64]bool{}, owner: map[string]string{}}
 }
 
-// madeIn records a guard world's context in a frame.
-func (w *guardWorlds) madeIn(frameID string, contextID int64) {
+// madeIn records a guard world's context in a frame of page target.
+func (w *guardWorlds) madeIn(target, frameID string, contextID int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.add(frameID, contextID)
+	if target != "" && target != frameID {
+		w.add(target, contextID)
+		w.owner[frameID] = target
+	}
+}
+
+func (w *guardWorlds) add(frameID string, contextID int64) {
 	if w.made[frameID] == nil {
 		w.made[frameID] = map[int64]bool{}
 	}
@@ -44,10 +57,39 @@ func (w *guardWorlds) madeIn(frameID string, contextID int64) {
 
 // frameGone forgets the worlds of a frame that no longer exists or that
 // navigated to a new document (a page's main frame id is its target id).
+// A subframe's ids are forgotten under its page too: a context id is never
+// reused within one renderer process, so none of them can name a live
+// guard world.
 func (w *guardWorlds) frameGone(frameID string) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.forgetFrame(frameID)
+}
+
+func (w *guardWorlds) forgetFrame(frameID string) {
+	if page, ok := w.owner[frameID]; ok {
+		for id := range w.made[frameID] {
+			delete(w.made[page], id)
+		}
+		if len(w.made[page]) == 0 {
+			delete(w.made, page)
+		}
+		delete(w.owner, frameID)
+	}
 	delete(w.made, frameID)
-	w.mu.Unlock()
+}
+
+// pageGone forgets the worlds of a destroyed page and of all its frames.
+func (w *guardWorlds) pageGone(target string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for f, page := range w.owner {
+		if page == target {
+			delete(w.made, f)
+			delete(w.owner, f)
+		}
+	}
+	delete(w.made, target)
 }
 
 // newName returns a fresh random world name for purpose and hides it.
@@ -159,4 +201,19 @@ func (w *guardWorlds) isName(s string) bool {
 
 func worldKey(session string, id int64) string {
 	return session + "\x00" + strconv.FormatInt(id, 10)
+}
+
+// frameDetached forgets the worlds of a removed frame. A swap keeps the
+// frame (it moves to another process, whose session reports its new
+// worlds, perhaps before this event): its entries are left to its page's
+// end rather than risk forgetting a live world.
+func (w *guardWorlds) frameDetached(params []byte) {
+	var p struct {
+		FrameID string `json:"frameId"`
+		Reason  string `json:"reason"`
+	}
+	if jsonv2.Unmarshal(params, &p) != nil || p.FrameID == "" || p.Reason == "swap" {
+		return
+	}
+	w.frameGone(p.FrameID)
 }

@@ -56,7 +56,7 @@ func (g *Guard) worldCommand(ctx context.Context, a *relay.Agent, cmd relay.Comm
 	if !g.worlds.anyMade(ids) {
 		return g.passNamed(a, cmd.SessionID, "", ids, done)
 	}
-	target := g.sessionTarget(ctx, cmd.SessionID)
+	target := g.sessionTarget(ctx, a, cmd.SessionID)
 	if target == "" || g.worlds.madeInTarget(target, ids) {
 		if done != nil {
 			done()

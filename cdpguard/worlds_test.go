@@ -39,7 +39,7 @@ func TestGuardWorldsHide(t *testing.T) {
 	if w.hide(ev("C", "Runtime.executionContextDestroyed", `{"executionContextId":3}`)) || len(w.seen) != 0 {
 		t.Errorf("executionContextsCleared did not forget the session's worlds: %v", w.seen)
 	}
-	w.madeIn("F1", 5)
+	w.madeIn("", "F1", 5)
 	parsed := func(ctx int, frame string) *cdpmsg.Envelope {
 		return ev("A", "Debugger.scriptParsed", `{"scriptId":"1","executionContextId":`+strconv.Itoa(ctx)+`,"executionContextAuxData":{"isDefault":false,"type":"isolated","frameId":"`+frame+`"}}`)
 	}
@@ -64,5 +64,33 @@ func TestRemoteContextID(t *testing.T) {
 		if got, ok := remoteContextID(in); ok {
 			t.Errorf("remoteContextID(%q) = %d, want none", in, got)
 		}
+	}
+}
+
+// TestWorldsFrameDetached: the guard's worlds of a removed subframe are
+// forgotten, under the frame and under its page, when the guard's page
+// session reports Page.frameDetached; a swap (the frame moves to another
+// process) keeps them, and the page's end forgets the rest. Before, a page
+// that kept adding and removing iframes grew made without end.
+func TestWorldsFrameDetached(t *testing.T) {
+	g := &Guard{worlds: newGuardWorlds(), grantScopes: newGrantState()}
+	w := g.worlds
+	w.madeIn("T", "T", 1)
+	for i := range 100 {
+		f := "F" + strconv.Itoa(i)
+		w.madeIn("T", f, int64(10+i))
+		g.onGuardEvent(&cdpmsg.Envelope{SessionID: "S", Method: "Page.frameDetached", Params: []byte(`{"frameId":"` + f + `","reason":"remove"}`)})
+	}
+	if len(w.made) != 1 || len(w.made["T"]) != 1 || !w.made["T"][1] || len(w.owner) != 0 {
+		t.Fatalf("after 100 iframes came and went: made %v, owner %v; want only the main frame's world", w.made, w.owner)
+	}
+	w.madeIn("T", "FS", 50)
+	g.onGuardEvent(&cdpmsg.Envelope{SessionID: "S", Method: "Page.frameDetached", Params: []byte(`{"frameId":"FS","reason":"swap"}`)})
+	if !w.made["FS"][50] || !w.madeInTarget("T", []int64{50}) {
+		t.Fatal("a swapped frame's worlds were forgotten")
+	}
+	w.pageGone("T")
+	if len(w.made) != 0 || len(w.owner) != 0 {
+		t.Fatalf("after the page's end: made %v, owner %v", w.made, w.owner)
 	}
 }

@@ -237,7 +237,6 @@ func (e *rcEnv) explainIn(ctx context.Context, t *testing.T, v *rcVictim, params
 func (e *rcEnv) waitButton(ctx context.Context, t *testing.T, p *rcPage) {
 	t.Helper()
 	deadline := time.Now().Add(8 * time.Second)
-	reloaded := false
 	for {
 		n, err := headed.FindNode(ctx, e.chrome.Direct, p.human, headed.ByTag("button", "Allow "+p.v.name))
 		if err == nil {
@@ -247,18 +246,7 @@ func (e *rcEnv) waitButton(ctx context.Context, t *testing.T, p *rcPage) {
 			}
 		}
 		if time.Now().After(deadline) {
-			if reloaded {
-				t.Fatalf("no Allow %s button on the explanation page, even after a reload: %v", p.v.name, err)
-			}
-			// Known open bug (docs/decisions/2026-12-01-controls.md, "A
-			// missing button"): about one headed run in four, a fresh tab's
-			// explanation page shows no button. A human would reload; so
-			// does the test, once, on its own connection, and says so.
-			t.Logf("BUG: no Allow %s button within 8 s (%v); the human reloads the tab", p.v.name, err)
-			if _, rerr := e.chrome.Direct.Call(ctx, p.human, "Page.reload", nil); rerr != nil {
-				t.Fatalf("reload: %v", rerr)
-			}
-			reloaded, deadline = true, time.Now().Add(8*time.Second)
+			t.Fatalf("no Allow %s button on the explanation page within 8 s: %v", p.v.name, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -1,0 +1,94 @@
+package cdpguard
+
+import (
+	"context"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/js"
+)
+
+// controlsRecoverTries bounds how often the guard asks Chrome for the
+// controls world of one explanation page.
+const controlsRecoverTries = 3
+
+// ctlRecover is one page's state of asking Chrome for its lost main-frame
+// controls context (docs/decisions/2026-12-02-controls-contexts.md): a
+// committed explanation page with no controls context would show no Allow
+// button, because some event (an executionContextsCleared, which names no
+// context, from a process the page just left) took the context away.
+type ctlRecover struct {
+	gen   uint64 // bumped whenever the main-frame context changes
+	busy  bool   // a request is in flight
+	tries int    // requests for this document
+}
+
+func (r *ctlRecover) changed() { r.gen++ }
+
+func (r *ctlRecover) navigated() { r.gen++; r.tries = 0 }
+
+// ctlRecovery is one request for a page's controls world.
+type ctlRecovery struct {
+	target, session string
+	gen             uint64
+}
+
+// needsRecovery returns the request to make for a page with no main-frame
+// controls context, or nil: only a committed explanation page needs one
+// (the button is what matters), one request at a time, a few per
+// document. The caller holds c.mu.
+func (c *controls) needsRecovery(target string, p *ctlPage) *ctlRecovery {
+	if p.ctxID != 0 || p.explain == nil || !p.explain.committed || p.recover.busy || p.recover.tries >= controlsRecoverTries {
+		return nil
+	}
+	p.recover.busy = true
+	p.recover.tries++
+	return &ctlRecovery{target: target, session: p.session, gen: p.recover.gen}
+}
+
+// recoverWorld asks Chrome for the main frame's controls world:
+// Page.createIsolatedWorld returns the world of that name if the document
+// has one (its script ran) and makes it otherwise, so the controls script
+// is evaluated in it too (it does nothing twice). The context is adopted
+// only if no event changed the page's main-frame context meanwhile; it has
+// no uniqueId, so pushes name it by id, and the page's next navigation
+// drops it.
+func (c *controls) recoverWorld(ctx context.Context, r ctlRecovery) {
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var id int64
+	res, err := c.g.mux.Call(cctx, r.session, "Page.createIsolatedWorld", map[string]any{"frameId": r.target, "worldName": c.world})
+	if err == nil {
+		var w struct {
+			ID int64 `json:"executionContextId"`
+		}
+		if err = jsonv2.Unmarshal(res, &w); err == nil {
+			id = w.ID
+			c.g.worlds.madeIn(r.target, r.target, id)
+			_, err = c.g.mux.Call(cctx, r.session, "Runtime.evaluate", map[string]any{"expression": js.Controls, "contextId": id})
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.pages[r.target]
+	if p == nil {
+		return
+	}
+	p.recover.busy = false
+	if err != nil {
+		c.g.log.Debug("controls world recovery failed", "target", r.target, "err", err)
+		c.dirty[r.target] = true // tried again on a later round, up to controlsRecoverTries
+		c.poke()
+		return
+	}
+	if p.recover.gen != r.gen || p.ctxID != 0 {
+		return // an event gave the page its context meanwhile
+	}
+	c.g.log.Info("controls: the explanation page had no controls context; recovered it from Chrome", "target", r.target)
+	p.ctxID, p.ctxUniq = id, ""
+	p.worlds[id] = r.target
+	c.taint.created(r.target, id, time.Now())
+	c.dirty[r.target] = true
+	c.poke()
+}
