@@ -2,8 +2,9 @@ package cdpguard
 
 import "github.com/cdpguard/cdpguard/internal/relay"
 
-// share returns the relay share of user key: one rate limit and one window
-// of in-flight commands over all the user's connections, so that a user
+// share returns the relay share of user key: one rate limit, one window of
+// in-flight commands and one count of queued bytes (bounds.go) over all
+// the user's connections, so that a user
 // cannot get around the per-connection limit by opening more connections,
 // nor slow another user's tab set-up by flooding the browser. Shares are
 // kept for the guard's life (a few hundred bytes per user key).
