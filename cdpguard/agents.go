@@ -36,6 +36,10 @@ func (g *Guard) admitAgent(ctx context.Context, conn relay.AgentConn, s agentSpe
 		},
 		OnActivity: func() { st.touch(g) },
 		Share:      share,
+		Bounds:     g.bounds(),
+		OnCutOff:   g.onCutOff(s.name, s.key),
+		OnThrottle: g.metrics.bounds.throttled.Inc,
+		OnDropped:  func(kind string) { g.metrics.bounds.dropped.WithLabelValues(kind).Inc() },
 		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
 			return g.countRefusal(cmd, g.intercept(ctx, a, st, cmd))
 		},
@@ -94,6 +98,9 @@ func (g *Guard) newIsolator() *isolation.Isolator {
 				_ = g.mux.Send(parent, "Target.detachFromTarget", map[string]any{"sessionId": child})
 			})
 		},
+		MaxTabs:     g.maxTabs(),
+		MaxContexts: g.maxContexts(),
+		OnCap:       func(c string) { g.metrics.bounds.capped.WithLabelValues(c).Inc() },
 	})
 }
 

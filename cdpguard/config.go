@@ -90,6 +90,26 @@ type Config struct {
 	// message that cannot be written within it closes the connection. Zero
 	// means 10 s.
 	AgentWriteTimeout time.Duration
+	// AgentQueueBytes bounds the replies and events the guard holds for one
+	// agent connection (the MCP tools' included): over an eighth of it the
+	// guard stops reading the agent's commands until it has read its queue
+	// down (back-pressure); an agent over it, or over the eighth for longer
+	// than AgentWriteTimeout, is closed with a reason. Zero means 64 MiB
+	// (DefaultAgentQueueBytes); one reply or event is at most half of it
+	// and at most 32 MiB.
+	AgentQueueBytes int64
+	// UserQueueBytes bounds the same for all of one user's connections
+	// together (back-pressure at a quarter of it), so that one user cannot
+	// grow the guard by opening more connections. Zero means 64 MiB.
+	UserQueueBytes int64
+	// MaxTabsPerUser caps one user's open tabs: Target.createTarget and
+	// /json/new past it are refused naming the cap, and a popup past it is
+	// closed at once. Zero means 32; negative, no cap.
+	MaxTabsPerUser int
+	// MaxContextsPerUser caps the browser contexts one user may create
+	// besides its own (Target.createBrowserContext). Zero means 8;
+	// negative, no cap.
+	MaxContextsPerUser int
 	// Controls shows a human the guard in every page (a badge, a panel, and
 	// an "Allow <host> for this session" button on the explanation page),
 	// and gives a human --dialog-grace to answer a dialog. The command line

@@ -22,4 +22,15 @@ const (
 	// DefaultBlockedNavigation shows the explanation page, which tells the
 	// agent what it can reach.
 	DefaultBlockedNavigation = "page"
+	// DefaultAgentQueueBytes bounds what the guard holds for one agent
+	// connection (Config.AgentQueueBytes).
+	DefaultAgentQueueBytes = 64 << 20
+	// DefaultUserQueueBytes bounds it for all of one user's connections
+	// together (Config.UserQueueBytes).
+	DefaultUserQueueBytes = 64 << 20
+	// DefaultMaxTabsPerUser caps one user's open tabs.
+	DefaultMaxTabsPerUser = 32
+	// DefaultMaxContextsPerUser caps the browser contexts one user may
+	// create besides its own.
+	DefaultMaxContextsPerUser = 8
 )

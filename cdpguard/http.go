@@ -261,6 +261,10 @@ func (g *Guard) serveNew(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer g.users.Release(u)
+	if err := g.iso.CheckTabs(u); err != nil {
+		http.Error(w, "cdpguard: /json/new is refused: "+err.Error(), http.StatusForbidden)
+		return
+	}
 	res, err := g.mux.Call(ctx, "", "Target.createTarget", map[string]any{"url": target, "browserContextId": u.Primary})
 	if err != nil {
 		http.Error(w, "cdpguard: "+err.Error(), http.StatusBadGateway)

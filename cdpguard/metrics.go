@@ -26,6 +26,7 @@ type metrics struct {
 	agentsSlowClosed prometheus.Counter
 	pausesShed       prometheus.Counter
 	grantsMade       prometheus.Counter
+	bounds           *boundsMetrics // bounds.go
 	handler          http.Handler
 }
 
@@ -112,6 +113,7 @@ func newMetrics(cur func() *Guard) *metrics {
 			}),
 	)
 	m.grantsMade = newGrantsCounter(m.reg)
+	m.bounds = newBoundsMetrics(m.reg, cur)
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
 }

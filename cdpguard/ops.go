@@ -136,8 +136,8 @@ func (g *Guard) useEndpoint(addr string) error {
 }
 
 // agentWriteTimeout bounds one write to an agent's socket: an agent that
-// does not read for this long while messages wait for it is cut off (its
-// queue, relay.AgentOptions.QueueSize messages, is the other bound).
+// does not read for this long while messages wait for it is cut off; so is
+// one whose queue stays over its back-pressure mark this long (bounds.go).
 func (g *Guard) agentWriteTimeout() time.Duration {
 	if g.cfg.AgentWriteTimeout > 0 {
 		return g.cfg.AgentWriteTimeout
@@ -150,6 +150,7 @@ const defaultAgentWriteTimeout = 10 * time.Second
 // onAgentStall counts and logs an agent cut off for not reading.
 func (g *Guard) onAgentStall() {
 	g.metrics.agentsSlowClosed.Inc()
+	g.metrics.bounds.cutOff.WithLabelValues("write_stall").Inc()
 	g.log.Warn("agent cut off: it did not read its messages", "bound", g.agentWriteTimeout())
 }
 

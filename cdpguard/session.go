@@ -68,6 +68,12 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			return // an agent's own browser session
 		}
 		if a.TargetInfo.Type == "page" {
+			g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
+			g.users.MarkPage(a.TargetInfo.TargetID)
+			if g.tabOverCap(a.TargetInfo) { // closed at once, never released
+				g.setupDone(a.TargetInfo.TargetID)
+				return
+			}
 			g.judge.AddPage(a.TargetInfo.TargetID)
 			g.rd.pageAttached(a.TargetInfo.TargetID, a.SessionID)
 			g.grantScopes.frames.pageSession(a.SessionID, a.TargetInfo.TargetID)
@@ -91,6 +97,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
 			g.markWeb(p.TargetInfo, e.Method == "Target.targetInfoChanged")
 			if p.TargetInfo.Type == "page" {
+				g.users.MarkPage(p.TargetInfo.TargetID)
 				g.judge.AddPage(p.TargetInfo.TargetID)
 			}
 		}

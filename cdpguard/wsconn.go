@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
 // stallConn is an agent's WebSocket whose per-write stall bound costs no
@@ -16,19 +19,32 @@ import (
 // costs a timer, a context and a callback each time. Here
 // one timer per connection is reset before each write and stopped after it,
 // the write itself gets a context that never ends, and one context.AfterFunc
-// per connection aborts a write in progress when the relay's writer context
-// ends (as the per-write context did).
+// per connection notices the relay's writer context ending.
 //
-// Only the relay's writer goroutine calls Write and Close; the timer and the
-// AfterFunc callbacks touch only atomics and CloseNow.
+// A write that outlasts the bound, or is in progress when the relay ends
+// the agent (a byte bound cut it off), is not dropped at once: it gets
+// closeGrace more to finish, so that an agent that is reading, only slowly,
+// still gets the close frame with the reason after it; then the socket is
+// dropped. The bytes the relay had queued are released at once either way.
+//
+// Only the relay's writer goroutine calls Write and Close; the timers and
+// the AfterFunc callbacks touch only atomics, the grace timer and CloseNow.
 type stallConn struct {
 	*wsAgentConn // Read, and the conn/bound/onStall the handler set up
 
 	timer     *time.Timer // the stall bound, made by the first write
 	writing   atomic.Bool // a write is in progress (for the context watcher)
+	stalled   atomic.Bool // the stall bound fired during the current write
 	watched   context.Context
 	stopWatch func() bool
+
+	graceOnce sync.Once
+	grace     atomic.Pointer[time.Timer] // drops the socket closeGrace after a stall or an abort
 }
+
+// closeGrace is how long a write in progress may still take once it has
+// stalled or its agent was cut off, so that the close reason can follow it.
+const closeGrace = 2 * time.Second
 
 // newStallConn wraps the handler's connection (cdpguard/http.go).
 func newStallConn(w *wsAgentConn) *stallConn { return &stallConn{wsAgentConn: w} }
@@ -56,25 +72,36 @@ func (s *stallConn) Write(ctx context.Context, msg []byte) error {
 		s.timer.Reset(s.writeTimeout)
 	}
 	err := s.c.Write(context.Background(), websocket.MessageText, msg)
-	if !s.timer.Stop() { // the bound fired during this write: the socket is closed
+	if !s.timer.Stop() || s.stalled.Load() { // the bound fired during this write
 		if s.onStall != nil {
 			s.onStall()
 		}
-		return fmt.Errorf("write: %w (bound %v)", errAgentStalled, s.writeTimeout)
+		reason := fmt.Sprintf("cdpguard: agent did not read a message within %v", s.writeTimeout)
+		return fmt.Errorf("write: %w (bound %v): %w", errAgentStalled, s.writeTimeout,
+			&relay.CloseError{Code: relay.StatusPolicy, Reason: reason})
 	}
 	return err
 }
 
-// stall runs when a write outlasts the bound: closing the socket ends the
-// write at once.
-func (s *stallConn) stall() { _ = s.c.CloseNow() }
+// stall runs when a write outlasts the bound.
+func (s *stallConn) stall() {
+	s.stalled.Store(true)
+	s.startGrace()
+}
 
-// abortWrite runs when the writer's context ends: a write in progress ends
-// at once; otherwise the relay's writer closes the socket with its reason.
+// abortWrite runs when the writer's context ends: a write in progress gets
+// the grace; otherwise the relay's writer closes the socket with its reason.
 func (s *stallConn) abortWrite() {
 	if s.writing.Load() {
-		_ = s.c.CloseNow()
+		s.startGrace()
 	}
+}
+
+// startGrace drops the socket closeGrace from now, once.
+func (s *stallConn) startGrace() {
+	s.graceOnce.Do(func() {
+		s.grace.Store(time.AfterFunc(closeGrace, func() { _ = s.c.CloseNow() }))
+	})
 }
 
 func (s *stallConn) Close(code int, reason string) error {
@@ -84,5 +111,10 @@ func (s *stallConn) Close(code int, reason string) error {
 	if s.stopWatch != nil {
 		s.stopWatch()
 	}
-	return s.wsAgentConn.Close(code, reason)
+	err := s.wsAgentConn.Close(code, reason)
+	s.graceOnce.Do(func() {}) // no grace timer starts after this
+	if t := s.grace.Load(); t != nil {
+		t.Stop()
+	}
+	return err
 }

@@ -91,8 +91,8 @@ func TestStallConnCutsOffSlowReader(t *testing.T) {
 }
 
 // TestStallConnWriterContextEnds: the relay's writer context ending aborts a
-// blocked write at once (not after the bound) and is not a stall; one that
-// ended before the write stops it from starting.
+// blocked write within closeGrace (not after the bound) and is not a stall;
+// one that ended before the write stops it from starting.
 func TestStallConnWriterContextEnds(t *testing.T) {
 	c, _ := wsPair(t)
 	var stalls atomic.Int32
@@ -159,6 +159,66 @@ func TestStallConnCloseKeepsReason(t *testing.T) {
 	case <-closed:
 	case <-time.After(10 * time.Second):
 		t.Error("Close did not return within 10s")
+	}
+}
+
+// TestStallConnCutOffDeliversReason: the relay cuts off an agent while a
+// write to it is blocked (a byte bound); the agent starts reading within
+// closeGrace, so the write finishes and the close frame with the reason
+// reaches it.
+func TestStallConnCutOffDeliversReason(t *testing.T) {
+	c, raw := wsPair(t)
+	s := newStallConn(&wsAgentConn{c: c, writeTimeout: time.Minute})
+	ctx, cancel := context.WithCancel(t.Context())
+	msg := []byte(strings.Repeat("x", 1<<20))
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < 256; i++ {
+			w := make(chan error, 1)
+			go func() { w <- s.Write(ctx, msg) }()
+			select {
+			case err := <-w:
+				if err != nil {
+					done <- err
+					return
+				}
+				continue
+			case <-time.After(300 * time.Millisecond): // blocked on full buffers
+			}
+			cancel() // the relay cuts the agent off
+			err := <-w
+			if err == nil { // the agent does not answer the close frame: an error, and no matter
+				_ = s.Close(int(websocket.StatusPolicyViolation), "cdpguard: cut off")
+			}
+			done <- err
+			return
+		}
+		done <- errors.New("writes never blocked")
+	}()
+	buf := make([]byte, 64<<10)
+	var tail []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(string(tail), "cdpguard: cut off") && time.Now().Before(deadline) {
+		if ctx.Err() == nil { // reading only once the cut-off happened
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		n, err := raw.Read(buf)
+		tail = append(tail[max(0, len(tail)-64):], buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	if !strings.Contains(string(tail), "cdpguard: cut off") {
+		t.Errorf("the agent, reading within the grace, did not get the close reason; last bytes %q", tail)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the write in progress, its agent reading within the grace: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the writer did not end")
 	}
 }
 

@@ -57,12 +57,19 @@ type Options struct {
 	// then Target.detachFromTarget of child on parent. It is called from
 	// the event filter, so it must queue the sends and never block.
 	Undo func(parent, child string, waiting bool)
+	// MaxTabs caps one user's open tabs and MaxContexts the browser
+	// contexts one user may create (caps.go); <= 0 is no cap.
+	MaxTabs, MaxContexts int
+	// OnCap, when set, is told of every refusal of a cap (CapTabs,
+	// CapContexts).
+	OnCap func(capName string)
 }
 
 // Isolator applies isolation for every agent connection of one guard.
 type Isolator struct{ o Options }
 
-// New returns an Isolator. Every Options field is required.
+// New returns an Isolator. Every Options field is required but the caps
+// and OnCap.
 func New(o Options) *Isolator { return &Isolator{o: o} }
 
 // Conn is one agent connection's isolation state: its user, and the targets
@@ -104,6 +111,9 @@ func (c *Conn) isAttached(targetID string) bool {
 // replies are filtered to the user's, and context-wide methods act on the
 // user's context.
 func (i *Isolator) Command(ctx context.Context, c *Conn, a Agent, cmd relay.Command, scope firewall.Scope) relay.Verdict {
+	if v, refused := i.caps(c.User, cmd); refused {
+		return v
+	}
 	switch scope {
 	case firewall.Targets:
 		return i.target(c, a, cmd)

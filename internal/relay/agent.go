@@ -93,9 +93,20 @@ type AgentOptions struct {
 	// the browser, so that one user's flood cannot delay the guard's
 	// set-up of another user's targets by more than the window.
 	Share *Share
-	// QueueSize bounds messages waiting to be written to the agent; an agent
-	// that falls this far behind is disconnected. Zero means 65536.
-	QueueSize int
+	// Bounds are the byte bounds of what the guard holds for this agent
+	// and its user (bytes.go); zero fields take the defaults.
+	Bounds Bounds
+	// OnCutOff, when set, is told of an agent cut off by a byte or pause
+	// bound: kind is one of the Cut* constants, reason the close reason.
+	// It may run on the mux read loop and must not block.
+	OnCutOff func(kind, reason string)
+	// OnThrottle, when set, is called each time the guard stops reading
+	// the agent's commands because its queue (or its user's) is over the
+	// back-pressure mark.
+	OnThrottle func()
+	// OnDropped, when set, is told of a reply ("reply") or event ("event")
+	// over Bounds.MaxMessage that the agent did not get.
+	OnDropped func(kind string)
 }
 
 // Agent is one agent connection relayed onto its own browser session.
@@ -105,7 +116,8 @@ type Agent struct {
 	opts      AgentOptions
 	browser   string // the agent's browser-level session
 	def       string // session used for commands without sessionId
-	out       chan []byte
+	q         *outQueue
+	held      tally // bytes queued for the agent (its share of Share.held)
 	quit      chan struct{}
 	closeMu   sync.Once
 	closeErr  error
@@ -118,6 +130,8 @@ type Agent struct {
 	targets  map[string]sessionTarget // session → the target it is attached to
 	inflight map[int64]bool           // agent ids of commands forwarded and not yet answered
 	closed   bool
+	// pauseTimer cuts the agent off if its queue stays over its mark
+	pauseTimer *time.Timer
 
 	// the token bucket of Rate; only the read goroutine touches it
 	tokens float64
@@ -127,9 +141,7 @@ type Agent struct {
 // NewAgent attaches a new browser session for conn. The caller then runs
 // Serve.
 func (m *Mux) NewAgent(ctx context.Context, conn AgentConn, opts AgentOptions) (*Agent, error) {
-	if opts.QueueSize <= 0 {
-		opts.QueueSize = 1 << 16
-	}
+	opts.Bounds = opts.Bounds.withDefaults()
 	if opts.Rate == 0 {
 		opts.Rate = 2000
 	}
@@ -146,7 +158,7 @@ func (m *Mux) NewAgent(ctx context.Context, conn AgentConn, opts AgentOptions) (
 	a := &Agent{
 		m: m, conn: conn, opts: opts,
 		browser: r.SessionID, def: r.SessionID,
-		out:      make(chan []byte, opts.QueueSize),
+		q:        newOutQueue(),
 		quit:     make(chan struct{}),
 		owned:    map[string]bool{r.SessionID: true},
 		browsers: map[string]bool{r.SessionID: true},
@@ -218,10 +230,12 @@ func (a *Agent) Serve(ctx context.Context) error {
 
 // writeLoop drains the agent's queue. It also performs the close, so that
 // closeWith never blocks its caller (often the mux read loop) on a close
-// handshake.
+// handshake. A Write error that is a *CloseError closes with its code and
+// reason (the connection's own write bound).
 func (a *Agent) writeLoop(ctx context.Context) {
 	defer func() {
 		a.closeWith(StatusNormal, "")
+		a.release(a.q.close())
 		reason := ""
 		if a.closeErr != nil {
 			reason = a.closeErr.Error()
@@ -229,14 +243,30 @@ func (a *Agent) writeLoop(ctx context.Context) {
 		_ = a.conn.Close(a.closeCode, reason)
 	}()
 	for {
-		select {
-		case msg := <-a.out:
-			if err := a.conn.Write(ctx, msg); err != nil {
+		msg, ok := a.q.pop()
+		if !ok {
+			select {
+			case <-a.q.ready:
+				continue
+			case <-a.quit:
+				return
+			case <-ctx.Done():
 				return
 			}
+		}
+		select {
 		case <-a.quit:
+			a.release(int64(len(msg)))
 			return
-		case <-ctx.Done():
+		default:
+		}
+		err := a.conn.Write(ctx, msg)
+		a.release(int64(len(msg)))
+		if err != nil {
+			var ce *CloseError
+			if errors.As(err, &ce) {
+				a.closeWith(ce.Code, ce.Reason)
+			}
 			return
 		}
 	}
@@ -245,6 +275,9 @@ func (a *Agent) writeLoop(ctx context.Context) {
 func (a *Agent) readLoop(ctx context.Context) error {
 	var e cdpmsg.Envelope
 	for {
+		if !a.waitRoom(ctx) {
+			return a.closeErr
+		}
 		msg, err := a.conn.Read(ctx)
 		select {
 		case <-a.quit:
@@ -285,9 +318,14 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 	}
 	owned, browser := a.owned[session], a.browsers[session]
 	reused := a.inflight[e.ID]
+	busy := len(a.inflight) >= a.opts.Bounds.MaxInFlight && a.opts.Bounds.MaxInFlight > 0
 	a.mu.Unlock()
 	if reused {
 		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeInvalidRequest, cdpmsg.Refusal(e.Method, fmt.Sprintf("id %d is already used by a command in flight on this connection", e.ID))))
+		return
+	}
+	if busy {
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, cdpmsg.Refusal(e.Method, fmt.Sprintf("in-flight bound: %d commands of this connection are waiting for the browser", a.opts.Bounds.MaxInFlight))))
 		return
 	}
 	if !owned {
@@ -372,6 +410,12 @@ func (a *Agent) deliverReply(p *pending, e *cdpmsg.Envelope) {
 		}
 	}
 	a.doneID(p.origID)
+	if n := int64(len(result) + len(errRaw)); over(n, a.opts.Bounds.MaxMessage) {
+		a.dropped("reply")
+		a.enqueue(cdpmsg.AppendError(nil, p.origID, a.visible(e.SessionID), cdpmsg.CodeServerError, cdpmsg.Refusal(p.method,
+			fmt.Sprintf("message bound: the reply is %d MiB, over the %d MiB one message to an agent may be", n>>20, a.opts.Bounds.MaxMessage>>20))))
+		return
+	}
 	a.enqueue(cdpmsg.AppendResponse(nil, p.origID, a.visible(e.SessionID), result, errRaw))
 }
 
@@ -397,6 +441,10 @@ func (a *Agent) deliverEvent(e *cdpmsg.Envelope) {
 		if jsonv2.Unmarshal(e.Params, &p) == nil && p.SessionID != "" && p.SessionID != a.browser {
 			a.disown(p.SessionID)
 		}
+	}
+	if over(int64(len(e.Params)), a.opts.Bounds.MaxMessage) {
+		a.dropped("event")
+		return
 	}
 	a.enqueue(cdpmsg.AppendEvent(nil, a.visible(e.SessionID), e.Method, e.Params))
 }

@@ -1,12 +1,13 @@
 package relay
 
 import (
+	"context"
 	"errors"
 	"time"
 )
 
 // This file holds an agent's limits and its end: the rate limit, in-flight
-// ids, the bounded outgoing queue, closing, and forgetting its sessions.
+// ids, the byte-bounded outgoing queue and back-pressure, closing, and forgetting its sessions.
 
 // doneID frees an agent id once its command is answered.
 func (a *Agent) doneID(id int64) {
@@ -23,33 +24,136 @@ func (a *Agent) allow() bool {
 	return takeToken(&a.tokens, &a.refill, a.opts.Rate, time.Now())
 }
 
+// enqueue queues msg for the agent's writer and applies the byte bounds:
+// an agent (or user) over its maximum is cut off at once, and one whose
+// own queue has stayed over its back-pressure mark longer than the pause
+// bound is cut off too. It runs on the mux read loop and never blocks.
 func (a *Agent) enqueue(msg []byte) {
 	select {
 	case <-a.quit:
 		return
 	default:
 	}
-	select {
-	case a.out <- msg:
-	default:
-		a.closeWith(StatusPolicy, "cdpguard: agent too slow reading messages")
+	if !a.q.push(msg) {
+		return
+	}
+	b, n, now := a.opts.Bounds, int64(len(msg)), time.Now()
+	held := a.held.add(n, b.AgentQueueBytes, now)
+	var user int64
+	if a.opts.Share != nil {
+		user = a.opts.Share.held.add(n, b.UserQueueBytes, now)
+	}
+	switch {
+	case over(held, b.AgentMaxBytes):
+		a.cutOff(CutAgentBytes, held, b.AgentMaxBytes)
+	case a.opts.Share != nil && over(user, b.UserMaxBytes):
+		a.cutOff(CutUserBytes, user, b.UserMaxBytes)
+	case b.PauseBound > 0:
+		if since := a.held.overSince(); since.Equal(now) { // went over the mark just now
+			a.armPause(since)
+		}
 	}
 }
 
-func (a *Agent) closeWith(code int, reason string) {
+// armPause cuts the agent off if its queue is still over its mark, without
+// having fallen under it, PauseBound after since. A timer rather than a
+// check on the next message: an agent that sends nothing more and reads
+// nothing would never be checked.
+func (a *Agent) armPause(since time.Time) {
+	t := time.AfterFunc(a.opts.Bounds.PauseBound, func() {
+		if a.held.overSince().Equal(since) {
+			a.cutOff(CutPaused, a.held.load(), a.opts.Bounds.AgentQueueBytes)
+		}
+	})
+	a.mu.Lock()
+	if a.pauseTimer != nil {
+		a.pauseTimer.Stop()
+	}
+	a.pauseTimer = t
+	a.mu.Unlock()
+}
+
+// release uncounts n bytes written or dropped.
+func (a *Agent) release(n int64) {
+	if n == 0 {
+		return
+	}
+	now := time.Now()
+	a.held.add(-n, a.opts.Bounds.AgentQueueBytes, now)
+	if a.opts.Share != nil {
+		a.opts.Share.held.add(-n, a.opts.Bounds.UserQueueBytes, now)
+	}
+}
+
+// cutOff closes the agent for a byte or pause bound and reports it.
+func (a *Agent) cutOff(kind string, held, bound int64) {
+	reason := cutReason(kind, held, bound, a.opts.Bounds.PauseBound)
+	if a.closeWith(StatusPolicy, reason) && a.opts.OnCutOff != nil {
+		a.opts.OnCutOff(kind, reason)
+	}
+}
+
+// dropped reports a reply or event over the one-message bound.
+func (a *Agent) dropped(kind string) {
+	if a.opts.OnDropped != nil {
+		a.opts.OnDropped(kind)
+	}
+}
+
+// waitRoom holds the agent's reading (back-pressure) while its queue, or
+// its user's, is over the back-pressure mark, until it falls to half the
+// mark. The pause bound (armPause) and the maxima end an agent that does
+// not catch up; the wait ends with it. It reports whether to go on
+// reading.
+func (a *Agent) waitRoom(ctx context.Context) bool {
+	b := a.opts.Bounds
+	throttled := false
+	for {
+		pressed, wake := a.held.pressed(b.AgentQueueBytes)
+		if !pressed && a.opts.Share != nil {
+			pressed, wake = a.opts.Share.held.pressed(b.UserQueueBytes)
+		}
+		if !pressed {
+			return true
+		}
+		if !throttled {
+			throttled = true
+			if a.opts.OnThrottle != nil {
+				a.opts.OnThrottle()
+			}
+		}
+		select {
+		case <-wake:
+		case <-a.quit:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// closeWith ends the agent with code and reason; it reports whether this
+// call did (the first close wins).
+func (a *Agent) closeWith(code int, reason string) bool {
+	closed := false
 	a.closeMu.Do(func() {
+		closed = true
 		if reason != "" {
 			a.closeErr = errors.New(reason)
 		}
 		a.closeCode = code
 		close(a.quit)
 	})
+	return closed
 }
 
 // cleanup forgets the agent's sessions and detaches its browser sessions.
 func (a *Agent) cleanup() {
 	a.mu.Lock()
 	a.closed = true
+	if a.pauseTimer != nil {
+		a.pauseTimer.Stop()
+	}
 	owned := a.owned
 	browsers := a.browsers
 	a.owned, a.browsers = map[string]bool{}, map[string]bool{}

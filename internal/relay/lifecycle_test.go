@@ -73,7 +73,7 @@ func TestMalformedInput(t *testing.T) {
 // what it sends afterwards must not reach the browser.
 func TestSlowAgentDisconnected(t *testing.T) {
 	h := newHarness(t)
-	slow := h.startAgent(t, AgentOptions{Name: "slow", QueueSize: 4})
+	slow := h.startAgent(t, AgentOptions{Name: "slow", Bounds: Bounds{AgentQueueBytes: -1, AgentMaxBytes: 200, PauseBound: -1}})
 	good := h.startAgent(t, AgentOptions{Name: "good"})
 	bs := slow.a.BrowserSession()
 	for i := range 64 {
@@ -88,10 +88,10 @@ func TestSlowAgentDisconnected(t *testing.T) {
 
 	select {
 	case <-slow.done:
-		if code, reason, byRelay := slow.closeInfo(); !byRelay || code != StatusPolicy || !strings.Contains(reason, "too slow") {
-			t.Errorf("closed with %d %q (by relay %v), want %d too slow", code, reason, byRelay, StatusPolicy)
+		if code, reason, byRelay := slow.closeInfo(); !byRelay || code != StatusPolicy || !strings.Contains(reason, "not reading") {
+			t.Errorf("closed with %d %q (by relay %v), want %d not reading", code, reason, byRelay, StatusPolicy)
 		}
-		if err, ok := slow.waitServe(t); !ok || err == nil || !strings.Contains(err.Error(), "too slow") {
+		if err, ok := slow.waitServe(t); !ok || err == nil || !strings.Contains(err.Error(), "not reading") {
 			t.Errorf("Serve = %v (returned %v)", err, ok)
 		}
 	case <-time.After(time.Second):

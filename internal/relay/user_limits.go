@@ -25,11 +25,14 @@ const (
 )
 
 // Share is what all connections of one user share: a rate limit over all of
-// them together, and a window of commands in flight in the browser. Its
+// them together, a window of commands in flight in the browser, and the
+// count of bytes queued for them (Bounds.UserQueueBytes). Its
 // zero value is not usable; use NewShare.
 type Share struct {
 	rate  int
 	slots chan struct{}
+
+	held tally // bytes queued for all the user's agents
 
 	mu     sync.Mutex
 	tokens float64
@@ -46,6 +49,9 @@ func NewShare(rate, window int) *Share {
 	}
 	return &Share{rate: rate, slots: make(chan struct{}, window)}
 }
+
+// QueuedBytes returns the bytes queued for all the user's agents.
+func (s *Share) QueuedBytes() int64 { return s.held.load() }
 
 // allow takes one token from the user's bucket.
 func (s *Share) allow() bool {

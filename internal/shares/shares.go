@@ -111,3 +111,13 @@ func (t *Table[V]) Held() int {
 	}
 	return n
 }
+
+// Range calls f with each value held or in its grace period, under the
+// table's lock: f must be short and must not call back into the table.
+func (t *Table[V]) Range(f func(V)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.m {
+		f(e.v)
+	}
+}

@@ -84,3 +84,16 @@ func TestGraceKeepsState(t *testing.T) {
 		t.Fatal("value kept past the grace period")
 	}
 }
+
+func TestRange(t *testing.T) {
+	c := &clock{}
+	tb := newTable(c)
+	_, release := tb.Acquire("a")
+	tb.Acquire("b")
+	release()
+	n := 0
+	tb.Range(func(*int) { n++ })
+	if n != 2 {
+		t.Fatalf("Range saw %d values, want 2 (one held, one in its grace)", n)
+	}
+}

@@ -53,6 +53,7 @@ type Registry struct {
 	gone    map[string]time.Time // destroyed targets, kept a while for late events
 	windows map[int64]string     // window id → context id of the targets it shows
 	nonWeb  map[string]string    // target id → why it is not web content
+	pages   map[string]bool      // target ids of pages (tabs), caps.go
 	stats   Stats
 }
 
@@ -74,6 +75,7 @@ func New(ctxs Contexts, idle time.Duration, log *slog.Logger) *Registry {
 		gone:    map[string]time.Time{},
 		windows: map[int64]string{},
 		nonWeb:  map[string]string{},
+		pages:   map[string]bool{},
 	}
 }
 
@@ -286,6 +288,7 @@ func (r *Registry) sweep(ctx context.Context) {
 			delete(r.gone, t)
 			delete(r.targets, t)
 			delete(r.nonWeb, t)
+			delete(r.pages, t)
 		}
 	}
 	if r.idle > 0 {

@@ -1,0 +1,71 @@
+package users
+
+// MarkPage records that target is a page (a tab): tabs count against the
+// per-user tab cap.
+func (r *Registry) MarkPage(targetID string) {
+	if targetID == "" {
+		return
+	}
+	r.mu.Lock()
+	r.pages[targetID] = true
+	r.mu.Unlock()
+}
+
+// Tabs returns the number of u's live tabs (pages in its contexts).
+func (r *Registry) Tabs(u *User) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tabsLocked(u)
+}
+
+func (r *Registry) tabsLocked(u *User) int {
+	n := 0
+	for t := range r.pages {
+		if _, dead := r.gone[t]; !dead && r.owner[r.targets[t]] == u {
+			n++
+		}
+	}
+	return n
+}
+
+// CreatedContexts returns the number of contexts u created besides the
+// primary one the guard made for it.
+func (r *Registry) CreatedContexts(u *User) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if u.Primary == "" {
+		return len(u.contexts)
+	}
+	return len(u.contexts) - 1
+}
+
+// OwnerOfContext returns the user whose context id is, or nil.
+func (r *Registry) OwnerOfContext(id string) *User {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.owner[id]
+}
+
+// TabStats returns the most tabs any user has open and how many users have
+// at least limit open (limit <= 0: none), for metrics that need no series
+// per user.
+func (r *Registry) TabStats(limit int) (most, atLimit int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	per := map[*User]int{}
+	for t := range r.pages {
+		if _, dead := r.gone[t]; dead {
+			continue
+		}
+		if u := r.owner[r.targets[t]]; u != nil {
+			per[u]++
+		}
+	}
+	for _, n := range per {
+		most = max(most, n)
+		if limit > 0 && n >= limit {
+			atLimit++
+		}
+	}
+	return most, atLimit
+}
