@@ -186,7 +186,11 @@ func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int
 // readRefusal returns why url may not be read in the session sc (nil: no
 // grants), naming the host and the reachable origins, or "".
 func (g *Guard) readRefusal(sc *grantScope, url string) string {
-	return readRefusal(g.policy, sc.grantSet(), url)
+	key := ""
+	if sc != nil {
+		key = sc.key
+	}
+	return readRefusal(g.policyOf(key), sc.grantSet(), url)
 }
 
 func readRefusal(p *policy.Policy, granted *grants.Set, url string) string {
