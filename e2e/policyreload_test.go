@@ -435,3 +435,28 @@ func httpDoHeaders(t *testing.T, u string, h map[string]string) (int, string) {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	return resp.StatusCode, string(b)
 }
+
+// endpointFromFile is endpoint with guardConfig's policy (allow, block,
+// instructions) moved into a policy file, so a suite run on it checks the
+// guard under a policy loaded from a file. TestLeaks uses it: every other
+// guarded suite covers the flags.
+func endpointFromFile(t *testing.T) string {
+	t.Helper()
+	if directMode() {
+		return startChromium(t).URL
+	}
+	cfg := guardConfig(t)
+	quote := func(list []string) string {
+		b, _ := json.Marshal(list) // a JSON array is a YAML flow sequence
+		return string(b)
+	}
+	if cfg.Block == nil {
+		cfg.Block = []string{}
+	}
+	ins, _ := json.Marshal(cfg.Instructions)
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	writePolicyFile(t, path, "allow: "+quote(cfg.Allow)+"\nblock: "+quote(cfg.Block)+"\ninstructions: "+string(ins)+"\n")
+	cfg.Allow, cfg.Block, cfg.Instructions = nil, nil, ""
+	cfg.PolicyFile = path
+	return cdptest.StartGuard(t, cfg).URL()
+}
