@@ -30,6 +30,11 @@ func TestPolicyFileConfig(t *testing.T) {
 			t.Errorf("%+v: %v", cfg, err)
 		}
 	}
+	if g, err := newGuard(Config{PolicyFile: good, Allow: []string{""}, Block: []string{" "}}); err != nil {
+		t.Errorf("empty Allow and Block (an empty ALLOWED_ORIGINS) must not compete with the file: %v", err)
+	} else {
+		_ = g.Close()
+	}
 	bad := filepath.Join(dir, "bad.yaml")
 	writeFile(t, bad, "allow:\n  - allowed.test\n  - \"no such/entry\"\n")
 	if _, err := newGuard(Config{PolicyFile: bad}); !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), "line 3") {

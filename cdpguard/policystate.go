@@ -64,7 +64,7 @@ func loadPolicy(cfg Config) (*policyfile.Set, [32]byte, error) {
 	for _, f := range []struct {
 		name string
 		set  bool
-	}{{"Allow", len(cfg.Allow) > 0}, {"Block", len(cfg.Block) > 0}, {"Instructions", cfg.Instructions != ""}} {
+	}{{"Allow", anyEntry(cfg.Allow)}, {"Block", anyEntry(cfg.Block)}, {"Instructions", strings.TrimSpace(cfg.Instructions) != ""}} {
 		if f.set {
 			return nil, [32]byte{}, configError(f.name, "", "set with PolicyFile (--policy-file): put allow, block and instructions in the policy file, its one source")
 		}
@@ -77,6 +77,17 @@ func loadPolicy(cfg Config) (*policyfile.Set, [32]byte, error) {
 		return nil, [32]byte{}, configError("PolicyFile", h, "groupHeader must differ from the session header")
 	}
 	return s, sum, nil
+}
+
+// anyEntry reports whether list holds anything but blanks (an empty
+// ALLOWED_ORIGINS="" sets nothing, so it does not compete with the file).
+func anyEntry(list []string) bool {
+	for _, v := range list {
+		if strings.TrimSpace(v) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func sessionHeader(cfg Config) string {

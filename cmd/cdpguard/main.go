@@ -89,12 +89,14 @@ func checkPolicyFlags(c *cli.Context) error {
 	if c.String("policy-file") == "" {
 		return nil
 	}
+	// An empty value (the image's ALLOWED_ORIGINS="") sets nothing, so it
+	// does not compete with the file.
 	for _, f := range []struct{ flag, env, key string }{
 		{"allow", "ALLOWED_ORIGINS", "allow"},
 		{"block", "BLOCKED_ORIGINS", "block"},
 		{"instructions", "EXTRA_INSTRUCTIONS", "instructions"},
 	} {
-		if c.IsSet(f.flag) {
+		if f.flag == "instructions" && c.String(f.flag) != "" || f.flag != "instructions" && nonEmpty(c.StringSlice(f.flag)) {
 			return fmt.Errorf("%w: --%s (or %s) is set; put it in the file as %s: and unset it", errPolicyFlags, f.flag, f.env, f.key)
 		}
 	}
@@ -307,7 +309,7 @@ func checkPolicy(c *cli.Context) (*policy.Policy, error) {
 		}
 		return policy.Parse(c.StringSlice("allow"), c.StringSlice("block"))
 	}
-	if c.IsSet("allow") || c.IsSet("block") {
+	if nonEmpty(c.StringSlice("allow")) || nonEmpty(c.StringSlice("block")) {
 		return nil, fmt.Errorf("%w: --allow and --block (or ALLOWED_ORIGINS, BLOCKED_ORIGINS) are set", errPolicyFlags)
 	}
 	s, _, err := policyfile.Read(c.String("policy-file"))
@@ -319,4 +321,14 @@ func checkPolicy(c *cli.Context) (*policy.Policy, error) {
 		return nil, fmt.Errorf("check: the policy file has no group %q (it has: %s)", name, strings.Join(s.GroupNames(), ", "))
 	}
 	return s.Group(name).Policy, nil
+}
+
+// nonEmpty reports whether a list flag holds anything but blanks.
+func nonEmpty(list []string) bool {
+	for _, s := range list {
+		if strings.TrimSpace(s) != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -32,6 +32,7 @@ func TestPolicyFileRefusesPolicyFlags(t *testing.T) {
 		{args: []string{"--instructions", "hi"}, want: "put it in the file as instructions:"},
 		{env: [2]string{"BLOCKED_ORIGINS", "ads.example"}, want: "--block (or BLOCKED_ORIGINS)"},
 	} {
+
 		for _, cmd := range []string{"serve", "attach"} {
 			if c.env[0] != "" {
 				t.Setenv(c.env[0], c.env[1])
@@ -50,6 +51,21 @@ func TestPolicyFileRefusesPolicyFlags(t *testing.T) {
 				_ = os.Unsetenv(c.env[0])
 			}
 		}
+	}
+}
+
+// TestPolicyFileEmptyEnv: the image sets ALLOWED_ORIGINS="" and friends;
+// empty values set nothing, so they do not compete with the file.
+func TestPolicyFileEmptyEnv(t *testing.T) {
+	path := writePolicy(t, "allow: [example.com]\n")
+	t.Setenv("ALLOWED_ORIGINS", "")
+	t.Setenv("BLOCKED_ORIGINS", "")
+	t.Setenv("EXTRA_INSTRUCTIONS", "")
+	app := newApp()
+	var out bytes.Buffer
+	app.Writer = &out
+	if err := app.Run([]string{"cdpguard", "check", "--policy-file", path, "https://example.com/"}); err != nil || !strings.HasPrefix(out.String(), "allow") {
+		t.Errorf("%q, %v", out.String(), err)
 	}
 }
 
