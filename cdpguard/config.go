@@ -16,6 +16,14 @@ type Config struct {
 	Allow []string
 	// Block holds blocklist entries, checked before Allow.
 	Block []string
+	// PolicyFile, when set, is the policy's one source: a YAML file with
+	// allow, block, instructions and optional groups (README "Policy
+	// file"); Allow, Block and Instructions must then be empty. The guard
+	// polls it and reloads it in place when it changes (ReloadPolicy reads
+	// it at once); a bad file changes nothing.
+	PolicyFile string
+	// PolicyPoll is how often PolicyFile is polled; zero means 500 ms.
+	PolicyPoll time.Duration
 	// Listen is the endpoint's address; "" means 127.0.0.1:0.
 	Listen string
 	// EgressListen is the shared egress proxy listener's address, a

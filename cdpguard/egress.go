@@ -31,12 +31,11 @@ func (g *Guard) startProxy() error {
 			private = append(private, pfx)
 		}
 	}
-	ips := g.policy.IPEntries()
 	p, err := egress.New(egress.Options{
-		Decide:       g.decideHostWith(&g.grantScopes.def.set), // the shared listener: Chrome's default context
+		Decide:       g.decideHostWith(&g.grantScopes.def), // the shared listener: Chrome's default context
 		HostMap:      g.hosts,
 		AllowPrivate: private,
-		AllowAddrs:   func(a netip.Addr) bool { return slices.Contains(ips, a.Unmap()) },
+		AllowAddrs:   func(a netip.Addr) bool { return slices.Contains(g.rules().IPEntries(), a.Unmap()) }, // the policy in force, every group's
 		Logger:       g.log,
 		OnRefuse:     g.onRefuse,
 		Self:         g.ep.self,

@@ -76,7 +76,7 @@ func newGrantsCounter(reg *prometheus.Registry) prometheus.Counter {
 // refuses (block entries always win over grants). Only guard code calls
 // it (the controls' verified binding): no agent command reaches it.
 func (g *Guard) grantHost(targetID, host, via string) (string, error) {
-	h, err := g.grantable(host)
+	h, err := g.grantable(targetID, host)
 	if err != nil {
 		return "", err
 	}
@@ -101,12 +101,12 @@ func (g *Guard) grantHost(targetID, host, via string) (string, error) {
 // grantable returns host normalised if a session grant can cover it, or why
 // not (an IP address, a single label, a host a --block entry names). The
 // controls ask before they offer a human the allow button.
-func (g *Guard) grantable(host string) (string, error) {
+func (g *Guard) grantable(targetID, host string) (string, error) {
 	h, err := grants.Normalize(host)
 	if err != nil {
 		return "", fmt.Errorf("grant: %w", err)
 	}
-	if d := g.policy.DecideHost(h, 443); !d.Allowed && d.Rule != "" {
+	if d := g.policyOfTarget(targetID).DecideHost(h, 443); !d.Allowed && d.Rule != "" {
 		return "", fmt.Errorf("grant: host %q is refused by the blocklist entry %q; a grant cannot override it", h, d.Rule)
 	}
 	return h, nil
@@ -214,18 +214,19 @@ func (g *Guard) newUserScope(key string) (*grantScope, error) {
 	g.agents.mu.Unlock()
 	go func() { // this user's listener: ends when the user's session does, or at Close
 		defer g.wg.Done()
-		if err := g.proxy.ServeScoped(ln, egress.Scope{Decide: g.decideHostWith(&sc.set), Tag: sc}); err != nil && !errors.Is(err, egress.ErrClosed) {
+		if err := g.proxy.ServeScoped(ln, egress.Scope{Decide: g.decideHostWith(sc), Tag: sc}); err != nil && !errors.Is(err, egress.ErrClosed) {
 			g.log.Error("a user's egress proxy listener stopped", "user", key, "err", err)
 		}
 	}()
 	return sc, nil
 }
 
-// decideHostWith is the egress proxy's judge for one scope: the policy,
-// then the scope's grants.
-func (g *Guard) decideHostWith(set *grants.Set) egress.DecideFunc {
+// decideHostWith is the egress proxy's judge for one scope: the policy in
+// force for the scope's user (their group's, read per connection), then
+// the scope's grants.
+func (g *Guard) decideHostWith(sc *grantScope) egress.DecideFunc {
 	return func(host string, port int) (bool, string) {
-		d := set.Decide(g.policy.DecideHost(host, port))
+		d := sc.set.Decide(g.policyOf(sc.key).DecideHost(host, port))
 		return d.Allowed, d.Reason
 	}
 }
@@ -264,9 +265,10 @@ func grantsJSON(sc *grantScope) []grants.Grant {
 	return l
 }
 
-// policyViewFor is policyView plus the grants of the session sc.
-func (g *Guard) policyViewFor(sc *grantScope) any {
-	v := g.policyView()
+// policyViewFor is policyView for the user key plus the grants of the
+// session sc.
+func (g *Guard) policyViewFor(key string, sc *grantScope) any {
+	v := g.policyView(key)
 	m, ok := v.(map[string]jsonv2.Value)
 	if !ok {
 		return v
@@ -290,7 +292,11 @@ func (sc *grantScope) grantSet() *grants.Set {
 // neighbours in the firewall, Guard.read, the MCP tools) by the policy and
 // then u's session grants; a nil u has none.
 func (g *Guard) decideFor(u *users.User, url string) policy.Decision {
-	d := g.policy.Decide(url)
+	key := ""
+	if u != nil {
+		key = u.Key
+	}
+	d := g.policyOf(key).Decide(url)
 	if !d.Allowed && u != nil {
 		d = g.scopeOfUser(u).grantSet().Decide(d)
 	}

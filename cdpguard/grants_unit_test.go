@@ -53,7 +53,7 @@ func TestGrantScopes(t *testing.T) {
 	}
 	// What the controls ask before drawing the allow button.
 	for host, want := range map[string]bool{"a.test": true, "10.0.0.1": false, "x.blocked.test": false, "intranet": false} {
-		if _, err := g.grantable(host); (err == nil) != want {
+		if _, err := g.grantable("", host); (err == nil) != want {
 			t.Errorf("grantable(%q) = %v, want grantable %v", host, err, want)
 		}
 	}

@@ -25,7 +25,6 @@ import (
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/hostmap"
 	"github.com/cdpguard/cdpguard/internal/isolation"
-	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
 	"github.com/cdpguard/cdpguard/internal/shares"
@@ -36,7 +35,7 @@ import (
 type Guard struct {
 	cfg         Config
 	log         *slog.Logger
-	policy      *policy.Policy
+	pol         policyState // the policy in force (policystate.go)
 	hosts       *hostmap.Map
 	proc        *browser.Process // nil when attached
 	mux         *relay.Mux
@@ -222,10 +221,11 @@ func newGuard(cfg Config) (*Guard, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	pol, err := policy.Parse(cfg.Allow, cfg.Block)
+	rules, sum, err := loadPolicy(cfg)
 	if err != nil {
-		return nil, setupError("", err)
+		return nil, err
 	}
+	pol := rules.Default().Policy
 	hosts, err := hostmap.Parse(cfg.HostMap)
 	if err != nil {
 		return nil, setupError("", err)
@@ -256,7 +256,7 @@ func newGuard(cfg Config) (*Guard, error) {
 	id := make([]byte, 16)
 	_, _ = rand.Read(id)
 	g := &Guard{
-		cfg: cfg, log: log, policy: pol, hosts: hosts,
+		cfg: cfg, log: log, hosts: hosts,
 		ctx:    ctx,
 		stop:   stop,
 		setups: setups{done: map[string]chan struct{}{}},
@@ -265,6 +265,8 @@ func newGuard(cfg Config) (*Guard, error) {
 		closed: closeState{done: make(chan struct{})},
 		ep:     endpoint{self: selfaddr.New()},
 	}
+	g.pol.cur.Store(rules)
+	g.pol.sum = sum
 	g.about.id = hex.EncodeToString(id)
 	if err := checkFileDirs(cfg); err != nil {
 		stop()
@@ -285,8 +287,7 @@ func newGuard(cfg Config) (*Guard, error) {
 func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	g.mux = relay.NewMux(conn, g.log, g.onGuardEvent)
 	g.judge = fetchdomain.New(g.mux, fetchdomain.Options{
-		Policy:              g.policy,
-		Instructions:        g.cfg.Instructions,
+		Rules:               g.rulesForFrame,
 		OnShed:              g.metrics.pausesShed.Inc,
 		ReadLoopSender:      laterSender{g},
 		ErrorForNavigation:  g.cfg.BlockedNavigation == "error",
@@ -301,6 +302,13 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	g.dialogs = dialogs.New(laterSender{g}, dialogGrace(g.cfg.DialogGrace), g.log)
 	g.startControls()
 	g.fg.start()
+	if g.cfg.PolicyFile != "" {
+		g.wg.Add(1)
+		go func() { // the policy file's watcher: ends with the guard
+			defer g.wg.Done()
+			g.watchPolicy()
+		}()
+	}
 	g.wg.Add(5)
 	go func() { // the idle-user sweeper: ends with the guard
 		defer g.wg.Done()
@@ -345,7 +353,8 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	}
 	g.ready.Store(true)
 	g.log.Info("browser " + g.about.version.Browser + " (" + g.about.version.UserAgent + ")")
-	g.log.Info("cdpguard up, allowed origins="+strings.Join(g.policy.Origins(), ";"), "blocked", strings.Join(g.policy.Blocked(), ";"), "endpoint", g.ep.url, "mode", g.mode())
+	def := g.rules().Default().Policy
+	g.log.Info("cdpguard up, allowed origins="+strings.Join(def.Origins(), ";"), "blocked", strings.Join(def.Blocked(), ";"), "groups", strings.Join(g.rules().GroupNames(), ";"), "policyFile", g.cfg.PolicyFile, "endpoint", g.ep.url, "mode", g.mode())
 	return nil
 }
 

@@ -72,7 +72,12 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeText(w, http.StatusServiceUnavailable, "not ready")
 		}
 	case path == "/policy":
-		g.writeJSON(w, g.policyViewFor(g.scopeOfUser(g.users.Lookup(r.Header.Get(g.cfg.SessionHeader)))))
+		key, err := g.keyOf(r.Header)
+		if err != nil {
+			http.Error(w, "cdpguard: "+err.Error(), http.StatusForbidden)
+			return
+		}
+		g.writeJSON(w, g.policyViewFor(key, g.scopeOfUser(g.users.Lookup(key))))
 	case path == "/read":
 		g.serveRead(w, r)
 	case path == "/metrics":
@@ -204,8 +209,12 @@ func (g *Guard) entry(r *http.Request, t targetInfo) listEntry {
 // userKey returns the request's user; ok is false (and the request is
 // answered) when the header is required and missing.
 func (g *Guard) userKey(w http.ResponseWriter, r *http.Request) (string, bool) {
-	key := r.Header.Get(g.cfg.SessionHeader)
-	if key == "" && g.cfg.RequireSessionHeader {
+	key, err := g.keyOf(r.Header)
+	if err != nil {
+		http.Error(w, "cdpguard: "+err.Error(), http.StatusForbidden)
+		return "", false
+	}
+	if r.Header.Get(g.cfg.SessionHeader) == "" && g.cfg.RequireSessionHeader {
 		http.Error(w, "cdpguard: the "+g.cfg.SessionHeader+" header is required (--require-session-header)", http.StatusUnauthorized)
 		return "", false
 	}

@@ -48,7 +48,11 @@ func (g *Guard) mcpServer() *mcpserver.Server {
 	g.mcp.once.Do(func() {
 		srv := mcpserver.New(mcpserver.Options{
 			Backend: mcpBackend{g},
-			Origins: g.policy.Origins(),
+			PolicyFor: func(user string) ([]string, string) {
+				grp := g.groupFor(user)
+				return grp.Policy.Origins(), grp.Instructions
+			},
+			UserKey: g.keyOf,
 			Decide: func(user, u string) (bool, string) {
 				d := g.decideFor(g.users.Lookup(user), u)
 				return d.Allowed, d.Reason
@@ -56,7 +60,6 @@ func (g *Guard) mcpServer() *mcpserver.Server {
 			Granted: func(user string) []string {
 				return g.scopeOfUser(g.users.Lookup(user)).grantSet().Hosts()
 			},
-			Instructions:  g.cfg.Instructions,
 			SessionHeader: g.cfg.SessionHeader,
 			UploadEnabled: g.cfg.UploadDir != "",
 			Linger:        mcpLinger(g.cfg.SessionIdle),

@@ -26,7 +26,8 @@ type metrics struct {
 	agentsSlowClosed prometheus.Counter
 	pausesShed       prometheus.Counter
 	grantsMade       prometheus.Counter
-	bounds           *boundsMetrics // bounds.go
+	bounds           *boundsMetrics         // bounds.go
+	policyReloads    *prometheus.CounterVec // policyreload.go
 	handler          http.Handler
 }
 
@@ -74,6 +75,7 @@ func newMetrics(cur func() *Guard) *metrics {
 		}),
 	}
 	m.browserOversize = newOversizeCounter(m.reg)
+	m.policyReloads = newPolicyReloadsCounter(m.reg)
 	gauge := func(name, help string, f func(*Guard) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
 			if g := cur(); g != nil && g.users != nil {

@@ -187,10 +187,15 @@ func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int
 // readRefusal returns why url may not be read in the session sc (nil: no
 // grants), naming the host and the reachable origins, or "".
 func (g *Guard) readRefusal(sc *grantScope, url string) string {
-	if msg := readRefusal(g.policy, sc.grantSet(), url); msg != "" {
+	key := ""
+	if sc != nil {
+		key = sc.key
+	}
+	p := g.policyOf(key)
+	if msg := readRefusal(p, sc.grantSet(), url); msg != "" {
 		return msg
 	}
-	if d := g.refuseSelf(g.policy.Decide(url), url); !d.Allowed && d.Reason == fetchdomain.ReasonSelf {
+	if d := g.refuseSelf(p.Decide(url), url); !d.Allowed && d.Reason == fetchdomain.ReasonSelf {
 		return fmt.Sprintf("%s (%s); nothing was sent to it", d.Reason, truncateReason(url))
 	}
 	return ""

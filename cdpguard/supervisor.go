@@ -132,6 +132,16 @@ func (s *Supervisor) URL() string { return s.url }
 // Ready reports whether a guarded browser serves the endpoint now.
 func (s *Supervisor) Ready() bool { return s.cur.Load().serving() }
 
+// ReloadPolicy reads the policy file again in the current guard (SIGHUP);
+// a guard launched later reads it anyway. See Guard.ReloadPolicy.
+func (s *Supervisor) ReloadPolicy() error {
+	g := s.cur.Load()
+	if g == nil {
+		return fmt.Errorf("%w: no browser is guarded right now; the next one reads the file at start", ErrPolicyFile)
+	}
+	return g.ReloadPolicy()
+}
+
 // Done is closed when the supervisor stopped: after Close, or after it gave
 // up relaunching (then Err is not nil).
 func (s *Supervisor) Done() <-chan struct{} { return s.done }

@@ -21,6 +21,7 @@ type manifests struct {
 	service *corev1.Service
 	pdb     *policyv1.PodDisruptionBudget
 	ingress *networkingv1.Ingress
+	policy  *corev1.ConfigMap // the policy file (policy_test.go)
 }
 
 // decodeStrict decodes one manifest into its typed object; unknown or
@@ -66,6 +67,9 @@ func loadManifests(t *testing.T) manifests {
 		case "networking.k8s.io/v1 Ingress":
 			m.ingress = &networkingv1.Ingress{}
 			obj = m.ingress
+		case "v1 ConfigMap":
+			m.policy = &corev1.ConfigMap{}
+			obj = m.policy
 		default:
 			t.Fatalf("%s: %s %s has no check here; add one", f, head.APIVersion, head.Kind)
 		}
@@ -73,8 +77,8 @@ func loadManifests(t *testing.T) manifests {
 			t.Fatalf("%s: strict decoding into %s: %v", f, head.Kind, err)
 		}
 	}
-	if m.deploy == nil || m.service == nil || m.pdb == nil || m.ingress == nil {
-		t.Fatalf("want a Deployment, Service, PodDisruptionBudget and Ingress; got %+v", m)
+	if m.deploy == nil || m.service == nil || m.pdb == nil || m.ingress == nil || m.policy == nil {
+		t.Fatalf("want a Deployment, Service, PodDisruptionBudget, Ingress and policy ConfigMap; got %+v", m)
 	}
 	return m
 }
@@ -123,7 +127,7 @@ func TestKubernetesManifests(t *testing.T) {
 		names = append(names, e.Name)
 	}
 	checkEnv(t, "deployment.yaml", names, flags)
-	for _, name := range []string{"ALLOWED_ORIGINS", "BLOCKED_ORIGINS", "EXTRA_INSTRUCTIONS", "SEARCH_URL", "SESSION_HEADER", "SESSION_IDLE_SECONDS", "CDPGUARD_LISTEN", "CDPGUARD_PUBLIC_HOST"} {
+	for _, name := range []string{"CDPGUARD_POLICY_FILE", "SEARCH_URL", "SESSION_HEADER", "SESSION_IDLE_SECONDS", "CDPGUARD_LISTEN", "CDPGUARD_PUBLIC_HOST"} {
 		if _, ok := env[name]; !ok {
 			t.Errorf("deployment.yaml does not set %s", name)
 		}

@@ -97,7 +97,7 @@ func TestLeaks(t *testing.T) {
 	t.Parallel() // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
 	needBrowser(t)
 	h := testhosts.Start(t)
-	bctx := connect(t, endpoint(t))
+	bctx := connect(t, endpointFromFile(t)) // the policy from a file (--policy-file); the other suites use the flags
 	runVectors(t, h, bctx, leakVectors())
 }
 

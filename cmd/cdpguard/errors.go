@@ -17,6 +17,7 @@ var flagOf = map[string]string{
 	"ChromeFlags":       "--chrome-flag",
 	"ServiceWorkers":    "--service-workers",
 	"BlockedNavigation": "--blocked-navigation",
+	"PolicyFile":        "--policy-file",
 }
 
 // describe words a start-up error for the command line: a configuration

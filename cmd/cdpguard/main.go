@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/cdpguard/cdpguard/cdpguard"
 	"github.com/cdpguard/cdpguard/internal/dialogs"
 	"github.com/cdpguard/cdpguard/internal/policy"
+	"github.com/cdpguard/cdpguard/internal/policyfile"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -54,7 +56,7 @@ func newApp() *cli.App {
 				Name:      "check",
 				Usage:     "print the verdict and reason for each URL",
 				ArgsUsage: "URL...",
-				Flags:     policyFlags(),
+				Flags:     append(policyFlags(), &cli.StringFlag{Name: "group", Usage: "with --policy-file: judge as a user of this group"}),
 				Action:    check,
 			},
 			{
@@ -73,7 +75,32 @@ func policyFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "allow", Usage: "allowed origins (';', ',' or newline separated; repeatable)", EnvVars: []string{"ALLOWED_ORIGINS"}},
 		&cli.StringSliceFlag{Name: "block", Usage: "blocked origins, checked first", EnvVars: []string{"BLOCKED_ORIGINS"}},
+		&cli.StringFlag{Name: "policy-file", Usage: "YAML file with allow, block, instructions and groups, reloaded live when it changes and on SIGHUP; then the one source of the policy (--allow, --block and --instructions are refused)", EnvVars: []string{"CDPGUARD_POLICY_FILE"}},
 	}
+}
+
+// errPolicyFlags is returned when --policy-file comes with a flag or
+// variable it replaces: the file is the one source of the policy.
+var errPolicyFlags = errors.New("with --policy-file the policy comes from the file only")
+
+// checkPolicyFlags refuses --allow, --block and --instructions (or their
+// environment variables) next to --policy-file, naming what to move.
+func checkPolicyFlags(c *cli.Context) error {
+	if c.String("policy-file") == "" {
+		return nil
+	}
+	// An empty value (the image's ALLOWED_ORIGINS="") sets nothing, so it
+	// does not compete with the file.
+	for _, f := range []struct{ flag, env, key string }{
+		{"allow", "ALLOWED_ORIGINS", "allow"},
+		{"block", "BLOCKED_ORIGINS", "block"},
+		{"instructions", "EXTRA_INSTRUCTIONS", "instructions"},
+	} {
+		if f.flag == "instructions" && c.String(f.flag) != "" || f.flag != "instructions" && nonEmpty(c.StringSlice(f.flag)) {
+			return fmt.Errorf("%w: --%s (or %s) is set; put it in the file as %s: and unset it", errPolicyFlags, f.flag, f.env, f.key)
+		}
+	}
+	return nil
 }
 
 func commonFlags() []cli.Flag {
@@ -133,6 +160,7 @@ func config(c *cli.Context, log *slog.Logger) cdpguard.Config {
 	return cdpguard.Config{
 		Allow:                c.StringSlice("allow"),
 		Block:                c.StringSlice("block"),
+		PolicyFile:           c.String("policy-file"),
 		Listen:               c.String("listen"),
 		EgressListen:         c.String("egress-listen"),
 		HostMap:              splitList(c.StringSlice("host-map")),
@@ -202,6 +230,9 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkPolicyFlags(c); err != nil {
+		return err
+	}
 	cfg := config(c, log)
 	cfg.ChromePath = c.String("chrome")
 	cfg.Headed = c.Bool("headed")
@@ -222,6 +253,9 @@ func attach(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkPolicyFlags(c); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(c.Context, 60*time.Second)
 	defer cancel()
 	cfg := config(c, log)
@@ -237,7 +271,7 @@ func attach(c *cli.Context) error {
 }
 
 func check(c *cli.Context) error {
-	p, err := policy.Parse(c.StringSlice("allow"), c.StringSlice("block"))
+	p, err := checkPolicy(c)
 	if err != nil {
 		return err
 	}
@@ -272,4 +306,37 @@ func dialogGraceFlag(c *cli.Context) time.Duration {
 		return d
 	}
 	return -1
+}
+
+// checkPolicy is the policy `cdpguard check` judges by: the policy file's
+// group (--group, default the top level) or --allow and --block.
+func checkPolicy(c *cli.Context) (*policy.Policy, error) {
+	if c.String("policy-file") == "" {
+		if c.String("group") != "" {
+			return nil, errors.New("check: --group needs --policy-file")
+		}
+		return policy.Parse(c.StringSlice("allow"), c.StringSlice("block"))
+	}
+	if nonEmpty(c.StringSlice("allow")) || nonEmpty(c.StringSlice("block")) {
+		return nil, fmt.Errorf("%w: --allow and --block (or ALLOWED_ORIGINS, BLOCKED_ORIGINS) are set", errPolicyFlags)
+	}
+	s, _, err := policyfile.Read(c.String("policy-file"))
+	if err != nil {
+		return nil, err
+	}
+	name := c.String("group")
+	if name != "" && !slices.Contains(s.GroupNames(), name) {
+		return nil, fmt.Errorf("check: the policy file has no group %q (it has: %s)", name, strings.Join(s.GroupNames(), ", "))
+	}
+	return s.Group(name).Policy, nil
+}
+
+// nonEmpty reports whether a list flag holds anything but blanks.
+func nonEmpty(list []string) bool {
+	for _, s := range list {
+		if strings.TrimSpace(s) != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -111,6 +111,10 @@ type trackedConn struct {
 	// scope is the ServeScoped listener the connection came through (a
 	// client connection) or was dialled for (a tunnel); nil for Serve's.
 	scope *scope
+	// host and port are what a tunnel was judged for, so Recheck can judge
+	// it again under a new policy; "" for other connections.
+	host string
+	port int
 }
 
 func (c *trackedConn) Close() error {
@@ -171,6 +175,8 @@ type checked struct {
 	addrs []netip.AddrPort
 	kind  connKind
 	scope *scope // the client's ServeScoped listener, if any
+	host  string // the judged host and port, for Recheck
+	port  int
 }
 
 // ErrUncheckedDial is returned when a dial is attempted without, or
@@ -205,6 +211,7 @@ func (p *Proxy) dialChecked(ctx context.Context, ck *checked, addr string) (net.
 		tc := &trackedConn{Conn: c, t: &p.conns}
 		if ck.kind == kindTunnel {
 			tc.scope = ck.scope // pooled plain-HTTP connections are nobody's
+			tc.host, tc.port = ck.host, ck.port
 		}
 		if !p.conns.add(tc, ck.kind) {
 			return nil, ErrClosed

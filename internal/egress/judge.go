@@ -69,7 +69,7 @@ func (p *Proxy) judge(ctx context.Context, method string, t target) (*checked, *
 		addrs = answer
 	}
 
-	ck := &checked{name: t.String(), scope: sc}
+	ck := &checked{name: t.String(), scope: sc, host: t.host, port: t.port}
 	seen := make(map[netip.Addr]bool, len(addrs))
 	for _, a := range addrs {
 		a = a.Unmap().WithZone("")

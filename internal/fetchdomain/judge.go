@@ -78,6 +78,11 @@ type Options struct {
 	// the policy and the grants say: a page must not reach the guard's own
 	// HTTP surface.
 	Self func(host string, port int) bool
+	// Rules, if set, returns the policy and instructions in force for a
+	// request of frameID (its user's group, after the latest reload); it
+	// replaces Policy and Instructions. It is called once per request, so
+	// it must be cheap and must not block.
+	Rules func(frameID string) (*policy.Policy, string)
 }
 
 // ReasonSelf is the reason of a request refused because it is addressed to
@@ -290,7 +295,8 @@ func (j *Judge) answer(p pause) {
 	if j.opts.OnAnswer != nil {
 		defer func() { j.opts.OnAnswer(time.Since(p.at)) }()
 	}
-	d := j.decide(rp.Request.URL, rp.FrameID)
+	pol, instructions := j.rules(rp.FrameID)
+	d := j.decide(pol, rp.Request.URL, rp.FrameID)
 	if d.Allowed && j.opts.BlockServiceWorkers && isServiceWorkerScript(rp.Request.Headers) {
 		d.Allowed = false
 		d.Reason = "service workers are blocked (--service-workers=block)"
@@ -310,7 +316,7 @@ func (j *Judge) answer(p pause) {
 		j.opts.OnBlock(b)
 	}
 	if top && !j.opts.ErrorForNavigation {
-		body := base64.StdEncoding.EncodeToString(ExplanationPage(rp.Request.URL, d.Reason, j.origins(), j.opts.Instructions))
+		body := base64.StdEncoding.EncodeToString(ExplanationPage(rp.Request.URL, d.Reason, pol.Origins(), instructions))
 		err := j.send.Send(p.session, "Fetch.fulfillRequest", map[string]any{
 			"requestId":    rp.RequestID,
 			"responseCode": 403,
@@ -328,13 +334,22 @@ func (j *Judge) answer(p pause) {
 	j.fail(p.session, rp.RequestID)
 }
 
+// rules returns the policy and instructions that judge a request of
+// frameID: Options.Rules when set, else Options.Policy and Instructions.
+func (j *Judge) rules(frameID string) (*policy.Policy, string) {
+	if j.opts.Rules != nil {
+		return j.opts.Rules(frameID)
+	}
+	return j.opts.Policy, j.opts.Instructions
+}
+
 // decide judges a request by the policy or, when the policy refuses it, by
 // the grants of the user whose frame made it.
-func (j *Judge) decide(url, frameID string) policy.Decision {
-	if j.opts.Policy == nil {
+func (j *Judge) decide(p *policy.Policy, url, frameID string) policy.Decision {
+	if p == nil {
 		return policy.Decision{Reason: "no policy configured"}
 	}
-	d := j.opts.Policy.Decide(url)
+	d := p.Decide(url)
 	if !d.Allowed && j.opts.Grants != nil && frameID != "" {
 		d = j.opts.Grants(frameID).Decide(d)
 	}
@@ -344,13 +359,6 @@ func (j *Judge) decide(url, frameID string) policy.Decision {
 		}
 	}
 	return d
-}
-
-func (j *Judge) origins() []string {
-	if j.opts.Policy == nil {
-		return nil
-	}
-	return j.opts.Policy.Origins()
 }
 
 // failFromReadLoop fails a request from Paused, through ReadLoopSender

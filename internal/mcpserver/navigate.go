@@ -34,7 +34,7 @@ func (s *Server) blockedError(user, rawURL, reason string) error {
 		msg += " (" + reason + ")"
 	}
 	// A sentence for the model, so it ends with a full stop.
-	return errors.New(msg + ". " + s.reachable() + s.granted(user) + " Do not retry this host.")
+	return errors.New(msg + ". " + s.reachable(user) + s.granted(user) + " Do not retry this host.")
 }
 
 // checkURL refuses, before anything reaches the browser, a URL the

@@ -53,6 +53,14 @@ type Options struct {
 	Granted func(user string) []string
 	// Instructions is the operator's EXTRA_INSTRUCTIONS.
 	Instructions string
+	// PolicyFor, if set, returns the origins and instructions in force for
+	// user (their policy group's, after the latest reload); it replaces
+	// Origins and Instructions. Call PolicyChanged after a reload.
+	PolicyFor func(user string) (origins []string, instructions string)
+	// UserKey, if set, returns the user a request's headers name (the
+	// guard adds the policy group), or why the request is refused; nil
+	// means the SessionHeader's value.
+	UserKey func(h http.Header) (string, error)
 	// SessionHeader names the header that keys a user.
 	SessionHeader string
 	// UploadEnabled adds browser_file_upload (the guard confines the files
@@ -100,7 +108,7 @@ func New(opts Options) *Server {
 		Capabilities: &mcp.ServerCapabilities{},
 	})
 	s.addTools()
-	s.mcp.AddReceivingMiddleware(s.unknownTool)
+	s.mcp.AddReceivingMiddleware(s.unknownTool, s.initializeFor)
 	s.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		// The guard checks Host itself (IP literals, localhost and
 		// --public-host names): the SDK's own check would refuse the
@@ -185,7 +193,10 @@ func (s *Server) goBounded(f func(ctx context.Context)) {
 // call runs on state the sweep no longer sees.
 func (s *Server) lockUser(ctx context.Context, h http.Header) (*user, error) {
 	for {
-		u := s.userFor(h)
+		u, err := s.userFor(h)
+		if err != nil {
+			return nil, err
+		}
 		if err := u.lock(ctx); err != nil {
 			return nil, err
 		}
@@ -197,9 +208,15 @@ func (s *Server) lockUser(ctx context.Context, h http.Header) (*user, error) {
 }
 
 // userFor returns the state of the user the request's header names.
-func (s *Server) userFor(h http.Header) *user {
+func (s *Server) userFor(h http.Header) (*user, error) {
 	key := ""
-	if h != nil {
+	if s.opts.UserKey != nil {
+		k, err := s.opts.UserKey(h)
+		if err != nil {
+			return nil, err
+		}
+		key = k
+	} else if h != nil {
 		key = h.Get(s.opts.SessionHeader)
 	}
 	s.mu.Lock()
@@ -209,15 +226,52 @@ func (s *Server) userFor(h http.Header) *user {
 		u = newUser(s, key)
 		s.users[key] = u
 	}
-	return u
+	return u, nil
 }
 
-// reachable is the sentence listing the allowlist.
-func (s *Server) reachable() string {
-	if len(s.opts.Origins) == 0 {
+// policyFor returns the origins and instructions in force for user.
+func (s *Server) policyFor(user string) ([]string, string) {
+	if s.opts.PolicyFor != nil {
+		return s.opts.PolicyFor(user)
+	}
+	return s.opts.Origins, s.opts.Instructions
+}
+
+// PolicyChanged tells the server the policy was reloaded: the tools are
+// registered again with descriptions that carry the new allowlist, which
+// sends every session notifications/tools/list_changed; sessions that
+// initialize from now on get the new instructions.
+func (s *Server) PolicyChanged() { s.addTools() }
+
+// initializeFor answers initialize with the instructions of the user the
+// request names (their group's allowlist, as in force now).
+func (s *Server) initializeFor(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if ir, ok := res.(*mcp.InitializeResult); ok && err == nil && method == "initialize" {
+			var h http.Header
+			if ex := req.GetExtra(); ex != nil {
+				h = ex.Header
+			}
+			key := ""
+			if s.opts.UserKey != nil {
+				key, _ = s.opts.UserKey(h)
+			} else if h != nil {
+				key = h.Get(s.opts.SessionHeader)
+			}
+			ir.Instructions = s.instructionsFor(key)
+		}
+		return res, err
+	}
+}
+
+// reachable is the sentence listing the allowlist in force for user.
+func (s *Server) reachable(user string) string {
+	origins, _ := s.policyFor(user)
+	if len(origins) == 0 {
 		return "No website is reachable: the allowlist is empty."
 	}
-	return "Reachable origins (everything else is blocked): " + strings.Join(s.opts.Origins, ", ") + "."
+	return "Reachable origins (everything else is blocked): " + strings.Join(origins, ", ") + "."
 }
 
 // granted is the sentence naming user's session grants, "" without any.
@@ -232,15 +286,19 @@ func (s *Server) granted(user string) string {
 	return " Also allowed for this session: " + strings.Join(hosts, ", ") + "."
 }
 
-// instructions is the initialize text and the note on URL-taking tools.
-func (s *Server) instructions() string {
+// instructions is the note on URL-taking tools: the default group's text.
+func (s *Server) instructions() string { return s.instructionsFor("") }
+
+// instructionsFor is the initialize text for user.
+func (s *Server) instructionsFor(user string) string {
+	_, extra := s.policyFor(user)
 	var b strings.Builder
 	b.WriteString("This browser sits behind an allowlist. ")
-	b.WriteString(s.reachable())
+	b.WriteString(s.reachable(user))
 	b.WriteString(" Read pages with browser_read (pass url to open and read in one call; long pages come in sections, continue with offset). Use browser_snapshot only to get element refs for browser_click, browser_type, browser_select_option and browser_hover.")
-	if s.opts.Instructions != "" {
+	if extra != "" {
 		b.WriteString(" ")
-		b.WriteString(s.opts.Instructions)
+		b.WriteString(extra)
 	}
 	return b.String()
 }

@@ -19,8 +19,10 @@ func addTool[In any](s *Server, name, desc string, readOnly bool, h handler[In])
 	if s.known == nil {
 		s.known = map[string]bool{}
 	}
-	s.known[name] = true
-	s.names = append(s.names, name)
+	if !s.known[name] { // PolicyChanged registers the tools again: only read then
+		s.known[name] = true
+		s.names = append(s.names, name)
+	}
 	t := &mcp.Tool{Name: name, Description: desc, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly, OpenWorldHint: ptr(true)}}
 	mcp.AddTool(s.mcp, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, _ any, err error) {
 		var hdr map[string][]string

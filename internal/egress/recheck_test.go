@@ -1,0 +1,52 @@
+package egress
+
+import (
+	"net"
+	"testing"
+	"time"
+)
+
+// TestRecheckClosesRefusedTunnels opens tunnels to two hosts, removes one
+// from the policy and checks Recheck closes that tunnel only.
+func TestRecheckClosesRefusedTunnels(t *testing.T) {
+	echo := startEcho(t)
+	allow := newAllow("kept.test", "removed.test")
+	p, err := New(Options{Decide: allow.decide, HostMap: testMap(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(l) }()
+	defer func() {
+		_ = p.Close()
+		<-done
+	}()
+	kept := rawConnect(t, l.Addr().String(), hostPort("kept.test", echo.port()))
+	removed := rawConnect(t, l.Addr().String(), hostPort("removed.test", echo.port()))
+	if kept.status != 200 || removed.status != 200 {
+		t.Fatalf("status %d, %d", kept.status, removed.status)
+	}
+	echoThrough(t, kept, "kept before")
+	echoThrough(t, removed, "removed before")
+	if n := p.Recheck(); n != 0 {
+		t.Fatalf("Recheck under the same policy closed %d tunnels", n)
+	}
+	allow.mu.Lock()
+	delete(allow.hosts, "removed.test")
+	allow.mu.Unlock()
+	if n := p.Recheck(); n != 1 {
+		t.Fatalf("Recheck closed %d tunnels, want 1", n)
+	}
+	_ = removed.conn.SetReadDeadline(time.Now().Add(waitBound))
+	if _, err := removed.br.ReadByte(); err == nil || !isEOFish(err) {
+		t.Fatalf("the tunnel to the removed host is still open: %v", err)
+	}
+	echoThrough(t, kept, "kept after")
+	if got := p.Stats().ActiveTunnels; got != 1 {
+		t.Errorf("active tunnels %d, want 1", got)
+	}
+}
