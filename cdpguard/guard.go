@@ -329,6 +329,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		return err
 	}
 	g.ready.Store(true)
+	g.warnSharedMCP()
 	g.log.Info("browser " + g.about.version.Browser + " (" + g.about.version.UserAgent + ")")
 	g.log.Info("cdpguard up, allowed origins="+strings.Join(g.policy.Origins(), ";"), "blocked", strings.Join(g.policy.Blocked(), ";"), "endpoint", g.ep.url, "mode", g.mode())
 	return nil

@@ -25,7 +25,14 @@ const (
 	maxFunction = 64 << 10
 	maxSnapshot = 200_000
 	readSection = 30_000
-	callTimeout = 90 * time.Second
+)
+
+// Defaults of the Options bounds.
+const (
+	DefaultCallTimeout   = 30 * time.Second
+	DefaultDialogWait    = 60 * time.Second
+	DefaultImageMaxBytes = 1 << 20
+	DefaultImageMaxSide  = 2000
 )
 
 // Backend is the guard side of the tools.
@@ -65,8 +72,22 @@ type Options struct {
 	// OnToolCall, when set, counts every tool call by tool name and
 	// outcome ("ok", "error" or "canceled").
 	OnToolCall func(tool, outcome string)
-	Version    string
-	Logger     *slog.Logger
+	// CallTimeout bounds every tool call (DefaultCallTimeout when zero): a
+	// call that hits it ends with a TimeoutError and abandons what it
+	// waited for, so the user's next call starts at once.
+	CallTimeout time.Duration
+	// DialogWait is how long a dialog on a tab the tools drive waits for
+	// browser_handle_dialog before the guard dismisses it
+	// (DefaultDialogWait when zero). The guard enforces it (its dialog
+	// handler); the server only words it.
+	DialogWait time.Duration
+	// ImageMaxBytes and ImageMaxSide bound every image result (encoded
+	// bytes, pixels on the long side); zero means the defaults.
+	ImageMaxBytes int
+	ImageMaxSide  int
+	// Version is cdpguard's version, the MCP serverInfo.version.
+	Version string
+	Logger  *slog.Logger
 }
 
 // Server is the MCP server. Use New, mount Handler, and Run it.
@@ -89,6 +110,18 @@ type Server struct {
 func New(opts Options) *Server {
 	if opts.Linger <= 0 {
 		opts.Linger = time.Minute
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	if opts.DialogWait <= 0 {
+		opts.DialogWait = DefaultDialogWait
+	}
+	if opts.ImageMaxBytes <= 0 {
+		opts.ImageMaxBytes = DefaultImageMaxBytes
+	}
+	if opts.ImageMaxSide <= 0 {
+		opts.ImageMaxSide = DefaultImageMaxSide
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
