@@ -76,11 +76,11 @@ type Handler struct {
 	wg        sync.WaitGroup // answers being sent by timers
 	mu        sync.Mutex
 	closed    bool
-	pages     map[string]*page    // target id → state
-	sessions  map[string]string   // the guard's session → target id
-	listeners map[listener]string // an agent's session with Page enabled → target id
+	pages     map[string]*page      // target id → state
+	sessions  map[string]string     // the guard's session → target id
+	listeners map[listener]string   // an agent's session with Page enabled → target id
 	graces    map[any]time.Duration // owners with a grace of their own (SetOwnerGrace)
-	human     bool                // a human may answer: every dialog gets the grace (SetHuman)
+	human     bool                  // a human may answer: every dialog gets the grace (SetHuman)
 	onAnswer  func(sessionID, typ, why string)
 }
 

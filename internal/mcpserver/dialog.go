@@ -32,6 +32,7 @@ type dialogOpened struct {
 	info DialogInfo
 	loop int // > 0: the tab was closed after this many dialogs in a row
 	url  string
+	tab  string // target id
 }
 
 func (d *dialogOpened) Error() string { return "a dialog opened: " + d.info.describe() }
@@ -84,7 +85,7 @@ func (u *user) dialogOpening(session string, params []byte) {
 	}
 	t.lastDialog = now
 	t.dlg = &openDialog{info: info}
-	cause := &dialogOpened{info: info, url: d.URL}
+	cause := &dialogOpened{info: info, url: d.URL, tab: t.id}
 	loop := t.streak >= maxDialogStreak
 	if loop {
 		cause.loop = t.streak

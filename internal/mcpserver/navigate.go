@@ -298,3 +298,14 @@ func (u *user) pageLine(ctx context.Context, t *tab) (string, error) {
 	}
 	return fmt.Sprintf("Page URL: %s\nPage title: %s", info.URL, info.Title), nil
 }
+
+// stopLoading stops the current tab's loading (bounded), after a call that
+// timed out waiting for it.
+func (u *user) stopLoading() {
+	if u.cur == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(u.srv.ctx, time.Second)
+	defer cancel()
+	_ = u.cur.s.Call(ctx, page.CommandStopLoading, nil, nil)
+}

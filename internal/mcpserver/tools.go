@@ -54,16 +54,22 @@ func addTool[In any](s *Server, name, desc string, readOnly bool, h handler[In])
 		cctx, stop := context.WithCancelCause(ctx)
 		defer stop(nil)
 		u.setCall(stop, name)
+		u.doing, u.hint = "", ""
 		res, err = h(cctx, u, in)
 		u.setCall(nil, "")
 		var opened *dialogOpened
 		if errors.As(context.Cause(cctx), &opened) {
 			res, err = textResult(opened.result(s.opts.DialogWait)), nil
+			if opened.loop > 0 {
+				u.forget(opened.tab) // being closed
+				u.curID = ""
+			}
 		} else if err != nil && ctx.Err() == context.DeadlineExceeded {
 			err = u.timeoutErr(name, bound)
 			// Whatever the call waited for (a promise, a load, a guard
 			// read) is abandoned with its connection; the next call opens
-			// a new one on the same tab.
+			// a new one on the same tab, which shows what it loaded so far.
+			u.stopLoading()
 			u.reset()
 		}
 		notes := u.takeNotes()
