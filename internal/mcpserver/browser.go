@@ -140,10 +140,10 @@ func (u *user) connect(ctx context.Context) error {
 	// The guard's blocks of this user's requests (browser_network_requests,
 	// a blocked navigation of a click), and new tabs (popups).
 	if err := p.Call(ctx, "", "Guard.enable", nil, nil); err != nil {
-		return fmt.Errorf("Guard.enable: %w", err)
+		return fmt.Errorf("enable the guard events: %w", err)
 	}
 	if err := p.Call(ctx, "", target.CommandSetDiscoverTargets, &target.SetDiscoverTargetsParams{Discover: true}, nil); err != nil {
-		return fmt.Errorf("Target.setDiscoverTargets: %w", err)
+		return fmt.Errorf("discover targets: %w", err)
 	}
 	return nil
 }
@@ -221,15 +221,6 @@ func (u *user) onEvent(session, method string, params []byte) {
 		}
 		u.logConsole(session, "[error] "+clip(msg, 2000))
 	}
-}
-
-// pipeForEvents returns the pipe events arrive on. onEvent runs while a
-// call holds sem and may change u.pipe, so it reads this copy under mu; a
-// pipe closed meanwhile fails the answer fast.
-func (u *user) pipeForEvents() *Pipe {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.evPipe
 }
 
 func (u *user) logConsole(session, line string) {
@@ -380,7 +371,7 @@ func (u *user) attach(ctx context.Context, id string) (*tab, error) {
 		}
 	}
 	if err := t.s.Call(ctx, "Network.enable", nil, nil); err != nil {
-		return nil, fmt.Errorf("Network.enable: %w", err)
+		return nil, fmt.Errorf("enable network events: %w", err)
 	}
 	u.tabs[id] = t
 	u.cur = t

@@ -111,15 +111,6 @@ func textResult(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
-// Element arguments: target (a snapshot ref or a CSS selector, as
-// @playwright/mcp takes it), ref (the older name) and element (optional
-// words for the log).
-const (
-	targetDoc  = "the element: a ref from browser_snapshot (like e12) or a CSS selector"
-	refDoc     = "older name of target: a ref from browser_snapshot"
-	elementDoc = "what the element is, in words (optional)"
-)
-
 // Tool arguments, named as @playwright/mcp names them.
 type (
 	navigateIn struct {
