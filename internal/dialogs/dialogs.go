@@ -47,6 +47,7 @@ type dialog struct {
 	url   string
 	timer *time.Timer
 	grace time.Duration // how long it waits for an agent's answer
+	flag  string        // the flag that set grace
 	state state
 	why   string // why the guard answered, when it did
 }
@@ -154,9 +155,9 @@ func (h *Handler) SetOwnerGrace(owner any, d time.Duration) {
 
 // graceFor is the wait of target's dialogs: the longest of its listeners'
 // graces, and the handler's with a human. The caller holds h.mu.
-func (h *Handler) graceFor(target string) (time.Duration, bool) {
-	var g time.Duration
-	found := false
+// flag names where it comes from, for the guard's reasons.
+func (h *Handler) graceFor(target string) (g time.Duration, found bool, flag string) {
+	flag = "--dialog-grace"
 	for l, t := range h.listeners {
 		if t != target {
 			continue
@@ -166,12 +167,18 @@ func (h *Handler) graceFor(target string) (time.Duration, bool) {
 		if !ok {
 			og = h.grace
 		}
-		g = max(g, og)
+		if og > g {
+			g = og
+			flag = "--dialog-grace"
+			if ok {
+				flag = "--mcp-dialog-wait"
+			}
+		}
 	}
-	if h.human {
-		g, found = max(g, h.grace), true
+	if h.human && h.grace > g {
+		g, flag = h.grace, "--dialog-grace"
 	}
-	return g, found
+	return g, found || h.human, flag
 }
 
 // ForgetOwner drops every session of an agent connection that closed.
@@ -223,8 +230,8 @@ func (h *Handler) Opening(sessionID string, params []byte) {
 		p.cur.timer.Stop()
 	}
 	p.cur = d
-	grace, listened := h.graceFor(target)
-	d.grace = grace
+	grace, listened, flag := h.graceFor(target)
+	d.grace, d.flag = grace, flag
 	wait := grace > 0 && listened && h.now().Sub(p.unanswered) >= grace
 	if wait {
 		d.timer = time.AfterFunc(grace, func() { h.expire(p, d) })
@@ -235,7 +242,7 @@ func (h *Handler) Opening(sessionID string, params []byte) {
 	d.why = "no agent connection had Page events enabled on this page"
 	if grace > 0 && listened {
 		// The loop rule: the streak goes on while the page keeps opening.
-		d.why = fmt.Sprintf("the page keeps opening dialogs and the last one got no answer within its wait (%v)", grace)
+		d.why = fmt.Sprintf("the page keeps opening dialogs and the last one got no answer within %s (%v)", flag, grace)
 		p.unanswered = h.now()
 	}
 	h.mu.Unlock()
@@ -250,7 +257,7 @@ func (h *Handler) expire(p *page, d *dialog) {
 		return
 	}
 	d.state = guardAnswered
-	d.why = fmt.Sprintf("no answer came within its wait (%v; --dialog-grace for CDP agents)", d.grace)
+	d.why = fmt.Sprintf("no answer came within %s (%v)", d.flag, d.grace)
 	p.unanswered = h.now()
 	session := p.session
 	h.wg.Add(1)
@@ -342,7 +349,11 @@ func (h *Handler) Claim(owner any, sessionID string) (done func(ok bool), late s
 		if d.typ == "beforeunload" {
 			verb = "accepted"
 		}
-		return nil, fmt.Sprintf("cdpguard already %s this %s dialog: %s; answer sooner or raise --dialog-grace (CDPGUARD_DIALOG_GRACE)", verb, d.typ, d.why)
+		raise := "--dialog-grace (CDPGUARD_DIALOG_GRACE)"
+		if d.flag == "--mcp-dialog-wait" {
+			raise = "--mcp-dialog-wait (CDPGUARD_MCP_DIALOG_WAIT)"
+		}
+		return nil, fmt.Sprintf("cdpguard already %s this %s dialog: %s; answer sooner or raise %s", verb, d.typ, d.why, raise)
 	}
 	return nil, "" // claimed by another agent, or closed: Chrome decides
 }
