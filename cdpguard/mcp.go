@@ -56,6 +56,7 @@ func (g *Guard) mcpServer() *mcpserver.Server {
 			Granted: func(user string) []string {
 				return g.scopeOfUser(g.users.Lookup(user)).grantSet().Hosts()
 			},
+			HasState:      func(user string) bool { return g.users.Lookup(user) != nil },
 			Instructions:  g.cfg.Instructions,
 			SessionHeader: g.cfg.SessionHeader,
 			UploadEnabled: g.cfg.UploadDir != "",

@@ -95,3 +95,26 @@ func TestRefusedScheme(t *testing.T) {
 }
 
 func mcpJSON(tl *mcp.Tool) ([]byte, error) { return json.Marshal(tl) }
+
+// TestIdleDisposalSaid: after the sweep let a user go and the guard
+// disposed its context, the next call says the state was cleared and why.
+func TestIdleDisposalSaid(t *testing.T) {
+	fb := &fakeBrowser{noHang: true}
+	s := New(Options{Backend: fb, Linger: time.Millisecond, HasState: func(string) bool { return false }})
+	u := s.userFor(nil)
+	u.lastUse = time.Now().Add(-time.Hour)
+	s.sweep()
+	u2 := s.userFor(nil)
+	if u2 == u || u2.idleSince.IsZero() {
+		t.Fatal("the swept user was not remembered")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := u2.connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { u2.reset(); fb.wg.Wait() }()
+	if notes := strings.Join(u2.takeNotes(), " "); !strings.Contains(notes, "was cleared") || !strings.Contains(notes, "--session-idle") {
+		t.Fatalf("notes: %q", notes)
+	}
+}

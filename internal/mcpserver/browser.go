@@ -28,16 +28,17 @@ type user struct {
 	sem chan struct{} // one tool call at a time
 
 	// The fields below are used by the call holding sem, except where noted.
-	pipe     *Pipe
-	released <-chan struct{} // closed once the guard let go of pipe's agent
-	cur      *tab
-	tabs     map[string]*tab // attached tabs by target id
-	snap     *snapshot       // refs of the last snapshot
-	order    []string        // tab order shown to the model (target ids)
-	retired  bool            // swept: calls look the user up again
-	curID    string          // the current tab's target id, kept across reconnects
-	doing    string          // what the call is waiting for, for its timeout error
-	hint     string          // what the model may do after that timeout
+	pipe      *Pipe
+	released  <-chan struct{} // closed once the guard let go of pipe's agent
+	cur       *tab
+	tabs      map[string]*tab // attached tabs by target id
+	snap      *snapshot       // refs of the last snapshot
+	order     []string        // tab order shown to the model (target ids)
+	retired   bool            // swept: calls look the user up again
+	curID     string          // the current tab's target id, kept across reconnects
+	idleSince time.Time       // set when the sweep let this user go idle: the next connect says what happened
+	doing     string          // what the call is waiting for, for its timeout error
+	hint      string          // what the model may do after that timeout
 
 	mu      sync.Mutex // guards the fields below and every tab's console
 	notes   []string   // things to tell the model with the next result (dialogs)
@@ -127,6 +128,10 @@ func (u *user) connect(ctx context.Context) error {
 			return nil
 		}
 	}
+	if !u.idleSince.IsZero() && u.srv.opts.HasState != nil && !u.srv.opts.HasState(u.key) {
+		u.note(fmt.Sprintf("Note: this user's browser state (tabs, cookies, storage) was cleared: it was idle since %s, longer than the guard's --session-idle. The browser starts afresh.", u.idleSince.UTC().Format("15:04:05 UTC")))
+	}
+	u.idleSince = time.Time{}
 	p := NewPipe(u.onEvent)
 	released, err := u.srv.opts.Backend.Open(ctx, u.key, p)
 	if err != nil {

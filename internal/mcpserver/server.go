@@ -27,6 +27,9 @@ const (
 	readSection = 30_000
 )
 
+// maxRetired bounds the users remembered after the sweep let them go.
+const maxRetired = 10_000
+
 // Defaults of the Options bounds.
 const (
 	DefaultCallTimeout   = 30 * time.Second
@@ -85,6 +88,10 @@ type Options struct {
 	// bytes, pixels on the long side); zero means the defaults.
 	ImageMaxBytes int
 	ImageMaxSide  int
+	// HasState, if set, reports whether the guard still holds user's
+	// browser context; after the tools let an idle user go, the next call
+	// says plainly when the context was disposed meanwhile.
+	HasState func(user string) bool
 	// Version is cdpguard's version, the MCP serverInfo.version.
 	Version string
 	Logger  *slog.Logger
@@ -101,9 +108,10 @@ type Server struct {
 	known map[string]bool // tool names
 	names []string
 
-	mu    sync.Mutex
-	users map[string]*user
-	wg    sync.WaitGroup // goroutines answering dialogs
+	mu      sync.Mutex
+	users   map[string]*user
+	retired map[string]time.Time // users the sweep let go, and when (bounded by maxRetired)
+	wg      sync.WaitGroup       // goroutines answering dialogs
 }
 
 // New returns a Server; Run must be called for it to end its connections.
@@ -127,7 +135,7 @@ func New(opts Options) *Server {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{opts: opts, users: map[string]*user{}, ctx: ctx, cancel: cancel}
+	s := &Server{opts: opts, users: map[string]*user{}, retired: map[string]time.Time{}, ctx: ctx, cancel: cancel}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "cdpguard", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: s.instructions(),
 		Capabilities: &mcp.ServerCapabilities{},
@@ -194,6 +202,10 @@ func (s *Server) sweep() {
 			u.reset()
 			u.retired = true
 			delete(s.users, k)
+			if len(s.retired) >= maxRetired {
+				clear(s.retired) // forgetting only loses a note
+			}
+			s.retired[k] = time.Now()
 		}
 		<-u.sem
 	}
@@ -240,6 +252,10 @@ func (s *Server) userFor(h http.Header) *user {
 	u := s.users[key]
 	if u == nil {
 		u = newUser(s, key)
+		if at, ok := s.retired[key]; ok {
+			u.idleSince = at
+			delete(s.retired, key)
+		}
 		s.users[key] = u
 	}
 	return u

@@ -76,7 +76,7 @@ func addTool[In any](s *Server, name, desc string, readOnly bool, h handler[In])
 		if errors.Is(err, ErrClosed) {
 			// This call reported the loss; the next one starts afresh.
 			u.reset()
-			err = fmt.Errorf("%w; the next call opens a new browser connection (tabs are gone if the browser restarted)", err)
+			err = fmt.Errorf("%w; the browser state may have been cleared (after a browser restart tabs, cookies and storage are gone). The next call opens a new connection: call browser_tabs to see what is open", err)
 		}
 		if err != nil {
 			if len(notes) > 0 {
