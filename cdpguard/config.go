@@ -125,6 +125,19 @@ type Config struct {
 	Controls bool
 	// DisableMCP turns off the MCP server at /mcp (--mcp=false).
 	DisableMCP bool
+	// MCPCallTimeout bounds every MCP tool call; zero means 30 s. A call
+	// that hits it says what did not finish and frees the user's browser.
+	MCPCallTimeout time.Duration
+	// MCPDialogWait is how long a dialog on a tab the MCP tools drive waits
+	// for browser_handle_dialog before the guard dismisses it; zero means
+	// 60 s. CDP agents keep DialogGrace.
+	MCPDialogWait time.Duration
+	// MCPImageMaxBytes (base64-encoded) and MCPImageMaxSide (pixels on the
+	// long side) bound every MCP image result; zero means 1 MB and 2,000.
+	MCPImageMaxBytes int
+	MCPImageMaxSide  int
+	// Version is cdpguard's version, shown as the MCP serverInfo.version.
+	Version string
 	// ChromeStderr receives the launched browser's output; nil discards it.
 	ChromeStderr io.Writer
 	// Logger receives the guard's logs; nil discards them.

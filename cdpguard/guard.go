@@ -352,6 +352,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		return err
 	}
 	g.ready.Store(true)
+	g.warnSharedMCP()
 	g.log.Info("browser " + g.about.version.Browser + " (" + g.about.version.UserAgent + ")")
 	def := g.rules().Default().Policy
 	g.log.Info("cdpguard up, allowed origins="+strings.Join(def.Origins(), ";"), "blocked", strings.Join(def.Blocked(), ";"), "groups", strings.Join(g.rules().GroupNames(), ";"), "policyFile", g.cfg.PolicyFile, "endpoint", g.ep.url, "mode", g.mode())

@@ -60,11 +60,16 @@ func (g *Guard) mcpServer() *mcpserver.Server {
 			Granted: func(user string) []string {
 				return g.scopeOfUser(g.users.Lookup(user)).grantSet().Hosts()
 			},
+			HasState:      func(user string) bool { return g.users.Lookup(user) != nil },
 			SessionHeader: g.cfg.SessionHeader,
 			UploadEnabled: g.cfg.UploadDir != "",
 			Linger:        mcpLinger(g.cfg.SessionIdle),
 			OnToolCall:    g.metrics.ToolCall,
-			Version:       g.about.version.Browser,
+			CallTimeout:   g.cfg.MCPCallTimeout,
+			DialogWait:    g.mcpDialogWait(),
+			ImageMaxBytes: g.cfg.MCPImageMaxBytes,
+			ImageMaxSide:  g.cfg.MCPImageMaxSide,
+			Version:       mcpVersion(g.cfg.Version),
 			Logger:        g.log,
 		})
 		g.agents.mu.Lock()
@@ -80,6 +85,31 @@ func (g *Guard) mcpServer() *mcpserver.Server {
 		g.mcp.srv = srv
 	})
 	return g.mcp.srv
+}
+
+// mcpVersion is the serverInfo.version: cdpguard's, not the browser's.
+func mcpVersion(v string) string {
+	if v == "" {
+		return "dev"
+	}
+	return v
+}
+
+// mcpDialogWait is how long a dialog on an MCP-driven tab waits for
+// browser_handle_dialog.
+func (g *Guard) mcpDialogWait() time.Duration {
+	if g.cfg.MCPDialogWait > 0 {
+		return g.cfg.MCPDialogWait
+	}
+	return mcpserver.DefaultDialogWait
+}
+
+// warnSharedMCP says once, at start, that header-less MCP clients share
+// one browser context when the header is not required.
+func (g *Guard) warnSharedMCP() {
+	if !g.cfg.DisableMCP && !g.cfg.RequireSessionHeader {
+		g.log.Warn("MCP clients without the " + g.cfg.SessionHeader + " header share one browser context (tabs, cookies, storage); set --require-session-header when several users reach /mcp")
+	}
 }
 
 // mcpLinger keeps an MCP user's agent connection open between tool calls,
@@ -126,6 +156,9 @@ func (b mcpBackend) Open(ctx context.Context, key string, p *mcpserver.Pipe) (<-
 		g.users.Release(u)
 		return nil, fmt.Errorf("cdpguard: %w", err)
 	}
+	// The model answers a dialog in its next turn: this agent's dialogs
+	// wait --mcp-dialog-wait for browser_handle_dialog, not --dialog-grace.
+	g.dialogs.SetOwnerGrace(a, g.mcpDialogWait())
 	released := make(chan struct{})
 	ok = true
 	go func() { // the agent: ends when the pipe closes or the guard closes it

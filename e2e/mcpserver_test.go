@@ -161,7 +161,8 @@ func TestMCPServer(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": page("next.html")}, false)
 		ref := refOf(t, call(t, s, "browser_snapshot", nil, false), `button "Ask me"`)
 		out := call(t, s, "browser_click", map[string]any{"element": "Ask me", "ref": ref}, false)
-		mustContain(t, "dialog note", out, "confirm", "Really?", "dismissed")
+		mustContain(t, "dialog note", out, "confirm", "Really?", "browser_handle_dialog")
+		call(t, s, "browser_handle_dialog", map[string]any{"accept": false}, false)
 		call(t, s, "browser_wait_for", map[string]any{"text": "DIALOG-DONE false"}, false)
 	})
 	t.Run("form", func(t *testing.T) {
@@ -207,9 +208,9 @@ func TestMCPServer(t *testing.T) {
 		if err != nil || res.IsError || len(res.Content) == 0 {
 			t.Fatalf("screenshot: %v %+v", err, res)
 		}
-		img, ok := res.Content[0].(*mcp.ImageContent)
+		img, ok := res.Content[len(res.Content)-1].(*mcp.ImageContent)
 		if !ok || img.MIMEType != "image/png" || !bytes.HasPrefix(img.Data, []byte("\x89PNG")) {
-			t.Fatalf("screenshot is not PNG image content: %T", res.Content[0])
+			t.Fatalf("screenshot is not PNG image content: %T", res.Content[len(res.Content)-1])
 		}
 	})
 	t.Run("blocked", func(t *testing.T) {

@@ -25,3 +25,27 @@ var MCPClear string
 //
 //go:embed mcp_select.js
 var MCPSelect string
+
+// MCPLoaded is an expression: whether the document has loaded a page
+// other than about:blank (a new tab's first page).
+//
+//go:embed mcp_loaded.js
+var MCPLoaded string
+
+// MCPEditable is a function called on an element: whether it takes text
+// (browser_type refuses others without clicking them).
+//
+//go:embed mcp_editable.js
+var MCPEditable string
+
+// MCPChecked is a function called on a checkbox or radio: whether it is
+// checked (browser_fill_form clicks it only to change that).
+//
+//go:embed mcp_checked.js
+var MCPChecked string
+
+// MCPElementCount is an expression: the number of elements of the
+// document (browser_snapshot refuses the full tree of a huge page).
+//
+//go:embed mcp_element_count.js
+var MCPElementCount string

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/cdpguard"
 	"github.com/cdpguard/cdpguard/internal/dialogs"
+	"github.com/cdpguard/cdpguard/internal/mcpserver"
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
 )
@@ -111,7 +112,7 @@ func commonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "instructions", Usage: "text added to the explanation page of a blocked navigation", EnvVars: []string{"EXTRA_INSTRUCTIONS"}},
 		&cli.StringFlag{Name: "search-url", Usage: "prefix of search result pages: the reader notes on them that search results are not a source", EnvVars: []string{"SEARCH_URL"}},
 		&cli.StringFlag{Name: "blocked-navigation", Value: cdpguard.DefaultBlockedNavigation, Usage: "page (403 explanation page) or error (net::ERR_BLOCKED_BY_CLIENT)", EnvVars: []string{"CDPGUARD_BLOCKED_NAVIGATION"}},
-		&cli.DurationFlag{Name: "dialog-grace", Usage: "how long an agent with Page events enabled may take to answer a JavaScript dialog before the guard does (default " + dialogs.DefaultGrace.String() + "; 0: the guard answers at once)", EnvVars: []string{"CDPGUARD_DIALOG_GRACE"}},
+		&cli.DurationFlag{Name: "dialog-grace", Value: dialogs.DefaultGrace, Usage: "how long a CDP agent with Page events enabled may take to answer a JavaScript dialog before the guard does; 0: the guard answers at once (MCP tools use --mcp-dialog-wait)", EnvVars: []string{"CDPGUARD_DIALOG_GRACE"}},
 		&cli.StringSliceFlag{Name: "public-host", Usage: "extra Host names the endpoint accepts (repeatable)", EnvVars: []string{"CDPGUARD_PUBLIC_HOST"}},
 		&cli.StringFlag{Name: "download-dir", Usage: "downloads go to a per-user directory under it (default: downloads denied)", EnvVars: []string{"CDPGUARD_DOWNLOAD_DIR"}},
 		&cli.Int64Flag{Name: "download-max-bytes", Value: cdpguard.DefaultDownloadMaxBytes, Usage: "cap on each user's download directory; negative: no cap", EnvVars: []string{"CDPGUARD_DOWNLOAD_MAX_BYTES"}},
@@ -127,6 +128,10 @@ func commonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "service-workers", Value: cdpguard.DefaultServiceWorkers, Usage: "block (registration refused) or guard (run, all traffic judged)", EnvVars: []string{"CDPGUARD_SERVICE_WORKERS"}},
 		&cli.BoolFlag{Name: "controls", Usage: "show a human the guard in every page: a badge, its panel, and an allow-for-this-session button on the explanation page (default: on with --headed and in attach, off in headless serve)", EnvVars: []string{"CDPGUARD_CONTROLS"}},
 		&cli.BoolFlag{Name: "mcp", Value: true, Usage: "serve the MCP server at /mcp", EnvVars: []string{"CDPGUARD_MCP"}},
+		&cli.DurationFlag{Name: "mcp-call-timeout", Value: mcpserver.DefaultCallTimeout, Usage: "bound of every MCP tool call; a call that hits it says what did not finish", EnvVars: []string{"CDPGUARD_MCP_CALL_TIMEOUT"}},
+		&cli.DurationFlag{Name: "mcp-dialog-wait", Value: mcpserver.DefaultDialogWait, Usage: "how long a dialog on an MCP-driven tab waits for browser_handle_dialog before the guard dismisses it", EnvVars: []string{"CDPGUARD_MCP_DIALOG_WAIT"}},
+		&cli.IntFlag{Name: "mcp-image-max-bytes", Value: mcpserver.DefaultImageMaxBytes, Usage: "bound of an MCP image result, base64-encoded bytes", EnvVars: []string{"CDPGUARD_MCP_IMAGE_MAX_BYTES"}},
+		&cli.IntFlag{Name: "mcp-image-max-side", Value: mcpserver.DefaultImageMaxSide, Usage: "bound of an MCP image result's long side, pixels", EnvVars: []string{"CDPGUARD_MCP_IMAGE_MAX_SIDE"}},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"CDPGUARD_LOG_FORMAT"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"CDPGUARD_LOG_LEVEL"}},
 	)
@@ -182,6 +187,11 @@ func config(c *cli.Context, log *slog.Logger) cdpguard.Config {
 		AllowPrivate:         c.StringSlice("allow-private"), // split by the package
 		ServiceWorkers:       c.String("service-workers"),
 		DisableMCP:           !c.Bool("mcp"),
+		MCPCallTimeout:       c.Duration("mcp-call-timeout"),
+		MCPDialogWait:        c.Duration("mcp-dialog-wait"),
+		MCPImageMaxBytes:     c.Int("mcp-image-max-bytes"),
+		MCPImageMaxSide:      c.Int("mcp-image-max-side"),
+		Version:              buildVersion(),
 		Logger:               log,
 	}
 }
@@ -302,7 +312,10 @@ func buildVersion() string {
 // dialogGraceFlag maps --dialog-grace onto Config.DialogGrace, where zero
 // means the default: an explicit 0 on the command line means "at once".
 func dialogGraceFlag(c *cli.Context) time.Duration {
-	if d := c.Duration("dialog-grace"); d != 0 || !c.IsSet("dialog-grace") {
+	if !c.IsSet("dialog-grace") {
+		return 0
+	}
+	if d := c.Duration("dialog-grace"); d != 0 {
 		return d
 	}
 	return -1

@@ -46,6 +46,8 @@ type dialog struct {
 	typ   string
 	url   string
 	timer *time.Timer
+	grace time.Duration // how long it waits for an agent's answer
+	flag  string        // the flag that set grace
 	state state
 	why   string // why the guard answered, when it did
 }
@@ -75,10 +77,11 @@ type Handler struct {
 	wg        sync.WaitGroup // answers being sent by timers
 	mu        sync.Mutex
 	closed    bool
-	pages     map[string]*page    // target id → state
-	sessions  map[string]string   // the guard's session → target id
-	listeners map[listener]string // an agent's session with Page enabled → target id
-	human     bool                // a human may answer: every dialog gets the grace (SetHuman)
+	pages     map[string]*page      // target id → state
+	sessions  map[string]string     // the guard's session → target id
+	listeners map[listener]string   // an agent's session with Page enabled → target id
+	graces    map[any]time.Duration // owners with a grace of their own (SetOwnerGrace)
+	human     bool                  // a human may answer: every dialog gets the grace (SetHuman)
 	onAnswer  func(sessionID, typ, why string)
 }
 
@@ -90,6 +93,7 @@ func New(send Sender, grace time.Duration, log *slog.Logger) *Handler {
 	return &Handler{
 		send: send, grace: grace, log: log, now: time.Now,
 		pages: map[string]*page{}, sessions: map[string]string{}, listeners: map[listener]string{},
+		graces: map[any]time.Duration{},
 	}
 }
 
@@ -139,26 +143,54 @@ func (h *Handler) Listen(owner any, sessionID, targetID string, on bool) {
 	}
 }
 
+// SetOwnerGrace gives owner's dialogs a wait of their own instead of the
+// handler's grace: the MCP tools' model answers in its next turn, which
+// takes seconds (--mcp-dialog-wait), where a CDP agent answers in
+// milliseconds (--dialog-grace).
+func (h *Handler) SetOwnerGrace(owner any, d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.graces[owner] = d
+}
+
+// graceFor is the wait of target's dialogs: the longest of its listeners'
+// graces, and the handler's with a human. The caller holds h.mu.
+// flag names where it comes from, for the guard's reasons.
+func (h *Handler) graceFor(target string) (g time.Duration, found bool, flag string) {
+	flag = "--dialog-grace"
+	for l, t := range h.listeners {
+		if t != target {
+			continue
+		}
+		found = true
+		og, ok := h.graces[l.owner]
+		if !ok {
+			og = h.grace
+		}
+		if og > g {
+			g = og
+			flag = "--dialog-grace"
+			if ok {
+				flag = "--mcp-dialog-wait"
+			}
+		}
+	}
+	if h.human && h.grace > g {
+		g, flag = h.grace, "--dialog-grace"
+	}
+	return g, found || h.human, flag
+}
+
 // ForgetOwner drops every session of an agent connection that closed.
 func (h *Handler) ForgetOwner(owner any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	delete(h.graces, owner)
 	for l := range h.listeners {
 		if l.owner == owner {
 			delete(h.listeners, l)
 		}
 	}
-}
-
-// listening reports whether any agent has Page events enabled on targetID.
-// The caller holds h.mu.
-func (h *Handler) listening(targetID string) bool {
-	for _, t := range h.listeners {
-		if t == targetID {
-			return true
-		}
-	}
-	return false
 }
 
 // pageOf returns the page of the guard's session, creating it for a
@@ -198,17 +230,19 @@ func (h *Handler) Opening(sessionID string, params []byte) {
 		p.cur.timer.Stop()
 	}
 	p.cur = d
-	wait := h.grace > 0 && (h.human || h.listening(target)) && h.now().Sub(p.unanswered) >= h.grace
+	grace, listened, flag := h.graceFor(target)
+	d.grace, d.flag = grace, flag
+	wait := grace > 0 && listened && h.now().Sub(p.unanswered) >= grace
 	if wait {
-		d.timer = time.AfterFunc(h.grace, func() { h.expire(p, d) })
+		d.timer = time.AfterFunc(grace, func() { h.expire(p, d) })
 		h.mu.Unlock()
 		return
 	}
 	d.state = guardAnswered
 	d.why = "no agent connection had Page events enabled on this page"
-	if h.grace > 0 && (h.human || h.listening(target)) {
+	if grace > 0 && listened {
 		// The loop rule: the streak goes on while the page keeps opening.
-		d.why = fmt.Sprintf("the page keeps opening dialogs and the last one got no answer within --dialog-grace (%v)", h.grace)
+		d.why = fmt.Sprintf("the page keeps opening dialogs and the last one got no answer within %s (%v)", flag, grace)
 		p.unanswered = h.now()
 	}
 	h.mu.Unlock()
@@ -223,7 +257,7 @@ func (h *Handler) expire(p *page, d *dialog) {
 		return
 	}
 	d.state = guardAnswered
-	d.why = fmt.Sprintf("no answer came within --dialog-grace (%v)", h.grace)
+	d.why = fmt.Sprintf("no answer came within %s (%v)", d.flag, d.grace)
 	p.unanswered = h.now()
 	session := p.session
 	h.wg.Add(1)
@@ -315,7 +349,11 @@ func (h *Handler) Claim(owner any, sessionID string) (done func(ok bool), late s
 		if d.typ == "beforeunload" {
 			verb = "accepted"
 		}
-		return nil, fmt.Sprintf("cdpguard already %s this %s dialog: %s; answer sooner or raise --dialog-grace (CDPGUARD_DIALOG_GRACE)", verb, d.typ, d.why)
+		raise := "--dialog-grace (CDPGUARD_DIALOG_GRACE)"
+		if d.flag == "--mcp-dialog-wait" {
+			raise = "--mcp-dialog-wait (CDPGUARD_MCP_DIALOG_WAIT)"
+		}
+		return nil, fmt.Sprintf("cdpguard already %s this %s dialog: %s; answer sooner or raise %s", verb, d.typ, d.why, raise)
 	}
 	return nil, "" // claimed by another agent, or closed: Chrome decides
 }

@@ -238,3 +238,33 @@ func TestCloseStopsTimers(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnerGrace: an owner with a wait of its own (the MCP tools) keeps
+// its dialogs open that long, not the handler's grace; the late-answer
+// error names its flag.
+func TestOwnerGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &rec{}
+		h := New(r, time.Second, nil)
+		defer h.Close()
+		h.Attach("S1", "T1")
+		owner := new(int)
+		h.SetOwnerGrace(owner, time.Minute)
+		h.Listen(owner, "A1", "T1", true)
+		h.Opening("S1", ev("confirm"))
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if r.n() != 0 {
+			t.Fatalf("the guard answered within the owner's wait")
+		}
+		time.Sleep(31 * time.Second)
+		synctest.Wait()
+		if r.n() != 1 {
+			t.Fatalf("%d answers after the owner's wait", r.n())
+		}
+		if _, late := h.Claim(owner, "A1"); !strings.Contains(late, "--mcp-dialog-wait") {
+			t.Errorf("late answer: %q", late)
+		}
+		h.ForgetOwner(owner)
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -37,7 +38,7 @@ func goneErr(ref string) error {
 // prepare scrolls ref's node into view and waits (bounded) until it is
 // visible and enabled.
 func (u *user) prepare(ctx context.Context, t *tab, ref string, needEnabled bool) (*element, error) {
-	id, err := u.resolveRef(ctx, t, ref)
+	id, err := u.resolveTarget(ctx, t, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -151,17 +152,21 @@ func mouse(ctx context.Context, t *tab, typ input.DispatchMouseEventType, el *el
 }
 
 // typeText replaces the element's content with text through real input
-// (Input.insertText after selecting the old content).
+// (Input.insertText after selecting the old content). An element that
+// takes no text is refused before any input reaches it (no click).
 func (u *user) typeText(ctx context.Context, t *tab, el *element, text string) error {
-	if err := u.click(ctx, t, el, "left", false); err != nil {
-		return err
-	}
 	var editable bool
-	if err := callOn(ctx, t, el.obj, js.MCPClear, nil, &editable); err != nil {
+	if err := callOn(ctx, t, el.obj, js.MCPEditable, nil, &editable); err != nil {
 		return err
 	}
 	if !editable {
-		return errors.New("the element does not take text; pick a textbox from the snapshot")
+		return errors.New("the element does not take text (it is not a text field, text area or editable element); pick a textbox from the snapshot. Nothing was clicked")
+	}
+	if err := u.click(ctx, t, el, "left", false); err != nil {
+		return err
+	}
+	if err := callOn(ctx, t, el.obj, js.MCPClear, nil, &editable); err != nil {
+		return err
 	}
 	return call0(ctx, t.s, input.InsertText, input.InsertTextParams{Text: text})
 }
@@ -181,8 +186,27 @@ var keys = map[string]keyDef{
 	"PageUp": {"PageUp", 33, ""}, "PageDown": {"PageDown", 34, ""},
 }
 
-// pressKey sends one key press to the focused element.
-func (u *user) pressKey(ctx context.Context, t *tab, key string) error {
+// modifiers are the modifier keys of a combination, as CDP's bit mask.
+var modifiers = map[string]int64{"Alt": 1, "Control": 2, "Ctrl": 2, "Meta": 4, "Command": 4, "Shift": 8}
+
+// pressKey sends one key press, or a combination like Control+a, to the
+// focused element.
+func (u *user) pressKey(ctx context.Context, t *tab, combo string) error {
+	parts := strings.Split(combo, "+")
+	if strings.HasSuffix(combo, "++") || combo == "+" {
+		parts = append(strings.Split(strings.TrimSuffix(combo, "++"), "+"), "+")
+	}
+	key := parts[len(parts)-1]
+	var mods int64
+	var held []string
+	for _, m := range parts[:len(parts)-1] {
+		bit, ok := modifiers[m]
+		if !ok {
+			return fmt.Errorf("%q in %q is not a modifier; use Alt, Control, Meta or Shift, like Control+a", clip(m, 20), clip(combo, 40))
+		}
+		mods |= bit
+		held = append(held, m)
+	}
 	k, ok := keys[key]
 	name := key
 	switch {
@@ -203,17 +227,34 @@ func (u *user) pressKey(ctx context.Context, t *tab, key string) error {
 		for n := range keys {
 			names = append(names, n)
 		}
-		return fmt.Errorf("key %q is not known; use a single character or one of %s", clip(key, 40), strings.Join(names, ", "))
+		sort.Strings(names)
+		return fmt.Errorf("key %q is not known; use a single character or one of %s, optionally with modifiers like Control+a", clip(key, 40), strings.Join(names, ", "))
 	}
-	down := input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyDown, Key: name, Code: k.code, WindowsVirtualKeyCode: k.vk, NativeVirtualKeyCode: k.vk, Text: k.text}
+	if mods&^8 != 0 {
+		k.text = "" // a shortcut types nothing
+	}
+	for _, m := range held {
+		if err := call0(ctx, t.s, input.DispatchKeyEvent, input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeRawKeyDown, Key: m, Modifiers: mods}); err != nil {
+			return err
+		}
+	}
+	down := input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyDown, Key: name, Code: k.code, WindowsVirtualKeyCode: k.vk, NativeVirtualKeyCode: k.vk, Text: k.text, Modifiers: mods}
 	if k.text == "" {
 		down.Type = input.DispatchKeyEventTypeRawKeyDown
 	}
 	if err := call0(ctx, t.s, input.DispatchKeyEvent, down); err != nil {
 		return err
 	}
-	up := input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyUp, Key: name, Code: k.code, WindowsVirtualKeyCode: k.vk, NativeVirtualKeyCode: k.vk}
-	return call0(ctx, t.s, input.DispatchKeyEvent, up)
+	up := input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyUp, Key: name, Code: k.code, WindowsVirtualKeyCode: k.vk, NativeVirtualKeyCode: k.vk, Modifiers: mods}
+	if err := call0(ctx, t.s, input.DispatchKeyEvent, up); err != nil {
+		return err
+	}
+	for i := len(held) - 1; i >= 0; i-- {
+		if err := call0(ctx, t.s, input.DispatchKeyEvent, input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyUp, Key: held[i]}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // documentObject returns the main world's document, for functions called

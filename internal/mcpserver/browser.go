@@ -28,13 +28,17 @@ type user struct {
 	sem chan struct{} // one tool call at a time
 
 	// The fields below are used by the call holding sem, except where noted.
-	pipe     *Pipe
-	released <-chan struct{} // closed once the guard let go of pipe's agent
-	cur      *tab
-	tabs     map[string]*tab // attached tabs by target id
-	snap     *snapshot       // refs of the last snapshot
-	order    []string        // tab order shown to the model (target ids)
-	retired  bool            // swept: calls look the user up again
+	pipe      *Pipe
+	released  <-chan struct{} // closed once the guard let go of pipe's agent
+	cur       *tab
+	tabs      map[string]*tab // attached tabs by target id
+	snap      *snapshot       // refs of the last snapshot
+	order     []string        // tab order shown to the model (target ids)
+	retired   bool            // swept: calls look the user up again
+	curID     string          // the current tab's target id, kept across reconnects
+	idleSince time.Time       // set when the sweep let this user go idle: the next connect says what happened
+	doing     string          // what the call is waiting for, for its timeout error
+	hint      string          // what the model may do after that timeout
 
 	mu      sync.Mutex // guards the fields below and every tab's console
 	notes   []string   // things to tell the model with the next result (dialogs)
@@ -42,12 +46,23 @@ type user struct {
 	evPipe  *Pipe           // the pipe events arrive on
 	evTabs  []*tab          // the attached tabs, for events
 	gone    map[string]bool // sessions the browser detached (tab closed)
+	blocks  []blockEntry    // the guard's blocks of this user's requests (last netKeep)
+	popups  []string        // page targets created meanwhile (target ids), for the next result
+	front   string          // the tab last brought to the front
+
+	callStop context.CancelCauseFunc // ends the running call (a dialog opened)
+	callName string
 }
 
 type tab struct {
-	id      string // target id (also the main frame id)
-	s       Session
-	console []string // guarded by user.mu
+	id string // target id (also the main frame id)
+	s  Session
+	// Guarded by user.mu:
+	console    []string
+	net        []netEntry // this tab's requests (last netKeep)
+	dlg        *openDialog
+	streak     int       // dialogs in a row (see maxDialogStreak)
+	lastDialog time.Time // when the last dialog opened or closed
 }
 
 func newUser(srv *Server, key string) *user {
@@ -113,6 +128,10 @@ func (u *user) connect(ctx context.Context) error {
 			return nil
 		}
 	}
+	if !u.idleSince.IsZero() && u.srv.opts.HasState != nil && !u.srv.opts.HasState(u.key) {
+		u.note(fmt.Sprintf("Note: this user's browser state (tabs, cookies, storage) was cleared: it was idle since %s, longer than the guard's --session-idle. The browser starts afresh.", u.idleSince.UTC().Format("15:04:05 UTC")))
+	}
+	u.idleSince = time.Time{}
 	p := NewPipe(u.onEvent)
 	released, err := u.srv.opts.Backend.Open(ctx, u.key, p)
 	if err != nil {
@@ -123,6 +142,14 @@ func (u *user) connect(ctx context.Context) error {
 	u.mu.Lock()
 	u.evPipe = p
 	u.mu.Unlock()
+	// The guard's blocks of this user's requests (browser_network_requests,
+	// a blocked navigation of a click), and new tabs (popups).
+	if err := p.Call(ctx, "", "Guard.enable", nil, nil); err != nil {
+		return fmt.Errorf("enable the guard events: %w", err)
+	}
+	if err := p.Call(ctx, "", target.CommandSetDiscoverTargets, &target.SetDiscoverTargetsParams{Discover: true}, nil); err != nil {
+		return fmt.Errorf("discover targets: %w", err)
+	}
 	return nil
 }
 
@@ -131,10 +158,13 @@ func (u *user) reset() {
 	if u.pipe != nil {
 		u.pipe.Close()
 	}
+	if u.cur != nil {
+		u.curID = u.cur.id
+	}
 	u.pipe, u.cur, u.snap = nil, nil, nil
 	u.tabs = map[string]*tab{}
 	u.mu.Lock()
-	u.evPipe, u.evTabs, u.gone = nil, nil, nil
+	u.evPipe, u.evTabs, u.gone, u.popups = nil, nil, nil, nil
 	u.mu.Unlock()
 }
 
@@ -166,23 +196,15 @@ func (u *user) onEvent(session, method string, params []byte) {
 			u.mu.Unlock()
 		}
 	case "Page.javascriptDialogOpening":
-		var d page.EventJavascriptDialogOpening
-		if jsonv2.Unmarshal(params, &d) != nil {
-			return
-		}
-		p := u.pipeForEvents()
-		if p == nil {
-			return // the connection is being replaced; the guard answers
-		}
-		accept := d.Type == page.DialogTypeBeforeunload
-		u.srv.goBounded(func(ctx context.Context) { // answered at once, so no call hangs on it
-			_ = p.Call(ctx, session, page.CommandHandleJavaScriptDialog, &page.HandleJavaScriptDialogParams{Accept: accept}, nil)
-		})
-		verb := "dismissed"
-		if accept {
-			verb = "accepted (the page was left)"
-		}
-		u.note(fmt.Sprintf("The page opened a %s dialog saying %q; it was %s.", d.Type, clip(d.Message, 500), verb))
+		u.dialogOpening(session, params)
+	case "Page.javascriptDialogClosed":
+		u.dialogClosed(session, params)
+	case "Guard.requestBlocked":
+		u.blocked(params)
+	case "Network.requestWillBeSent", "Network.responseReceived", "Network.loadingFailed":
+		u.network(session, method, params)
+	case "Target.targetCreated":
+		u.targetCreated(params)
 	case "Runtime.consoleAPICalled":
 		var c runtime.EventConsoleAPICalled
 		if jsonv2.Unmarshal(params, &c) != nil {
@@ -204,15 +226,6 @@ func (u *user) onEvent(session, method string, params []byte) {
 		}
 		u.logConsole(session, "[error] "+clip(msg, 2000))
 	}
-}
-
-// pipeForEvents returns the pipe events arrive on. onEvent runs while a
-// call holds sem and may change u.pipe, so it reads this copy under mu; a
-// pipe closed meanwhile fails the answer fast.
-func (u *user) pipeForEvents() *Pipe {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.evPipe
 }
 
 func (u *user) logConsole(session, line string) {
@@ -299,15 +312,31 @@ func (u *user) page(ctx context.Context, create bool) (*tab, error) {
 			u.forget(t.id)
 		}
 	}
+	if u.cur == nil {
+		ps, err := u.pages(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(ps) > 0 {
+			id := string(ps[0].TargetID)
+			if hasTarget(ps, u.curID) {
+				id = u.curID // the tab of the last call, after a reconnect
+			}
+			if _, err := u.attach(ctx, id); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if u.cur != nil {
+		if d := u.openDialogOf(u.cur); d != nil {
+			return nil, &DialogOpenError{D: d.info}
+		}
+		// Chrome throttles a background tab: the tab acted on comes to
+		// the front first.
+		if err := u.frontTab(ctx, u.cur); err != nil {
+			return nil, err
+		}
 		return u.cur, nil
-	}
-	ps, err := u.pages(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(ps) > 0 {
-		return u.attach(ctx, string(ps[0].TargetID))
 	}
 	if !create {
 		return nil, errors.New("no tab is open; call browser_navigate (or browser_read with url) first")
@@ -334,15 +363,20 @@ func (u *user) attach(ctx context.Context, id string) (*tab, error) {
 		return nil, fmt.Errorf("attach to the tab: %w", err)
 	}
 	t := &tab{id: id, s: Session{p: u.pipe, ID: string(res.SessionID)}}
+	u.seen(id)
 	u.mu.Lock()
 	u.evTabs = append(u.evTabs, t)
 	u.mu.Unlock()
-	// Page events make the guard's dialog grace apply to this agent; it
-	// answers dialogs itself (onEvent).
+	// Page events make the guard's dialog handler hold this tab's dialogs
+	// for browser_handle_dialog (Options.DialogWait); Network events feed
+	// browser_network_requests.
 	for _, m := range []string{page.CommandEnable, runtime.CommandEnable} {
 		if err := t.s.Call(ctx, m, nil, nil); err != nil {
 			return nil, fmt.Errorf("%s: %w", m, err)
 		}
+	}
+	if err := t.s.Call(ctx, "Network.enable", nil, nil); err != nil {
+		return nil, fmt.Errorf("enable network events: %w", err)
 	}
 	u.tabs[id] = t
 	u.cur = t

@@ -13,8 +13,6 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/cdpguard/cdpguard/js"
 )
 
 func (s *Server) toolNavigate(ctx context.Context, u *user, in navigateIn) (*mcp.CallToolResult, error) {
@@ -25,10 +23,14 @@ func (s *Server) toolNavigate(ctx context.Context, u *user, in navigateIn) (*mcp
 	if err != nil {
 		return nil, err
 	}
-	if err := u.navigate(ctx, t, in.URL); err != nil {
+	if err := u.navigate(ctx, t, in.URL, 0); err != nil {
 		return nil, err
 	}
-	return textResult(u.pageLine(ctx, t) + "\nThe page is open. Read it with browser_read (no url needed now), or call browser_snapshot for element refs."), nil
+	line, err := u.pageLine(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return textResult(line + "\nThe page is open. Read it with browser_read (no url needed now), or call browser_snapshot for element refs."), nil
 }
 
 func (s *Server) toolBack(ctx context.Context, u *user, _ noIn) (*mcp.CallToolResult, error) {
@@ -51,7 +53,7 @@ func (s *Server) toolBack(ctx context.Context, u *user, _ noIn) (*mcp.CallToolRe
 	if err != nil {
 		return nil, err
 	}
-	return textResult(u.pageLine(ctx, t)), nil
+	return u.actionResult(ctx, t)
 }
 
 // readResult is Guard.read's result (the reader's contract).
@@ -77,21 +79,29 @@ func (s *Server) toolRead(ctx context.Context, u *user, in readIn) (*mcp.CallToo
 	if err != nil {
 		return nil, err
 	}
-	params := map[string]any{"offset": in.Offset, "maxChars": readSection}
+	var note string
 	if in.URL != "" {
-		params["url"] = in.URL
-		u.snap = nil
-	}
-	var r readResult
-	err = t.s.Call(ctx, "Guard.read", params, &r)
-	if err != nil {
-		return nil, s.explain(u.key, in.URL, err)
-	}
-	if in.URL != "" {
-		if err := u.checkLanded(ctx, t, in.URL); err != nil {
+		// The tools open the page (typed errors: blocked, timeout, load
+		// failure); a page still loading after half the call's bound is
+		// read as it is, with a note.
+		err := u.navigate(ctx, t, in.URL, s.opts.CallTimeout/2)
+		if errors.Is(err, errStillLoading) {
+			note = "\n(The page had not finished loading; this is what it showed. browser_read again may show more.)"
+		} else if err != nil {
 			return nil, err
 		}
 	}
+	u.doing = "reading the page"
+	u.hint = "call browser_read again, or browser_snapshot"
+	var r readResult
+	err = t.s.Call(ctx, "Guard.read", map[string]any{"offset": in.Offset, "maxChars": readSection}, &r)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, &PageError{Msg: fmt.Sprintf("reading the page failed: %v", err), Err: err}
+	}
+	u.doing, u.hint = "", ""
 	end := r.Offset + len([]rune(r.Text))
 	// The reader's text starts with its title and URL; a later section
 	// does not, so name the page there.
@@ -102,7 +112,16 @@ func (s *Server) toolRead(ctx context.Context, u *user, in readIn) (*mcp.CallToo
 	if r.NextOffset != nil {
 		head += fmt.Sprintf(" More follows: call browser_read with offset=%d (no url) to continue.", *r.NextOffset)
 	}
-	return textResult(head + "\n\n" + r.Text), nil
+	return textResult(head + note + sparse(r) + "\n\n" + r.Text), nil
+}
+
+// sparse is the hint for a page that shows almost no text (it may render
+// by script).
+func sparse(r readResult) string {
+	if r.Offset > 0 || r.TotalChars > 300 {
+		return ""
+	}
+	return "\n(The page shows almost no text: it may render by script. Call browser_wait_for {text: \"…\"} with a word you expect, then browser_read again.)"
 }
 
 func (s *Server) toolSnapshot(ctx context.Context, u *user, _ noIn) (*mcp.CallToolResult, error) {
@@ -110,101 +129,15 @@ func (s *Server) toolSnapshot(ctx context.Context, u *user, _ noIn) (*mcp.CallTo
 	if err != nil {
 		return nil, err
 	}
+	line, err := u.pageLine(ctx, t)
+	if err != nil {
+		return nil, err
+	}
 	out, err := u.takeSnapshot(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	return textResult(u.pageLine(ctx, t) + "\n\n" + out), nil
-}
-
-// onElement prepares ref's element and runs act on it while watching for a
-// navigation it starts.
-func (s *Server) onElement(ctx context.Context, u *user, ref string, needEnabled bool, window time.Duration, act func(t *tab, el *element) error) (*mcp.CallToolResult, error) {
-	if len(ref) > 40 {
-		return nil, errors.New("ref is too long; use a ref shown as [ref=eN] by browser_snapshot")
-	}
-	t, err := u.page(ctx, false)
-	if err != nil {
-		return nil, err
-	}
-	el, err := u.prepare(ctx, t, ref, needEnabled)
-	if err != nil {
-		return nil, err
-	}
-	err = u.whileNavigatingFor(ctx, t, window, func() error { return act(t, el) })
-	u.release(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	return textResult(u.pageLine(ctx, t)), nil
-}
-
-func (s *Server) toolClick(ctx context.Context, u *user, in clickIn) (*mcp.CallToolResult, error) {
-	return s.onElement(ctx, u, in.Ref, true, startedWait, func(t *tab, el *element) error {
-		return u.click(ctx, t, el, in.Button, in.DoubleClick)
-	})
-}
-
-func (s *Server) toolHover(ctx context.Context, u *user, in refIn) (*mcp.CallToolResult, error) {
-	return s.onElement(ctx, u, in.Ref, false, quietWait, func(t *tab, el *element) error {
-		return mouse(ctx, t, "mouseMoved", el, "none", 0)
-	})
-}
-
-func (s *Server) toolType(ctx context.Context, u *user, in typeIn) (*mcp.CallToolResult, error) {
-	if len(in.Text) > maxText {
-		return nil, fmt.Errorf("text is %d bytes; the limit is %d", len(in.Text), maxText)
-	}
-	window := quietWait
-	if in.Submit {
-		window = startedWait
-	}
-	return s.onElement(ctx, u, in.Ref, true, window, func(t *tab, el *element) error {
-		if err := u.typeText(ctx, t, el, in.Text); err != nil {
-			return err
-		}
-		if in.Submit {
-			return u.pressKey(ctx, t, "Enter")
-		}
-		return nil
-	})
-}
-
-func (s *Server) toolSelect(ctx context.Context, u *user, in selectIn) (*mcp.CallToolResult, error) {
-	if len(in.Values) == 0 || len(in.Values) > 100 {
-		return nil, errors.New("values must list 1 to 100 option values or labels")
-	}
-	var picked []string
-	res, err := s.onElement(ctx, u, in.Ref, true, quietWait, func(t *tab, el *element) error {
-		var r struct {
-			Picked []string `json:"picked"`
-			Error  string   `json:"error"`
-		}
-		if err := callOn(ctx, t, el.obj, js.MCPSelect, []any{in.Values}, &r); err != nil {
-			return err
-		}
-		if r.Error != "" {
-			return errors.New(r.Error)
-		}
-		picked = r.Picked
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	res.Content = append(res.Content, &mcp.TextContent{Text: "Selected: " + strings.Join(picked, ", ")})
-	return res, nil
-}
-
-func (s *Server) toolKey(ctx context.Context, u *user, in keyIn) (*mcp.CallToolResult, error) {
-	t, err := u.page(ctx, false)
-	if err != nil {
-		return nil, err
-	}
-	if err := u.whileNavigating(ctx, t, func() error { return u.pressKey(ctx, t, in.Key) }); err != nil {
-		return nil, err
-	}
-	return textResult(u.pageLine(ctx, t)), nil
+	return textResult(line + "\n\n" + out), nil
 }
 
 func (s *Server) toolWait(ctx context.Context, u *user, in waitIn) (*mcp.CallToolResult, error) {
@@ -230,6 +163,7 @@ func (s *Server) toolWait(ctx context.Context, u *user, in waitIn) (*mcp.CallToo
 	if in.Time > 0 {
 		limit = time.Duration(in.Time * float64(time.Second))
 	}
+	u.doing = "waiting for the text"
 	deadline := time.Now().Add(limit)
 	for {
 		text, err := pageText(ctx, t)
@@ -247,98 +181,6 @@ func (s *Server) toolWait(ctx context.Context, u *user, in waitIn) (*mcp.CallToo
 	}
 }
 
-func (s *Server) toolTabs(ctx context.Context, u *user, in tabsIn) (*mcp.CallToolResult, error) {
-	if err := u.connect(ctx); err != nil {
-		return nil, err
-	}
-	ps, err := u.pages(ctx)
-	if err != nil {
-		return nil, err
-	}
-	pick := func() (*target.Info, error) {
-		if in.Index == nil {
-			return nil, errors.New("give index (from browser_tabs list)")
-		}
-		if *in.Index < 0 || *in.Index >= len(ps) {
-			return nil, fmt.Errorf("there is no tab %d; there are %d tabs (0 to %d)", *in.Index, len(ps), len(ps)-1)
-		}
-		return ps[*in.Index], nil
-	}
-	switch in.Action {
-	case "list":
-	case "new":
-		if _, err := u.newTab(ctx); err != nil {
-			return nil, err
-		}
-	case "select":
-		p, err := pick()
-		if err != nil {
-			return nil, err
-		}
-		if _, err := u.attach(ctx, string(p.TargetID)); err != nil {
-			return nil, err
-		}
-		_ = call0(ctx, Session{p: u.pipe}, target.ActivateTarget, target.ActivateTargetParams{TargetID: p.TargetID})
-	case "close":
-		id := ""
-		if in.Index == nil && u.cur != nil {
-			id = u.cur.id
-		} else {
-			p, err := pick()
-			if err != nil {
-				return nil, err
-			}
-			id = string(p.TargetID)
-		}
-		if err := call0(ctx, Session{p: u.pipe}, target.CloseTarget, target.CloseTargetParams{TargetID: target.ID(id)}); err != nil {
-			return nil, err
-		}
-		u.forget(id)
-		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-			if ps, err = u.pages(ctx); err != nil || !hasTarget(ps, id) {
-				break // closing is asynchronous in Chrome
-			}
-		}
-	default:
-		return nil, fmt.Errorf("action %q is not one of list, new, select, close", clip(in.Action, 20))
-	}
-	if ps, err = u.pages(ctx); err != nil {
-		return nil, err
-	}
-	var b strings.Builder
-	if len(ps) == 0 {
-		b.WriteString("No tabs are open.")
-	}
-	for i, p := range ps {
-		mark := " "
-		if u.cur != nil && u.cur.id == string(p.TargetID) {
-			mark = "*"
-		}
-		fmt.Fprintf(&b, "%s %d: %s (%s)\n", mark, i, p.Title, p.URL)
-	}
-	return textResult(strings.TrimRight(b.String(), "\n")), nil
-}
-
-func (s *Server) toolScreenshot(ctx context.Context, u *user, in screenshotIn) (*mcp.CallToolResult, error) {
-	t, err := u.page(ctx, false)
-	if err != nil {
-		return nil, err
-	}
-	p := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng}
-	if in.FullPage {
-		m, err := cdp.Call(ctx, t.s, page.GetLayoutMetrics, cdp.Empty{})
-		if err == nil && m.CSSContentSize != nil {
-			p.Clip = &page.Viewport{Width: min(m.CSSContentSize.Width, 4096), Height: min(m.CSSContentSize.Height, 16384), Scale: 1}
-			p.CaptureBeyondViewport = ptr(true)
-		}
-	}
-	res, err := cdp.Call(ctx, t.s, page.CaptureScreenshot, p)
-	if err != nil {
-		return nil, err
-	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: res.Data, MIMEType: "image/png"}}}, nil
-}
-
 func (s *Server) toolConsole(ctx context.Context, u *user, _ noIn) (*mcp.CallToolResult, error) {
 	t, err := u.page(ctx, false)
 	if err != nil {
@@ -353,9 +195,32 @@ func (s *Server) toolConsole(ctx context.Context, u *user, _ noIn) (*mcp.CallToo
 	return textResult(strings.Join(lines, "\n")), nil
 }
 
+// isFunction reports whether src looks like a function rather than an
+// expression: browser_evaluate takes either.
+func isFunction(src string) bool {
+	s := strings.TrimSpace(src)
+	if strings.HasPrefix(s, "function") || strings.HasPrefix(s, "async ") {
+		return true
+	}
+	if i := strings.Index(s, "=>"); i > 0 {
+		head := strings.TrimSpace(s[:i])
+		return strings.HasPrefix(head, "(") && strings.HasSuffix(head, ")") || !strings.ContainsAny(head, " ()[]{}.;'\"`")
+	}
+	return false
+}
+
 func (s *Server) toolEvaluate(ctx context.Context, u *user, in evaluateIn) (*mcp.CallToolResult, error) {
-	if strings.TrimSpace(in.Function) == "" || len(in.Function) > maxFunction {
-		return nil, fmt.Errorf("function must be a JavaScript function of at most %d bytes, like () => document.title", maxFunction)
+	src := in.Function
+	if src == "" {
+		src = in.Expression
+	}
+	if strings.TrimSpace(src) == "" || len(src) > maxFunction {
+		return nil, fmt.Errorf("give function (like () => document.title) or expression (like document.title) of at most %d bytes", maxFunction)
+	}
+	if !isFunction(src) {
+		// An expression, evaluated as the body of a function, so that both
+		// run the same way (on the page's document, promises awaited).
+		src = "function () { return (\n" + src + "\n); }"
 	}
 	t, err := u.page(ctx, false)
 	if err != nil {
@@ -366,14 +231,19 @@ func (s *Server) toolEvaluate(ctx context.Context, u *user, in evaluateIn) (*mcp
 		return nil, err
 	}
 	defer u.release(ctx, t)
-	res, err := cdp.Call(ctx, t.s, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
-		FunctionDeclaration: in.Function, ObjectID: doc, ReturnByValue: ptr(true), AwaitPromise: ptr(true),
+	var res runtime.CallFunctionOnResult
+	err = u.whileNavigatingFor(ctx, t, 0, func() error {
+		var err error
+		res, err = cdp.Call(ctx, t.s, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+			FunctionDeclaration: src, ObjectID: doc, ReturnByValue: ptr(true), AwaitPromise: ptr(true),
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	if res.ExceptionDetails != nil {
-		return nil, fmt.Errorf("the function threw: %s", exceptionText(res.ExceptionDetails))
+		return nil, &PageError{Msg: "the script threw: " + exceptionText(res.ExceptionDetails)}
 	}
 	out := "undefined"
 	if res.Result != nil && len(res.Result.Value) > 0 {
@@ -381,11 +251,25 @@ func (s *Server) toolEvaluate(ctx context.Context, u *user, in evaluateIn) (*mcp
 	} else if res.Result != nil && res.Result.Description != "" {
 		out = res.Result.Description
 	}
-	return textResult(clip(out, readSection)), nil
+	text := cut(out, readSection)
+	if pop, err := u.takePopups(ctx); err == nil && pop != "" {
+		text += "\n" + pop
+	}
+	return textResult(text), nil
+}
+
+// cut clips s to n characters and says how many were left out.
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + fmt.Sprintf("\n… (cut: %d more characters were left out of %d)", len(r)-n, len(r))
 }
 
 func (s *Server) toolClose(ctx context.Context, u *user, _ noIn) (*mcp.CallToolResult, error) {
 	u.disconnect()
+	u.curID, u.order = "", nil
 	msg, err := s.opts.Backend.Dispose(ctx, u.key)
 	if err != nil {
 		return nil, err
@@ -401,7 +285,7 @@ func (s *Server) toolUpload(ctx context.Context, u *user, in uploadIn) (*mcp.Cal
 	if err != nil {
 		return nil, err
 	}
-	id, err := u.resolveRef(ctx, t, in.Ref)
+	id, err := u.resolveTarget(ctx, t, in.target())
 	if err != nil {
 		return nil, err
 	}

@@ -16,9 +16,9 @@ import (
 
 // Bounds of the waits around navigations.
 const (
-	loadWait     = 20 * time.Second       // a navigation's load event
-	startedWait  = 700 * time.Millisecond // a click or key starting a navigation
-	quietWait    = 200 * time.Millisecond // typing, selecting, hovering
+	loadWait     = 20 * time.Second       // a navigation's load event after an action
+	startedWait  = 150 * time.Millisecond // a click or key starting a navigation (its events come with the input's reply; this is slack)
+	quietWait    = 50 * time.Millisecond  // typing, selecting, hovering
 	blockedTitle = "Blocked by cdpguard"  // the guard's explanation page
 )
 
@@ -34,8 +34,11 @@ func (s *Server) blockedError(user, rawURL, reason string) error {
 		msg += " (" + reason + ")"
 	}
 	// A sentence for the model, so it ends with a full stop.
-	return errors.New(msg + ". " + s.reachable(user) + s.granted(user) + " Do not retry this host.")
+	return &RefusedError{URL: rawURL, Host: host, Reason: reason, sentence: msg + ". " + s.reachable(user) + s.granted(user) + " Do not retry this host."}
 }
+
+// schemes are the URL schemes the tools open.
+var schemes = map[string]bool{"http": true, "https": true, "about": true}
 
 // checkURL refuses, before anything reaches the browser, a URL the
 // allowlist blocks. The guard enforces the same policy again on the way.
@@ -47,6 +50,10 @@ func (s *Server) checkURL(user, raw string) error {
 		return fmt.Errorf("url is %d bytes long; the limit is %d", len(raw), maxURL)
 	}
 	u, err := url.Parse(raw)
+	if err == nil && u.Scheme != "" && !schemes[strings.ToLower(u.Scheme)] {
+		sc := strings.ToLower(u.Scheme)
+		return &RefusedError{URL: raw, Scheme: sc, Reason: "scheme refused", sentence: fmt.Sprintf("the %s: scheme is refused: this browser opens only http and https URLs. %s", sc, s.reachable(user))}
+	}
 	if err != nil || u.Scheme == "" || (u.Host == "" && u.Scheme != "about") {
 		return fmt.Errorf("url %q is not an absolute URL; pass one like https://host/path", clip(raw, 200))
 	}
@@ -58,41 +65,84 @@ func (s *Server) checkURL(user, raw string) error {
 	return nil
 }
 
-// navigate loads raw in t and waits (bounded) for its load event.
-func (u *user) navigate(ctx context.Context, t *tab, raw string) error {
+// errStillLoading: navigate's load limit ran out before the load event.
+var errStillLoading = errors.New("the page is still loading")
+
+// navigate loads raw in t and waits until its load event: at most
+// loadLimit (then errStillLoading) when that is set, else until the call's
+// bound, which ends a page that never loads with a TimeoutError naming it.
+func (u *user) navigate(ctx context.Context, t *tab, raw string, loadLimit time.Duration) error {
 	if err := u.srv.checkURL(u.key, raw); err != nil {
 		return err
 	}
 	u.snap = nil
+	u.doing = "loading the page at " + clip(raw, 300)
+	u.hint = "it may still be loading: call browser_read (no url) or browser_snapshot to see what it shows by now"
+	mark := u.blockCount()
 	loads, stop := t.s.Subscribe(page.LoadEventFired.Method)
 	defer stop()
 	res, err := cdp.Call(ctx, t.s, page.Navigate, page.NavigateParams{URL: raw})
 	if err != nil {
-		return u.srv.explain(u.key, raw, err)
+		if ctx.Err() != nil {
+			return err
+		}
+		return &PageError{Msg: fmt.Sprintf("opening %s failed: %v", clip(raw, 300), err), Err: err}
 	}
 	if res.ErrorText != "" {
-		if strings.Contains(res.ErrorText, "BLOCKED") {
-			return u.srv.blockedError(u.key, raw, res.ErrorText)
+		if b, ok := u.topLevelBlock(t, mark); ok {
+			return u.srv.blockedError(u.key, b.URL, b.Reason)
 		}
-		return fmt.Errorf("loading %s failed: %s", raw, res.ErrorText)
+		return &PageError{Msg: fmt.Sprintf("loading %s failed: %s", clip(raw, 300), res.ErrorText)}
 	}
+	var limit <-chan time.Time
+	if loadLimit > 0 {
+		tm := time.NewTimer(loadLimit)
+		defer tm.Stop()
+		limit = tm.C
+	}
+	still := false
 	if res.LoaderID != "" {
-		waitLoad(ctx, loads)
+		select {
+		case <-loads:
+		case <-limit:
+			still = true
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	return u.checkLanded(ctx, t, raw)
+	u.doing, u.hint = "", ""
+	if b, ok := u.topLevelBlock(t, mark); ok {
+		return u.srv.blockedError(u.key, b.URL, b.Reason+"; reached from "+clip(raw, 200))
+	}
+	if err := u.checkLanded(ctx, t, raw); err != nil {
+		return err
+	}
+	if still {
+		return errStillLoading
+	}
+	return nil
 }
 
-// explain turns the guard's refusal of a navigation into the blocked-URL
-// error; other errors pass.
-func (s *Server) explain(user, raw string, err error) error {
-	if strings.Contains(err.Error(), "cdpguard") && strings.Contains(strings.ToLower(err.Error()), "block") {
-		return s.blockedError(user, raw, err.Error())
+// timeoutErr is the error of a call that hit its bound.
+func (u *user) timeoutErr(name string, bound time.Duration) error {
+	doing, hint := u.doing, u.hint
+	if doing == "" {
+		doing = name
+		switch name {
+		case "browser_evaluate":
+			hint = "the page's script did not return (a promise that never settles, or a busy page); try a shorter one"
+		case "browser_snapshot", "browser_take_screenshot":
+			hint = "the page is very large or busy; try browser_read"
+		default:
+			hint = "the page may be busy; try again or take a new snapshot"
+		}
 	}
-	return err
+	return &TimeoutError{Doing: doing, After: bound, Hint: hint}
 }
 
 // checkLanded turns the guard's explanation page (a redirect to a blocked
-// host, say) into the blocked-URL error.
+// host, say) into the blocked-URL error, when no Guard.requestBlocked
+// event named it (a block the guard could not tie to the tab).
 func (u *user) checkLanded(ctx context.Context, t *tab, raw string) error {
 	info, err := u.info(ctx, t)
 	if err != nil {
@@ -106,18 +156,6 @@ func (u *user) checkLanded(ctx context.Context, t *tab, raw string) error {
 		}
 	}
 	return nil
-}
-
-func waitLoad(ctx context.Context, loads <-chan jsonv2.Value) bool {
-	tm := time.NewTimer(loadWait)
-	defer tm.Stop()
-	select {
-	case <-loads:
-		return true
-	case <-tm.C:
-	case <-ctx.Done():
-	}
-	return false
 }
 
 // info returns the tab's URL and title as the browser reports them.
@@ -138,9 +176,27 @@ func (u *user) whileNavigating(ctx context.Context, t *tab, act func() error) er
 	return u.whileNavigatingFor(ctx, t, startedWait, act)
 }
 
-// whileNavigatingFor is whileNavigating with the wait for a navigation to
-// start: shorter for actions that rarely navigate (typing, selecting).
+// whileNavigatingFor is whileNavigating with the slack for a navigation's
+// first event after act's input was acknowledged. A navigation the guard
+// blocks is the blocked-URL error, as from browser_navigate.
 func (u *user) whileNavigatingFor(ctx context.Context, t *tab, window time.Duration, act func() error) error {
+	mark := u.blockCount()
+	navigated, err := u.watchNavigation(ctx, t, window, act)
+	if err != nil {
+		return err
+	}
+	if b, ok := u.topLevelBlock(t, mark); ok {
+		return u.srv.blockedError(u.key, b.URL, b.Reason)
+	}
+	if navigated {
+		return u.checkLanded(ctx, t, "")
+	}
+	return nil
+}
+
+// watchNavigation runs act and, if act starts a navigation of the main
+// frame, waits (bounded) until the new page has loaded.
+func (u *user) watchNavigation(ctx context.Context, t *tab, window time.Duration, act func() error) (bool, error) {
 	var started []<-chan jsonv2.Value
 	var stops []func()
 	for _, m := range []string{"Page.frameRequestedNavigation", "Page.frameStartedNavigating", "Page.frameStartedLoading"} {
@@ -161,7 +217,7 @@ func (u *user) whileNavigatingFor(ctx context.Context, t *tab, window time.Durat
 		}
 	}()
 	if err := act(); err != nil {
-		return err
+		return false, err
 	}
 	tm := time.NewTimer(window)
 	defer tm.Stop()
@@ -173,11 +229,11 @@ func (u *user) whileNavigatingFor(ctx context.Context, t *tab, window time.Durat
 		case ev = <-started[2]:
 		case <-loads:
 			u.snap = nil
-			return nil
+			return true, nil
 		case <-tm.C:
-			return nil
+			return false, nil
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		}
 		var f struct {
 			FrameID string `json:"frameId"`
@@ -186,8 +242,14 @@ func (u *user) whileNavigatingFor(ctx context.Context, t *tab, window time.Durat
 			continue // a subframe: the main document stays
 		}
 		u.snap = nil
+		u.doing = "loading the page the action opened"
+		u.hint = "it may still be loading: call browser_read (no url) or browser_snapshot to see what it shows by now"
 		waitSettled(ctx, t.id, loads, committed, within)
-		return nil
+		if ctx.Err() != nil {
+			return true, ctx.Err()
+		}
+		u.doing, u.hint = "", ""
+		return true, nil
 	}
 }
 
@@ -225,11 +287,25 @@ func waitSettled(ctx context.Context, frame string, loads, committed, within <-c
 	}
 }
 
-// pageLine describes the tab for a tool result.
-func (u *user) pageLine(ctx context.Context, t *tab) string {
+// pageLine describes the tab for a tool result: no success without a URL.
+func (u *user) pageLine(ctx context.Context, t *tab) (string, error) {
 	info, err := u.info(ctx, t)
 	if err != nil {
-		return ""
+		return "", err
 	}
-	return fmt.Sprintf("Page URL: %s\nPage title: %s", info.URL, info.Title)
+	if info.URL == "" {
+		return "", &PageError{Msg: "the tab shows no page (its URL is empty); call browser_navigate"}
+	}
+	return fmt.Sprintf("Page URL: %s\nPage title: %s", info.URL, info.Title), nil
+}
+
+// stopLoading stops the current tab's loading (bounded), after a call that
+// timed out waiting for it.
+func (u *user) stopLoading() {
+	if u.cur == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(u.srv.ctx, time.Second)
+	defer cancel()
+	_ = u.cur.s.Call(ctx, page.CommandStopLoading, nil, nil)
 }

@@ -25,7 +25,17 @@ const (
 	maxFunction = 64 << 10
 	maxSnapshot = 200_000
 	readSection = 30_000
-	callTimeout = 90 * time.Second
+)
+
+// maxRetired bounds the users remembered after the sweep let them go.
+const maxRetired = 10_000
+
+// Defaults of the Options bounds.
+const (
+	DefaultCallTimeout   = 30 * time.Second
+	DefaultDialogWait    = 60 * time.Second
+	DefaultImageMaxBytes = 1 << 20
+	DefaultImageMaxSide  = 2000
 )
 
 // Backend is the guard side of the tools.
@@ -73,8 +83,26 @@ type Options struct {
 	// OnToolCall, when set, counts every tool call by tool name and
 	// outcome ("ok", "error" or "canceled").
 	OnToolCall func(tool, outcome string)
-	Version    string
-	Logger     *slog.Logger
+	// CallTimeout bounds every tool call (DefaultCallTimeout when zero): a
+	// call that hits it ends with a TimeoutError and abandons what it
+	// waited for, so the user's next call starts at once.
+	CallTimeout time.Duration
+	// DialogWait is how long a dialog on a tab the tools drive waits for
+	// browser_handle_dialog before the guard dismisses it
+	// (DefaultDialogWait when zero). The guard enforces it (its dialog
+	// handler); the server only words it.
+	DialogWait time.Duration
+	// ImageMaxBytes and ImageMaxSide bound every image result (encoded
+	// bytes, pixels on the long side); zero means the defaults.
+	ImageMaxBytes int
+	ImageMaxSide  int
+	// HasState, if set, reports whether the guard still holds user's
+	// browser context; after the tools let an idle user go, the next call
+	// says plainly when the context was disposed meanwhile.
+	HasState func(user string) bool
+	// Version is cdpguard's version, the MCP serverInfo.version.
+	Version string
+	Logger  *slog.Logger
 }
 
 // Server is the MCP server. Use New, mount Handler, and Run it.
@@ -88,9 +116,10 @@ type Server struct {
 	known map[string]bool // tool names
 	names []string
 
-	mu    sync.Mutex
-	users map[string]*user
-	wg    sync.WaitGroup // goroutines answering dialogs
+	mu      sync.Mutex
+	users   map[string]*user
+	retired map[string]time.Time // users the sweep let go, and when (bounded by maxRetired)
+	wg      sync.WaitGroup       // goroutines answering dialogs
 }
 
 // New returns a Server; Run must be called for it to end its connections.
@@ -98,11 +127,23 @@ func New(opts Options) *Server {
 	if opts.Linger <= 0 {
 		opts.Linger = time.Minute
 	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	if opts.DialogWait <= 0 {
+		opts.DialogWait = DefaultDialogWait
+	}
+	if opts.ImageMaxBytes <= 0 {
+		opts.ImageMaxBytes = DefaultImageMaxBytes
+	}
+	if opts.ImageMaxSide <= 0 {
+		opts.ImageMaxSide = DefaultImageMaxSide
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{opts: opts, users: map[string]*user{}, ctx: ctx, cancel: cancel}
+	s := &Server{opts: opts, users: map[string]*user{}, retired: map[string]time.Time{}, ctx: ctx, cancel: cancel}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "cdpguard", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: s.instructions(),
 		Capabilities: &mcp.ServerCapabilities{},
@@ -169,6 +210,10 @@ func (s *Server) sweep() {
 			u.reset()
 			u.retired = true
 			delete(s.users, k)
+			if len(s.retired) >= maxRetired {
+				clear(s.retired) // forgetting only loses a note
+			}
+			s.retired[k] = time.Now()
 		}
 		<-u.sem
 	}
@@ -224,6 +269,10 @@ func (s *Server) userFor(h http.Header) (*user, error) {
 	u := s.users[key]
 	if u == nil {
 		u = newUser(s, key)
+		if at, ok := s.retired[key]; ok {
+			u.idleSince = at
+			delete(s.retired, key)
+		}
 		s.users[key] = u
 	}
 	return u, nil

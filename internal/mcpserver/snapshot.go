@@ -11,6 +11,9 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+
+	"github.com/cdpguard/cdpguard/js"
 )
 
 // snapshot is what a browser_snapshot handed out: refs to DOM nodes of one
@@ -52,12 +55,23 @@ func mainLoader(ctx context.Context, t *tab) (string, error) {
 	return string(res.FrameTree.Frame.LoaderID), nil
 }
 
+// maxSnapshotElements bounds the pages a full accessibility tree is taken
+// of: Chrome's reply for 100k buttons is hundreds of megabytes that the
+// guard would hold while it is built (#20 item 6).
+const maxSnapshotElements = 30_000
+
 // takeSnapshot renders the tab's accessibility tree with refs.
 func (u *user) takeSnapshot(ctx context.Context, t *tab) (string, error) {
 	loader, err := mainLoader(ctx, t)
 	if err != nil {
 		return "", err
 	}
+	if n, err := elementCount(ctx, t); err == nil && n > maxSnapshotElements {
+		u.snap = nil
+		return fmt.Sprintf("(No snapshot: the page has %d elements, over the bound of %d; its outline would be too large to send or hold. Use browser_read for its text, browser_evaluate to query it, or a CSS selector as target for actions.)", n, maxSnapshotElements), nil
+	}
+	u.doing = "building the page's snapshot"
+	u.hint = "the page is very large or busy; use browser_read for its text, or a CSS selector as target"
 	res, err := cdp.Call(ctx, t.s, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
 	if err != nil {
 		return "", fmt.Errorf("read the accessibility tree: %w", err)
@@ -72,7 +86,22 @@ func (u *user) takeSnapshot(ctx context.Context, t *tab) (string, error) {
 		render(&b, snap, byID, res.Nodes[0], 0, false)
 	}
 	u.snap = snap
+	u.doing, u.hint = "", ""
+	if b.Len() > maxSnapshot {
+		return b.String() + fmt.Sprintf("\n(Snapshot cut at %d characters: the rest of the page is not shown; %d refs above are usable. Use browser_read for the text, or a CSS selector as target.)", maxSnapshot, len(snap.refs)), nil
+	}
 	return b.String(), nil
+}
+
+// elementCount is the number of elements of the tab's document.
+func elementCount(ctx context.Context, t *tab) (int, error) {
+	res, err := cdp.Call(ctx, t.s, runtime.Evaluate, runtime.EvaluateParams{Expression: js.MCPElementCount, ReturnByValue: ptr(true)})
+	if err != nil || res.Result == nil {
+		return 0, err
+	}
+	var n int
+	err = jsonv2.Unmarshal(res.Result.Value, &n)
+	return n, err
 }
 
 func render(b *strings.Builder, snap *snapshot, byID map[accessibility.NodeID]*accessibility.Node, n *accessibility.Node, depth int, named bool) {

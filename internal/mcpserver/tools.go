@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,12 +25,17 @@ func addTool[In any](s *Server, name, desc string, readOnly bool, h handler[In])
 		s.names = append(s.names, name)
 	}
 	t := &mcp.Tool{Name: name, Description: desc, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: readOnly, OpenWorldHint: ptr(true)}}
+	if sc, err := jsonschema.For[In](nil); err == nil {
+		singleTypes(sc)
+		t.InputSchema = sc
+	}
 	mcp.AddTool(s.mcp, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, _ any, err error) {
 		var hdr map[string][]string
 		if req.Extra != nil {
 			hdr = req.Extra.Header
 		}
-		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		bound := s.opts.CallTimeout
+		ctx, cancel := context.WithTimeout(ctx, bound)
 		defer cancel()
 		if s.opts.OnToolCall != nil {
 			defer func() { s.opts.OnToolCall(name, outcome(ctx, err)) }()
@@ -45,12 +51,34 @@ func addTool[In any](s *Server, name, desc string, readOnly bool, h handler[In])
 				res, err = nil, fmt.Errorf("%s failed inside the server; try again or take a new snapshot", name)
 			}
 		}()
-		res, err = h(ctx, u, in)
+		// A dialog opening on a tab of this user ends the call at once
+		// (the page is blocked until the dialog is answered).
+		cctx, stop := context.WithCancelCause(ctx)
+		defer stop(nil)
+		u.setCall(stop, name)
+		u.doing, u.hint = "", ""
+		res, err = h(cctx, u, in)
+		u.setCall(nil, "")
+		var opened *dialogOpened
+		if errors.As(context.Cause(cctx), &opened) {
+			res, err = textResult(opened.result(s.opts.DialogWait)), nil
+			if opened.loop > 0 {
+				u.forget(opened.tab) // being closed
+				u.curID = ""
+			}
+		} else if err != nil && ctx.Err() == context.DeadlineExceeded {
+			err = u.timeoutErr(name, bound)
+			// Whatever the call waited for (a promise, a load, a guard
+			// read) is abandoned with its connection; the next call opens
+			// a new one on the same tab, which shows what it loaded so far.
+			u.stopLoading()
+			u.reset()
+		}
 		notes := u.takeNotes()
 		if errors.Is(err, ErrClosed) {
 			// This call reported the loss; the next one starts afresh.
 			u.reset()
-			err = fmt.Errorf("%w; the next call opens a new browser connection (tabs are gone if the browser restarted)", err)
+			err = fmt.Errorf("%w; the browser state may have been cleared (after a browser restart tabs, cookies and storage are gone). The next call opens a new connection: call browser_tabs to see what is open", err)
 		}
 		if err != nil {
 			if len(notes) > 0 {
@@ -95,28 +123,50 @@ type (
 		Offset int    `json:"offset,omitempty" jsonschema:"character offset to continue from (nextOffset of the previous call)"`
 	}
 	refIn struct {
-		Element string `json:"element" jsonschema:"human-readable description of the element, for the log"`
-		Ref     string `json:"ref" jsonschema:"the element's ref from the last browser_snapshot, like e12"`
+		Target  string `json:"target,omitempty" jsonschema:"the element: a ref from browser_snapshot (like e12) or a CSS selector"`
+		Ref     string `json:"ref,omitempty" jsonschema:"older name of target: a ref from browser_snapshot"`
+		Element string `json:"element,omitempty" jsonschema:"what the element is, in words (optional)"`
 	}
 	clickIn struct {
-		Element     string `json:"element" jsonschema:"human-readable description of the element"`
-		Ref         string `json:"ref" jsonschema:"the element's ref from the last browser_snapshot"`
-		DoubleClick bool   `json:"doubleClick,omitempty" jsonschema:"double-click instead of a single click"`
+		Target      string `json:"target,omitempty" jsonschema:"the element: a ref from browser_snapshot (like e12) or a CSS selector"`
+		Ref         string `json:"ref,omitempty" jsonschema:"older name of target: a ref from browser_snapshot"`
+		Element     string `json:"element,omitempty" jsonschema:"what the element is, in words (optional)"`
+		DoubleClick bool   `json:"doubleClick,omitempty" jsonschema:"double-click"`
 		Button      string `json:"button,omitempty" jsonschema:"left (default), right or middle"`
 	}
 	typeIn struct {
-		Element string `json:"element" jsonschema:"human-readable description of the element"`
-		Ref     string `json:"ref" jsonschema:"the element's ref from the last browser_snapshot"`
-		Text    string `json:"text" jsonschema:"the text to type; it replaces the field's content"`
+		Target  string `json:"target,omitempty" jsonschema:"the element: a ref from browser_snapshot (like e12) or a CSS selector"`
+		Ref     string `json:"ref,omitempty" jsonschema:"older name of target: a ref from browser_snapshot"`
+		Element string `json:"element,omitempty" jsonschema:"what the element is, in words (optional)"`
+		Text    string `json:"text" jsonschema:"the text; it replaces the field's content"`
 		Submit  bool   `json:"submit,omitempty" jsonschema:"press Enter afterwards"`
 	}
 	selectIn struct {
-		Element string   `json:"element" jsonschema:"human-readable description of the element"`
-		Ref     string   `json:"ref" jsonschema:"the <select>'s ref from the last browser_snapshot"`
+		Target  string   `json:"target,omitempty" jsonschema:"the <select>: a ref from browser_snapshot or a CSS selector"`
+		Ref     string   `json:"ref,omitempty" jsonschema:"older name of target: a ref from browser_snapshot"`
+		Element string   `json:"element,omitempty" jsonschema:"what the element is, in words (optional)"`
 		Values  []string `json:"values" jsonschema:"values or labels of the options to select"`
 	}
+	fillField struct {
+		Target string `json:"target,omitempty" jsonschema:"the field: a ref from browser_snapshot or a CSS selector"`
+		Ref    string `json:"ref,omitempty" jsonschema:"older name of target"`
+		Name   string `json:"name,omitempty" jsonschema:"the field's name, in words"`
+		Type   string `json:"type,omitempty" jsonschema:"textbox (default), checkbox, radio or combobox"`
+		Value  string `json:"value" jsonschema:"the text; true or false for a checkbox or radio; the option for a combobox"`
+	}
+	fillIn struct {
+		Fields []fillField `json:"fields" jsonschema:"the fields to fill, in order"`
+	}
+	dragIn struct {
+		StartTarget  string `json:"startTarget,omitempty" jsonschema:"the element to drag: a snapshot ref or a CSS selector"`
+		StartRef     string `json:"startRef,omitempty" jsonschema:"older name of startTarget"`
+		StartElement string `json:"startElement,omitempty" jsonschema:"the element to drag, in words (optional)"`
+		EndTarget    string `json:"endTarget,omitempty" jsonschema:"where to drop it: a snapshot ref or a CSS selector"`
+		EndRef       string `json:"endRef,omitempty" jsonschema:"older name of endTarget"`
+		EndElement   string `json:"endElement,omitempty" jsonschema:"where to drop it, in words (optional)"`
+	}
 	keyIn struct {
-		Key string `json:"key" jsonschema:"a key name such as Enter, Tab, ArrowDown, Escape, or a single character"`
+		Key string `json:"key" jsonschema:"a key (Enter, Tab, ArrowDown, Escape, a character) or a combination like Control+a"`
 	}
 	waitIn struct {
 		Text     string  `json:"text,omitempty" jsonschema:"wait until this text appears"`
@@ -126,39 +176,77 @@ type (
 	tabsIn struct {
 		Action string `json:"action" jsonschema:"list, new, select or close"`
 		Index  *int   `json:"index,omitempty" jsonschema:"the tab's index from list (select; close defaults to the current tab)"`
+		URL    string `json:"url,omitempty" jsonschema:"for new: the URL to open in it"`
+	}
+	resizeIn struct {
+		Width  int `json:"width" jsonschema:"viewport width in CSS pixels"`
+		Height int `json:"height" jsonschema:"viewport height in CSS pixels"`
 	}
 	screenshotIn struct {
-		FullPage bool `json:"fullPage,omitempty" jsonschema:"capture the whole scrollable page instead of the viewport"`
+		FullPage bool `json:"fullPage,omitempty" jsonschema:"the whole page (its top part when very tall) instead of the viewport"`
 	}
 	evaluateIn struct {
-		Function string `json:"function" jsonschema:"a JavaScript function, like () => document.title; it runs inside the page, never outside the browser"`
+		Function   string `json:"function,omitempty" jsonschema:"a JavaScript function like () => document.title"`
+		Expression string `json:"expression,omitempty" jsonschema:"or an expression like document.title"`
 	}
 	uploadIn struct {
-		Element string   `json:"element" jsonschema:"human-readable description of the file input"`
-		Ref     string   `json:"ref" jsonschema:"the file input's ref from the last browser_snapshot"`
+		Target  string   `json:"target,omitempty" jsonschema:"the file input: a snapshot ref or a CSS selector"`
+		Ref     string   `json:"ref,omitempty" jsonschema:"older name of target"`
+		Element string   `json:"element,omitempty" jsonschema:"what the element is, in words (optional)"`
 		Paths   []string `json:"paths" jsonschema:"absolute paths of files inside the operator's upload directory"`
 	}
 	noIn struct{}
 )
+
+func (in uploadIn) target() string { return pick(in.Target, in.Ref) }
 
 func (s *Server) addTools() {
 	note := "\n\n" + s.instructions()
 	addTool(s, "browser_navigate", "Open a URL in the current tab. It returns no page content: to read a page, call browser_read with url instead (it opens and reads in one call)."+note, false, s.toolNavigate)
 	addTool(s, "browser_navigate_back", "Go back to the previous page of the current tab.", false, s.toolBack)
 	addTool(s, "browser_read", "Read a page's main text (no navigation, ads or scripts), in sections of 30,000 characters. Pass url to open and read in one call; omit it to read the current page; pass offset to continue a long page."+note, true, s.toolRead)
-	addTool(s, "browser_snapshot", "Accessibility outline of the current page (roles, names, values, states, links with URLs). Elements an action can target carry [ref=eN]; pass the ref to browser_click, browser_type, browser_select_option or browser_hover. To read a page's text use browser_read, which is far shorter.", true, s.toolSnapshot)
-	addTool(s, "browser_click", "Click an element by its ref from browser_snapshot (real mouse events, after scrolling it into view).", false, s.toolClick)
-	addTool(s, "browser_type", "Type text into an editable element by its ref (replacing its content); submit presses Enter.", false, s.toolType)
-	addTool(s, "browser_select_option", "Select options of a <select> by its ref, by value or label.", false, s.toolSelect)
-	addTool(s, "browser_press_key", "Press a key in the current page (the focused element gets it).", false, s.toolKey)
-	addTool(s, "browser_hover", "Move the mouse over an element by its ref.", false, s.toolHover)
+	addTool(s, "browser_snapshot", "Accessibility outline of the current page with [ref=eN] on elements an action can target. To read text use browser_read, which is far shorter.", true, s.toolSnapshot)
+	addTool(s, "browser_click", "Click an element (real mouse events).", false, s.toolClick)
+	addTool(s, "browser_type", "Type text into a text field (replacing its content); submit presses Enter.", false, s.toolType)
+	addTool(s, "browser_fill_form", "Fill several form fields in one call.", false, s.toolFillForm)
+	addTool(s, "browser_select_option", "Select options of a <select> by value or label.", false, s.toolSelect)
+	addTool(s, "browser_press_key", "Press a key or combination (Control+a) in the focused element.", false, s.toolKey)
+	addTool(s, "browser_hover", "Move the mouse over an element.", false, s.toolHover)
+	addTool(s, "browser_drag", "Drag an element onto another.", false, s.toolDrag)
+	addTool(s, "browser_handle_dialog", "Answer the JavaScript dialog (alert, confirm, prompt) the page is showing.", false, s.toolHandleDialog)
 	addTool(s, "browser_wait_for", "Wait for text to appear or disappear, or for a number of seconds (at most 30).", true, s.toolWait)
-	addTool(s, "browser_tabs", "List, open, select or close tabs. action: list | new | select | close; index for select and close.", false, s.toolTabs)
-	addTool(s, "browser_take_screenshot", "Screenshot of the current tab as a PNG image (viewport, or fullPage). To read text use browser_read.", true, s.toolScreenshot)
-	addTool(s, "browser_console_messages", "The current tab's console messages and uncaught errors since it was opened (the last 200).", true, s.toolConsole)
-	addTool(s, "browser_evaluate", "Run a JavaScript function inside the current page and return its JSON result. It runs in the page only, under the same allowlist; nothing runs outside the browser.", false, s.toolEvaluate)
-	addTool(s, "browser_close", "Close the browser: the user's tabs, cookies and storage are discarded at once. The next browser_navigate starts afresh.", false, s.toolClose)
+	addTool(s, "browser_tabs", "List, open (optionally at url), select or close tabs.", false, s.toolTabs)
+	addTool(s, "browser_resize", "Resize the current tab's viewport.", false, s.toolResize)
+	addTool(s, "browser_take_screenshot", "Screenshot of the current tab (viewport or fullPage), scaled to bounds. To read text use browser_read.", true, s.toolScreenshot)
+	addTool(s, "browser_console_messages", "The current tab's console messages and errors (the last 200).", true, s.toolConsole)
+	addTool(s, "browser_network_requests", "The current tab's requests, with those cdpguard blocked (host and reason).", true, s.toolNetwork)
+	addTool(s, "browser_evaluate", "Run JavaScript (a function or an expression) in the current page and return its JSON result. Nothing runs outside the browser.", false, s.toolEvaluate)
+	addTool(s, "browser_close", "Close the browser: the user's tabs, cookies and storage are discarded. The next browser_navigate starts afresh.", false, s.toolClose)
 	if s.opts.UploadEnabled {
-		addTool(s, "browser_file_upload", "Set the files of a file input by its ref; the paths must be inside the operator's upload directory.", false, s.toolUpload)
+		addTool(s, "browser_file_upload", "Set the files of a file input; the paths must be inside the operator's upload directory.", false, s.toolUpload)
 	}
+}
+
+// singleTypes gives every schema property one JSON type: some clients'
+// schema converters take only a single "type" and drop a property typed
+// ["null", "array"]. Absent still means nil/zero to the handler.
+func singleTypes(sc *jsonschema.Schema) {
+	if sc == nil {
+		return
+	}
+	if len(sc.Types) > 0 {
+		var keep []string
+		for _, ty := range sc.Types {
+			if ty != "null" {
+				keep = append(keep, ty)
+			}
+		}
+		if len(keep) == 1 {
+			sc.Type, sc.Types = keep[0], nil
+		}
+	}
+	for _, p := range sc.Properties {
+		singleTypes(p)
+	}
+	singleTypes(sc.Items)
 }

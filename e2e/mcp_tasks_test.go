@@ -1,0 +1,235 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"image"
+	_ "image/jpeg" // decodes the screenshot results
+	_ "image/png"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/e2e/testhosts"
+)
+
+// TestMCPModelTasks runs what a model does through /mcp (the MCP SDK's
+// streamable-HTTP client with the user header), on one guard with small
+// bounds so that the timeouts cost seconds: dialogs answered, a form
+// filled, a popup followed, a tall page's screenshot bounded, calls that
+// never end bounded, blocked clicks as errors, single-typed schemas.
+func TestMCPModelTasks(t *testing.T) {
+	const bound, dialogWait = 4 * time.Second, 3 * time.Second
+	h := testhosts.Start(t)
+	g := userGuard(t, func(c *cdpguard.Config) {
+		c.MCPCallTimeout, c.MCPDialogWait = bound, dialogWait
+	})
+	slow := slowHost(t)
+	s := mcpConnect(t, g.URL(), "tasks-alice")
+	page := func(p string) string { return h.PageURL("/mcp/" + p) }
+
+	t.Run("schemas", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := s.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res.Tools)
+		t.Logf("tools/list: %d tools, %d characters", len(res.Tools), len(b))
+		for _, tl := range res.Tools {
+			sc, _ := tl.InputSchema.(map[string]any)
+			props, _ := sc["properties"].(map[string]any)
+			for name, p := range props {
+				if _, ok := p.(map[string]any)["type"].(string); !ok {
+					t.Errorf("%s.%s has no single JSON type: %v", tl.Name, name, p)
+				}
+			}
+		}
+		if v := s.InitializeResult().ServerInfo.Version; strings.Contains(v, "Chrome") || strings.Contains(v, "HeadlessChrome") {
+			t.Errorf("serverInfo.version is the browser's: %q", v)
+		}
+	})
+	t.Run("confirmAndPrompt", func(t *testing.T) {
+		call(t, s, "browser_navigate", map[string]any{"url": page("dialogs.html")}, false)
+		out := call(t, s, "browser_click", map[string]any{"target": "button:nth-of-type(1)", "element": "Delete"}, false)
+		mustContain(t, "click opening a confirm", out, "a confirm dialog", "Delete the file?", "browser_handle_dialog")
+		mustContain(t, "action while it waits", call(t, s, "browser_snapshot", nil, true), "confirm dialog", "browser_handle_dialog")
+		call(t, s, "browser_handle_dialog", map[string]any{"accept": true}, false)
+		mustContain(t, "after accept", call(t, s, "browser_read", nil, false), "DELETED")
+		snap := call(t, s, "browser_snapshot", nil, false)
+		out = call(t, s, "browser_click", map[string]any{"ref": refOf(t, snap, `button "Name"`)}, false) // the older argument
+		mustContain(t, "prompt", out, "a prompt dialog", "Your name?", `default answer "anon"`)
+		call(t, s, "browser_handle_dialog", map[string]any{"accept": true, "promptText": "Ada"}, false)
+		mustContain(t, "after prompt", call(t, s, "browser_read", nil, false), "HELLO Ada")
+	})
+	t.Run("dialogWaitRunsOut", func(t *testing.T) {
+		call(t, s, "browser_navigate", map[string]any{"url": page("dialogs.html")}, false)
+		call(t, s, "browser_click", map[string]any{"target": "button:nth-of-type(1)"}, false)
+		out := call(t, s, "browser_wait_for", map[string]any{"time": (dialogWait + 500*time.Millisecond).Seconds()}, false)
+		out += call(t, s, "browser_read", nil, false)
+		mustContain(t, "after the wait", out, "CANCELLED", "cdpguard dismissed a confirm dialog")
+	})
+	t.Run("dialogLoop", func(t *testing.T) {
+		call(t, s, "browser_navigate", map[string]any{"url": page("dialogs.html")}, false)
+		out := call(t, s, "browser_click", map[string]any{"target": "button:nth-of-type(3)"}, false)
+		for i := 0; i < 8 && !strings.Contains(out, "kept opening dialogs"); i++ {
+			// The guard may answer some itself (its loop rule): then this
+			// is an error saying so, which is fine for a model too.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "browser_handle_dialog", Arguments: map[string]any{"accept": true}})
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = ""
+			for _, c := range res.Content {
+				if tc, ok := c.(*mcp.TextContent); ok {
+					out += tc.Text
+				}
+			}
+		}
+		mustContain(t, "loop", out, "kept opening dialogs", "closed the tab")
+		call(t, s, "browser_tabs", map[string]any{"action": "list"}, false)
+	})
+	t.Run("fillForm", func(t *testing.T) {
+		call(t, s, "browser_navigate", map[string]any{"url": page("form.html")}, false)
+		snap := call(t, s, "browser_snapshot", nil, false)
+		call(t, s, "browser_fill_form", map[string]any{"fields": []map[string]any{
+			{"target": refOf(t, snap, "textbox", "Name"), "name": "Name", "type": "textbox", "value": "Ada"},
+			{"target": "select", "name": "Colour", "type": "combobox", "value": "Green"},
+		}}, false)
+		call(t, s, "browser_click", map[string]any{"target": refOf(t, snap, `button "Send"`)}, false)
+		mustContain(t, "form result", call(t, s, "browser_read", nil, false), "RESULT name=Ada colour=g")
+		// browser_type on a button is refused and clicks nothing.
+		call(t, s, "browser_navigate", map[string]any{"url": page("form.html")}, false)
+		out := call(t, s, "browser_type", map[string]any{"target": "button", "text": "x"}, true)
+		mustContain(t, "type on a button", out, "does not take text")
+		mustContain(t, "no click", call(t, s, "browser_tabs", map[string]any{"action": "list"}, false), "form.html")
+	})
+	t.Run("popup", func(t *testing.T) {
+		call(t, s, "browser_navigate", map[string]any{"url": page("popup.html")}, false)
+		out := call(t, s, "browser_click", map[string]any{"target": "a[target=_blank]"}, false)
+		mustContain(t, "popup", out, "opened a new tab", "next.html", "current tab")
+		mustContain(t, "popup read", call(t, s, "browser_read", nil, false), "SECOND-PAGE-MARKER")
+		list := call(t, s, "browser_tabs", map[string]any{"action": "list"}, false)
+		idx := -1
+		for _, line := range strings.Split(list, "\n") {
+			if strings.Contains(line, "popup.html") {
+				idx = int(strings.TrimSpace(strings.TrimPrefix(line, "*"))[0] - '0')
+			}
+		}
+		if idx < 0 {
+			t.Fatalf("no opener in %s", list)
+		}
+		call(t, s, "browser_tabs", map[string]any{"action": "select", "index": idx}, false)
+		t0 := time.Now()
+		out = call(t, s, "browser_click", map[string]any{"target": "button"}, false)
+		mustContain(t, "window.open", out, "opened a new tab", "article.html")
+		t.Logf("click opening a popup from the opener: %v", time.Since(t0))
+		out = call(t, s, "browser_tabs", map[string]any{"action": "new", "url": page("next.html")}, false)
+		mustContain(t, "tabs new url", out, "* ", "next.html")
+	})
+	t.Run("tallScreenshot", func(t *testing.T) {
+		call(t, s, "browser_navigate", map[string]any{"url": page("tall.html")}, false)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "browser_take_screenshot", Arguments: map[string]any{"fullPage": true}})
+		if err != nil || res.IsError {
+			t.Fatalf("screenshot: %v %+v", err, res)
+		}
+		var text string
+		for _, c := range res.Content {
+			switch c := c.(type) {
+			case *mcp.TextContent:
+				text = c.Text
+			case *mcp.ImageContent:
+				if n := base64.StdEncoding.EncodedLen(len(c.Data)); n > 1<<20 {
+					t.Errorf("image is %d bytes base64", n)
+				}
+				cfg, _, err := image.DecodeConfig(strings.NewReader(string(c.Data)))
+				if err != nil {
+					t.Fatalf("image: %v", err)
+				}
+				if max(cfg.Width, cfg.Height) > 2000 {
+					t.Errorf("image is %dx%d", cfg.Width, cfg.Height)
+				}
+				t.Logf("full-page screenshot: %dx%d %s, %d bytes", cfg.Width, cfg.Height, c.MIMEType, len(c.Data))
+			}
+		}
+		mustContain(t, "screenshot text", text, "16000", "were cut", "scaled to")
+	})
+	t.Run("neverResolving", func(t *testing.T) {
+		call(t, s, "browser_navigate", map[string]any{"url": page("article.html")}, false)
+		t0 := time.Now()
+		out := call(t, s, "browser_evaluate", map[string]any{"function": "() => new Promise(() => {})"}, true)
+		mustContain(t, "evaluate timeout", out, "did not finish within 4 s")
+		if d := time.Since(t0); d > bound+3*time.Second {
+			t.Errorf("the call took %v", d)
+		}
+		t0 = time.Now()
+		mustContain(t, "next call", call(t, s, "browser_evaluate", map[string]any{"expression": "document.title"}, false), "Otters")
+		if d := time.Since(t0); d > time.Second {
+			t.Errorf("the next call took %v", d)
+		}
+	})
+	t.Run("slowServer", func(t *testing.T) {
+		out := call(t, s, "browser_navigate", map[string]any{"url": slow + "/slow"}, true)
+		mustContain(t, "slow server", out, "loading the page at", "did not finish within 4 s", "browser_read")
+		if strings.Contains(out, "blocked") || strings.Contains(out, "refused") {
+			t.Errorf("a timeout reads like a refusal: %s", out)
+		}
+	})
+	t.Run("blockedClick", func(t *testing.T) {
+		before := h.Forbidden.Total() + h.Forbidden.Conns()
+		call(t, s, "browser_navigate", map[string]any{"url": page("popup.html") + "?to=" + h.Forbidden.Origin() + "/hit/mcp-click"}, false)
+		out := call(t, s, "browser_click", map[string]any{"target": "#away"}, true)
+		mustContain(t, "blocked click", out, testhosts.ForbiddenName, "Reachable origins", testhosts.AllowedName)
+		out = call(t, s, "browser_network_requests", nil, false)
+		mustContain(t, "network requests", out, "BLOCKED", testhosts.ForbiddenName)
+		mustContain(t, "file scheme", call(t, s, "browser_navigate", map[string]any{"url": "file:///etc/passwd"}, true), "file: scheme is refused")
+		if n := h.Forbidden.Total() + h.Forbidden.Conns(); n != before {
+			t.Errorf("forbidden listener saw %d hits", n-before)
+		}
+	})
+	t.Run("keyCombo", func(t *testing.T) {
+		call(t, s, "browser_navigate", map[string]any{"url": page("form.html")}, false)
+		call(t, s, "browser_type", map[string]any{"target": "input[name=name]", "text": "abc"}, false)
+		call(t, s, "browser_press_key", map[string]any{"key": "Control+a"}, false)
+		call(t, s, "browser_press_key", map[string]any{"key": "Backspace"}, false)
+		out := call(t, s, "browser_evaluate", map[string]any{"expression": "JSON.stringify(document.querySelector('input').value)"}, false)
+		mustContain(t, "Control+a then Backspace", out, `\"\"`)
+	})
+}
+
+// slowHost serves /slow, which answers only when the test ends, as
+// http://allowed.test:PORT (the guard maps *.test to loopback).
+func slowHost(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-done:
+		case <-r.Context().Done():
+		}
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return "http://" + testhosts.AllowedName + ":" + port
+}

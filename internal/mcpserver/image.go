@@ -1,0 +1,106 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// fullPageCut bounds a full-page capture's height at this many times the
+// long-side bound (before scaling): the top of a very tall page at a
+// readable scale, rather than all of it as a thin strip.
+const fullPageCut = 2
+
+// shot is one capture plan: a clip in CSS pixels and the output scale.
+type shot struct {
+	w, h, scale float64
+	jpeg        bool
+	quality     int64
+}
+
+// toolScreenshot captures the viewport or the page within the image
+// bounds: at most ImageMaxSide pixels on the long side (scaled down), at
+// most ImageMaxBytes base64-encoded (JPEG, then smaller, when PNG is too
+// big); a very tall page is cut at the top part. The text says what was
+// done.
+func (s *Server) toolScreenshot(ctx context.Context, u *user, in screenshotIn) (*mcp.CallToolResult, error) {
+	t, err := u.page(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	m, err := cdp.Call(ctx, t.s, page.GetLayoutMetrics, cdp.Empty{})
+	if err != nil {
+		return nil, err
+	}
+	dpr := 1.0
+	if r, err := cdp.Call(ctx, t.s, runtime.Evaluate, runtime.EvaluateParams{Expression: "devicePixelRatio", ReturnByValue: ptr(true)}); err == nil && r.Result != nil {
+		_ = jsonv2.Unmarshal(r.Result.Value, &dpr)
+		dpr = max(dpr, 0.1)
+	}
+	var x, y, w, h float64
+	if m.CSSVisualViewport != nil {
+		x, y = m.CSSVisualViewport.PageX, m.CSSVisualViewport.PageY
+		w, h = m.CSSVisualViewport.ClientWidth, m.CSSVisualViewport.ClientHeight
+	}
+	fullH := h
+	if in.FullPage && m.CSSContentSize != nil {
+		x, y = 0, 0
+		w, h = m.CSSContentSize.Width, m.CSSContentSize.Height
+		fullH = h
+	}
+	maxSide := float64(s.opts.ImageMaxSide)
+	w = math.Min(w, maxSide*fullPageCut/dpr)
+	if in.FullPage {
+		h = math.Min(h, maxSide*fullPageCut/dpr)
+	}
+	if w < 1 || h < 1 {
+		return nil, &PageError{Msg: "the page has no visible area to capture"}
+	}
+	p := shot{w: w, h: h, scale: math.Min(1, maxSide/(math.Max(w, h)*dpr))}
+	var data []byte
+	for try := 0; ; try++ {
+		params := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng, Clip: &page.Viewport{X: x, Y: y, Width: p.w, Height: p.h, Scale: p.scale}}
+		if in.FullPage {
+			params.CaptureBeyondViewport = ptr(true)
+		}
+		if p.jpeg {
+			params.Format, params.Quality = page.CaptureScreenshotFormatJpeg, ptr(p.quality)
+		}
+		res, err := cdp.Call(ctx, t.s, page.CaptureScreenshot, params)
+		if err != nil {
+			return nil, err
+		}
+		data = res.Data
+		enc := (len(data) + 2) / 3 * 4
+		if enc <= s.opts.ImageMaxBytes || try == 4 {
+			if enc > s.opts.ImageMaxBytes {
+				return nil, &PageError{Msg: "the screenshot stays over the size bound even scaled down; use browser_read or browser_snapshot"}
+			}
+			break
+		}
+		if !p.jpeg {
+			p.jpeg, p.quality = true, 80
+			continue
+		}
+		// Smaller in proportion to the excess, with a margin.
+		p.scale *= math.Sqrt(float64(s.opts.ImageMaxBytes)/float64(enc)) * 0.9
+		p.quality = 70
+	}
+	mime := "image/png"
+	if p.jpeg {
+		mime = "image/jpeg"
+	}
+	outW, outH := int(math.Round(p.w*dpr*p.scale)), int(math.Round(p.h*dpr*p.scale))
+	text := fmt.Sprintf("Screenshot of %s: %.0f×%.0f CSS px at device pixel ratio %g, scaled to %.0f%% (%d×%d px, %s, %d bytes).",
+		map[bool]string{true: "the page", false: "the viewport"}[in.FullPage], p.w, p.h, dpr, p.scale*100, outW, outH, mime, len(data))
+	if in.FullPage && fullH > p.h+0.5 {
+		text += fmt.Sprintf(" The page is %.0f CSS px tall: only the top %.0f px were captured (%.0f px below were cut). Scroll and take viewport screenshots for the rest, or use browser_read for the text.", fullH, p.h, fullH-p.h)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}, &mcp.ImageContent{Data: data, MIMEType: mime}}}, nil
+}

@@ -1,0 +1,1 @@
+document.readyState === 'complete' && location.href !== 'about:blank'
