@@ -85,3 +85,24 @@ func findBody(n *html.Node) *html.Node {
 	}
 	return nil
 }
+
+// ExtractReadability is the reader before issue 23: the Readability port's
+// main content alone, written by our writer, or "" when it found none. The
+// evaluation (e2e/bench/readereval) scores it as a candidate.
+func ExtractReadability(p Page) (string, error) {
+	base, err := url.Parse(p.URL)
+	if err != nil {
+		base = nil
+	}
+	doc, err := html.Parse(strings.NewReader(p.HTML))
+	if err != nil {
+		return "", fmt.Errorf("parse the page: %w", err)
+	}
+	parser := readability.NewParser()
+	parser.DisableJSONLD = true
+	art, err := parser.ParseAndMutate(doc, base)
+	if err != nil || art.Node == nil {
+		return "", nil
+	}
+	return writeText(art.Node, base, false), nil
+}

@@ -1,0 +1,317 @@
+// Command readereval scores cdpguard's reader against human ground truth:
+// the Article Extraction Benchmark (scrapinghub, MIT) and L3S-GN1
+// (research use), fetched by scripts/reader-corpora.sh. Every page is
+// served from a loopback host (allowed.test), rendered by real Chromium
+// through the guard, and read by each candidate on the same rendered page:
+//
+//   - guard: Guard.read, the product (header and <url> notes removed)
+//   - innertext: document.body.innerText
+//   - readability-js: Mozilla Readability, the JavaScript original, loaded
+//     into the page from e2e/node_modules (the bench only)
+//   - go-readability: the Readability port alone on the guard's rendered
+//     DOM (the reader before issue 23)
+//
+// Scores are the AEB's: F1 of word 4-shingles (and of single words), mean
+// precision and recall over pages, bootstrap error. The held-out third is
+// refused unless -final is given. Run it in a private network namespace:
+//
+//	unshare --net -- bash -c 'ip link set lo up && go run ./e2e/bench/readereval -corpora /tmp/reader-corpora'
+package main
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/remote"
+
+	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/internal/reader"
+	"github.com/cdpguard/cdpguard/internal/reader/readeval"
+	"github.com/cdpguard/cdpguard/js"
+)
+
+//go:embed readability_run.js
+var readabilityRun string
+
+// candidates in table order.
+var candidates = []string{"innertext", "readability-js", "go-readability", "guard"}
+
+type result struct {
+	Corpus  string                     `json:"corpus"`
+	ID      string                     `json:"id"`
+	Truth   int                        `json:"truthChars"`
+	Out     map[string]int             `json:"outChars"`
+	Shingle map[string]readeval.Counts `json:"shingle"`
+	Word    map[string]readeval.Counts `json:"word"`
+	MS      map[string]float64         `json:"ms"`
+	Text    map[string]string          `json:"text,omitempty"`
+}
+
+func main() {
+	corpora := flag.String("corpora", os.Getenv("CDPGUARD_READER_CORPORA"), "directory scripts/reader-corpora.sh filled (aeb/, l3s/)")
+	set := flag.String("set", "tune", "pages to score: tune, heldout or all (heldout and all need -final)")
+	final := flag.Bool("final", false, "allow the held-out pages (the final check, never while tuning)")
+	limit := flag.Int("limit", 0, "at most this many pages per corpus, spread evenly (0: all)")
+	only := flag.String("id", "", "score only the page with this id (prefix)")
+	chrome := flag.String("chrome", "", "Chromium binary (default: chromium on PATH)")
+	rjs := flag.String("readability", "e2e/node_modules/@mozilla/readability/Readability.js", "Mozilla Readability source")
+	out := flag.String("out", "", "write per-page results (JSON lines) here")
+	texts := flag.Bool("texts", false, "keep every candidate's text in -out")
+	flag.Parse()
+	if err := run(*corpora, readeval.Set(*set), *final, *limit, *only, *chrome, *rjs, *out, *texts); err != nil {
+		fmt.Fprintln(os.Stderr, "readereval:", err)
+		os.Exit(1)
+	}
+}
+
+func run(corpora string, set readeval.Set, final bool, limit int, only, chrome, rjs, outPath string, keepTexts bool) error {
+	if corpora == "" {
+		return errors.New("no corpora: run scripts/reader-corpora.sh DIR and pass -corpora DIR")
+	}
+	all, err := readeval.Load(corpora)
+	if err != nil {
+		return err
+	}
+	pages, err := readeval.Select(all, set, final, limit)
+	if err != nil {
+		return err
+	}
+	if only != "" {
+		var keep []readeval.Page
+		for _, p := range pages {
+			if strings.HasPrefix(p.ID, only) {
+				keep = append(keep, p)
+			}
+		}
+		pages = keep
+	}
+	src, err := os.ReadFile(rjs)
+	if err != nil {
+		return fmt.Errorf("mozilla readability (npm ci in e2e/): %w", err)
+	}
+	if chrome == "" {
+		if chrome, err = exec.LookPath("chromium"); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
+	defer cancel()
+	origin, stop, err := serve(pages)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	flags := []string{"--disable-gpu", "--no-first-run", "--disable-sync", "--disable-background-networking", "--disable-component-update"}
+	if os.Geteuid() == 0 {
+		flags = append(flags, "--no-sandbox")
+	}
+	g, err := cdpguard.Launch(ctx, cdpguard.Config{
+		Allow: []string{"allowed.test"}, HostMap: []string{"*.test=127.0.0.1"},
+		ChromePath: chrome, ChromeFlags: flags, ReadLoadTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	actx, cancelAlloc := remote.NewAllocator(ctx, g.URL())
+	defer cancelAlloc()
+	tab, cancelTab := chromedp.NewContext(actx)
+	defer cancelTab()
+	if err := chromedp.Do(tab); err != nil {
+		return err
+	}
+	var w *json.Encoder
+	if outPath != "" {
+		f, err := os.Create(outPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = json.NewEncoder(f)
+	}
+	var results []result
+	for i, p := range pages {
+		r, err := measure(tab, origin, p, string(src))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "page %s/%s: %v\n", p.Corpus, p.ID, err)
+			continue
+		}
+		if w != nil {
+			if !keepTexts {
+				r.Text = nil
+			}
+			if err := w.Encode(r); err != nil {
+				return err
+			}
+		}
+		r.Text = nil
+		results = append(results, r)
+		if (i+1)%25 == 0 {
+			fmt.Fprintf(os.Stderr, "%d/%d pages\n", i+1, len(pages))
+		}
+	}
+	report(os.Stdout, results, set)
+	return nil
+}
+
+// serve serves every page at /p/<corpus>/<id> on allowed.test, as crawled
+// (no charset in the header: the page's own meta or Chromium's sniffing
+// decides, as on the web it came from).
+func serve(pages []readeval.Page) (origin string, stop func(), err error) {
+	byPath := map[string][]byte{}
+	for _, p := range pages {
+		byPath["/p/"+p.Corpus+"/"+p.ID] = p.HTML
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := byPath[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write(b)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	return fmt.Sprintf("http://allowed.test:%d", ln.Addr().(*net.TCPAddr).Port), func() { _ = srv.Close() }, nil
+}
+
+var guardRead = cdp.Command[map[string]any, cdpguard.ReadResult]{Method: "Guard.read"}
+
+// header is the reader's Title/URL/Note block; urlNote a link annotation.
+var (
+	header  = regexp.MustCompile(`(?s)^Title: .*?\n\n|^URL: .*?\n\n`)
+	urlNote = regexp.MustCompile(` ?<https?://[^>\s]*>`)
+)
+
+// GuardBody is Guard.read's text without its header and link annotations,
+// as the issue's benchmark scored it.
+func GuardBody(s string) string {
+	return urlNote.ReplaceAllString(header.ReplaceAllString(s, ""), "")
+}
+
+func measure(tab context.Context, origin string, p readeval.Page, rsrc string) (result, error) {
+	r := result{Corpus: p.Corpus, ID: p.ID, Truth: len([]rune(p.Truth)), Out: map[string]int{},
+		Shingle: map[string]readeval.Counts{}, Word: map[string]readeval.Counts{}, MS: map[string]float64{}, Text: map[string]string{}}
+	call := func(d time.Duration, a chromedp.Action[string]) (string, float64, error) {
+		ctx, cancel := context.WithTimeout(tab, d)
+		defer cancel()
+		t0 := time.Now()
+		s, err := chromedp.Run(ctx, a)
+		return s, float64(time.Since(t0).Microseconds()) / 1000, err
+	}
+	ctx, cancel := context.WithTimeout(tab, 60*time.Second)
+	res, err := chromedp.Call(ctx, guardRead, map[string]any{"url": origin + "/p/" + p.Corpus + "/" + p.ID, "maxChars": 1 << 30})
+	cancel()
+	if err != nil {
+		return r, fmt.Errorf("guard read: %w", err)
+	}
+	r.Text["guard"] = GuardBody(res.Text)
+	// The extraction alone, on the loaded page: read again without a url.
+	ctx, cancel = context.WithTimeout(tab, 60*time.Second)
+	t0 := time.Now()
+	_, err = chromedp.Call(ctx, guardRead, map[string]any{"maxChars": 1 << 30})
+	r.MS["guard"] = float64(time.Since(t0).Microseconds()) / 1000
+	cancel()
+	if err != nil {
+		return r, fmt.Errorf("guard re-read: %w", err)
+	}
+	if r.Text["innertext"], r.MS["innertext"], err = call(30*time.Second, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`)); err != nil {
+		return r, fmt.Errorf("innerText: %w", err)
+	}
+	// The guard's serialiser, in the main world this time, for the Go
+	// candidates on the same rendered DOM.
+	var page struct {
+		URL   string `json:"url"`
+		Title string `json:"title"`
+		HTML  string `json:"html"`
+	}
+	ctx, cancel = context.WithTimeout(tab, 30*time.Second)
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](fmt.Sprintf("(%s)(true, %d)", js.Read, 4<<20)))
+	cancel()
+	if err != nil {
+		return r, fmt.Errorf("serialise: %w", err)
+	}
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return r, err
+	}
+	t0 = time.Now()
+	text, err := reader.ExtractReadability(reader.Page{URL: page.URL, Title: page.Title, HTML: page.HTML})
+	r.MS["go-readability"] = float64(time.Since(t0).Microseconds()) / 1000
+	if err != nil {
+		return r, err
+	}
+	r.Text["go-readability"] = urlNote.ReplaceAllString(text, "")
+	if _, _, err = call(30*time.Second, chromedp.Evaluate[string](rsrc+"\n;\"\"")); err != nil {
+		return r, fmt.Errorf("load readability: %w", err)
+	}
+	if r.Text["readability-js"], r.MS["readability-js"], err = call(30*time.Second, chromedp.Evaluate[string](readabilityRun)); err != nil {
+		r.Text["readability-js"] = "" // Readability threw: it found nothing
+	}
+	for _, c := range candidates {
+		r.Out[c] = len([]rune(r.Text[c]))
+		r.Shingle[c] = readeval.Match(p.Truth, r.Text[c], 4)
+		r.Word[c] = readeval.Match(p.Truth, r.Text[c], 1)
+	}
+	return r, nil
+}
+
+// report prints, per candidate, per corpus and pooled: shingle F1 ± error,
+// precision, recall, word F1, output/truth length and ms per page; then the
+// guard's pages under 0.5 F1 with a truth of at least 1,000 characters.
+func report(w *os.File, results []result, set readeval.Set) {
+	groups := map[string][]result{}
+	for _, r := range results {
+		groups[r.Corpus] = append(groups[r.Corpus], r)
+	}
+	names := make([]string, 0, len(groups))
+	for k := range groups {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	names = append(names, "pooled")
+	groups["pooled"] = results
+	fmt.Fprintf(w, "set %s, %d pages\n", set, len(results))
+	fmt.Fprintln(w, "| corpus | candidate | pages | F1 (4-shingles) | P | R | word F1 | word P | word R | out/truth chars | ms/page |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, g := range names {
+		rs := groups[g]
+		for _, c := range candidates {
+			var sh, wd []readeval.Counts
+			var out, truth, ms float64
+			for _, r := range rs {
+				sh = append(sh, r.Shingle[c])
+				wd = append(wd, r.Word[c])
+				out += float64(r.Out[c])
+				truth += float64(r.Truth)
+				ms += r.MS[c]
+			}
+			s, wm := readeval.Score(sh), readeval.Score(wd)
+			fmt.Fprintf(w, "| %s | %s | %d | %.3f ± %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.2f | %.0f |\n",
+				g, c, len(rs), s.F1, s.F1Err, s.P, s.R, wm.F1, wm.P, wm.R, out/max(1, truth), ms/float64(max(1, len(rs))))
+		}
+	}
+	fmt.Fprintln(w, "\nguard pages under 0.5 F1 with a truth of at least 1,000 characters:")
+	for _, r := range results {
+		if f := readeval.PageF1(r.Shingle["guard"]); f < 0.5 && r.Truth >= 1000 {
+			fmt.Fprintf(w, "  %s/%s F1 %.2f out %d truth %d (readability-js F1 %.2f)\n", r.Corpus, r.ID, f, r.Out["guard"], r.Truth, readeval.PageF1(r.Shingle["readability-js"]))
+		}
+	}
+}
