@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -59,6 +60,21 @@ type result struct {
 	Word    map[string]readeval.Counts `json:"word"`
 	MS      map[string]float64         `json:"ms"`
 	Text    map[string]string          `json:"text,omitempty"`
+	// Broken is set when the rendered page holds under half of the truth's
+	// words (a crawl cut short, a script that navigated the page to an
+	// error page): no reader can score there, and the page is left out of
+	// every candidate's score (the report counts them).
+	Broken bool `json:"broken,omitempty"`
+}
+
+// broken reports whether the rendered DOM holds under half the truth's words.
+func broken(truth, dom string) bool {
+	text, err := reader.TextContent(dom)
+	if err != nil {
+		return true
+	}
+	c := readeval.Match(truth, text, 1)
+	return c.TP+c.FN == 0 || c.TP/(c.TP+c.FN) < 0.5
 }
 
 func main() {
@@ -71,6 +87,9 @@ func main() {
 	rjs := flag.String("readability", "e2e/node_modules/@mozilla/readability/Readability.js", "Mozilla Readability source")
 	out := flag.String("out", "", "write per-page results (JSON lines) here")
 	texts := flag.Bool("texts", false, "keep every candidate's text in -out")
+	flag.StringVar(&dumpDir, "dump", "", "save each page's rendered DOM (the guard's serialiser) here, for -offline")
+	flag.BoolVar(&dumpOnly, "dumponly", false, "with -dump: load and save each page, score nothing (for -offline)")
+	flag.StringVar(&offlineDir, "offline", "", "no browser: score the Go extractors on the DOMs a -dump run saved here")
 	flag.Parse()
 	if err := run(*corpora, readeval.Set(*set), *final, *limit, *only, *chrome, *rjs, *out, *texts); err != nil {
 		fmt.Fprintln(os.Stderr, "readereval:", err)
@@ -98,6 +117,9 @@ func run(corpora string, set readeval.Set, final bool, limit int, only, chrome, 
 			}
 		}
 		pages = keep
+	}
+	if offlineDir != "" {
+		return offline(pages, outPath, keepTexts)
 	}
 	src, err := os.ReadFile(rjs)
 	if err != nil {
@@ -164,17 +186,24 @@ func run(corpora string, set readeval.Set, final bool, limit int, only, chrome, 
 			fmt.Fprintf(os.Stderr, "%d/%d pages\n", i+1, len(pages))
 		}
 	}
-	report(os.Stdout, results, set)
+	report(os.Stdout, results, set, candidates)
 	return nil
 }
 
-// serve serves every page at /p/<corpus>/<id> on allowed.test, as crawled
-// (no charset in the header: the page's own meta or Chromium's sniffing
-// decides, as on the web it came from).
+// serve serves every page at /p/<corpus>/<id> on allowed.test, as crawled.
 func serve(pages []readeval.Page) (origin string, stop func(), err error) {
 	byPath := map[string][]byte{}
 	for _, p := range pages {
 		byPath["/p/"+p.Corpus+"/"+p.ID] = p.HTML
+	}
+	// The AEB saved every page as UTF-8 (its sites said so in their
+	// headers, which were not kept); L3S-GN1 kept each page's own bytes,
+	// whose meta tags name their encodings.
+	contentType := func(path string) string {
+		if strings.HasPrefix(path, "/p/aeb/") {
+			return "text/html; charset=utf-8"
+		}
+		return "text/html"
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -186,7 +215,7 @@ func serve(pages []readeval.Page) (origin string, stop func(), err error) {
 			http.NotFound(w, r)
 			return
 		}
-		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Type", contentType(r.URL.Path))
 		_, _ = w.Write(b)
 	})}
 	go func() { _ = srv.Serve(ln) }()
@@ -224,6 +253,9 @@ func measure(tab context.Context, origin string, p readeval.Page, rsrc string) (
 		return r, fmt.Errorf("guard read: %w", err)
 	}
 	r.Text["guard"] = GuardBody(res.Text)
+	if dumpOnly {
+		return r, dumpDOM(tab, p)
+	}
 	// The extraction alone, on the loaded page: read again without a url.
 	ctx, cancel = context.WithTimeout(tab, 60*time.Second)
 	t0 := time.Now()
@@ -252,6 +284,15 @@ func measure(tab context.Context, origin string, p readeval.Page, rsrc string) (
 	if err := json.Unmarshal(raw, &page); err != nil {
 		return r, err
 	}
+	r.Broken = broken(p.Truth, page.HTML)
+	if dumpDir != "" {
+		if err := os.MkdirAll(filepath.Join(dumpDir, p.Corpus), 0o755); err != nil {
+			return r, err
+		}
+		if err := os.WriteFile(filepath.Join(dumpDir, p.Corpus, p.ID+".json"), raw, 0o644); err != nil {
+			return r, err
+		}
+	}
 	t0 = time.Now()
 	text, err := reader.ExtractReadability(reader.Page{URL: page.URL, Title: page.Title, HTML: page.HTML})
 	r.MS["go-readability"] = float64(time.Since(t0).Microseconds()) / 1000
@@ -276,19 +317,30 @@ func measure(tab context.Context, origin string, p readeval.Page, rsrc string) (
 // report prints, per candidate, per corpus and pooled: shingle F1 ± error,
 // precision, recall, word F1, output/truth length and ms per page; then the
 // guard's pages under 0.5 F1 with a truth of at least 1,000 characters.
-func report(w *os.File, results []result, set readeval.Set) {
+func report(w *os.File, results []result, set readeval.Set, candidates []string) {
 	groups := map[string][]result{}
+	left := map[string]int{}
+	var scored []result
 	for _, r := range results {
+		if r.Broken {
+			left[r.Corpus]++
+			continue
+		}
+		scored = append(scored, r)
 		groups[r.Corpus] = append(groups[r.Corpus], r)
 	}
+	groups["pooled, broken pages too"] = results
+	results = scored
 	names := make([]string, 0, len(groups))
 	for k := range groups {
-		names = append(names, k)
+		if !strings.HasPrefix(k, "pooled") {
+			names = append(names, k)
+		}
 	}
 	sort.Strings(names)
-	names = append(names, "pooled")
+	names = append(names, "pooled", "pooled, broken pages too")
 	groups["pooled"] = results
-	fmt.Fprintf(w, "set %s, %d pages\n", set, len(results))
+	fmt.Fprintf(w, "set %s, %d pages scored; left out as broken in rendering (under half the truth's words in the rendered DOM): %v\n", set, len(results), left)
 	fmt.Fprintln(w, "| corpus | candidate | pages | F1 (4-shingles) | P | R | word F1 | word P | word R | out/truth chars | ms/page |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, g := range names {
@@ -308,10 +360,92 @@ func report(w *os.File, results []result, set readeval.Set) {
 				g, c, len(rs), s.F1, s.F1Err, s.P, s.R, wm.F1, wm.P, wm.R, out/max(1, truth), ms/float64(max(1, len(rs))))
 		}
 	}
-	fmt.Fprintln(w, "\nguard pages under 0.5 F1 with a truth of at least 1,000 characters:")
+	fmt.Fprintf(w, "\n%s pages under 0.5 F1 with a truth of at least 1,000 characters:\n", candidates[len(candidates)-1])
 	for _, r := range results {
-		if f := readeval.PageF1(r.Shingle["guard"]); f < 0.5 && r.Truth >= 1000 {
-			fmt.Fprintf(w, "  %s/%s F1 %.2f out %d truth %d (readability-js F1 %.2f)\n", r.Corpus, r.ID, f, r.Out["guard"], r.Truth, readeval.PageF1(r.Shingle["readability-js"]))
+		last := candidates[len(candidates)-1]
+		if f := readeval.PageF1(r.Shingle[last]); f < 0.5 && r.Truth >= 1000 {
+			fmt.Fprintf(w, "  %s/%s F1 %.2f out %d truth %d (readability-js F1 %.2f)\n", r.Corpus, r.ID, f, r.Out[last], r.Truth, readeval.PageF1(r.Shingle["readability-js"]))
 		}
 	}
+}
+
+// dumpDir and offlineDir are the -dump and -offline flags.
+var (
+	dumpDir, offlineDir string
+	dumpOnly            bool
+)
+
+// dumpDOM saves the page's rendered DOM as the guard's serialiser writes it.
+func dumpDOM(tab context.Context, p readeval.Page) error {
+	ctx, cancel := context.WithTimeout(tab, 30*time.Second)
+	defer cancel()
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](fmt.Sprintf("(%s)(true, %d)", js.Read, 4<<20)))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dumpDir, p.Corpus), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dumpDir, p.Corpus, p.ID+".json"), raw, 0o644)
+}
+
+// offline scores the Go extractors on saved DOMs: seconds instead of a
+// browser run, for tuning (the held-out refusal applies the same).
+func offline(pages []readeval.Page, outPath string, keepTexts bool) error {
+	var w *json.Encoder
+	if outPath != "" {
+		f, err := os.Create(outPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = json.NewEncoder(f)
+	}
+	cands := []string{"go-readability", "extract"}
+	var results []result
+	for _, p := range pages {
+		raw, err := os.ReadFile(filepath.Join(offlineDir, p.Corpus, p.ID+".json"))
+		if err != nil {
+			continue
+		}
+		var page reader.Page
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return err
+		}
+		r := result{Corpus: p.Corpus, ID: p.ID, Truth: len([]rune(p.Truth)), Out: map[string]int{},
+			Shingle: map[string]readeval.Counts{}, Word: map[string]readeval.Counts{}, MS: map[string]float64{}, Text: map[string]string{}}
+		r.Broken = broken(p.Truth, page.HTML)
+		if keepTexts {
+			r.Text["truth"] = p.Truth
+		}
+		for _, c := range cands {
+			extract := reader.Extract
+			if c == "go-readability" {
+				extract = reader.ExtractReadability
+			}
+			t0 := time.Now()
+			text, err := extract(page)
+			r.MS[c] = float64(time.Since(t0).Microseconds()) / 1000
+			if err != nil {
+				return err
+			}
+			text = urlNote.ReplaceAllString(text, "")
+			r.Text[c] = text
+			r.Out[c] = len([]rune(text))
+			r.Shingle[c] = readeval.Match(p.Truth, text, 4)
+			r.Word[c] = readeval.Match(p.Truth, text, 1)
+		}
+		if w != nil {
+			if !keepTexts {
+				r.Text = nil
+			}
+			if err := w.Encode(r); err != nil {
+				return err
+			}
+		}
+		r.Text = nil
+		results = append(results, r)
+	}
+	report(os.Stdout, results, "offline", cands)
+	return nil
 }
