@@ -25,11 +25,22 @@ var boilerName = regexp.MustCompile(`caption|credit|byline|by-line|author|share|
 
 // boilerText matches the text of short blocks that speak to the reader
 // about the site rather than the story.
-var boilerText = regexp.MustCompile(`(?i)\b(subscribe (to|now|here|for)|newsletter|sign up (for|to|now|here)|follow (us|her|him|them|me)|all rights reserved|click here|share this|have a tip|get the latest|read more|related:)\b|©|copyright`)
+var boilerText = regexp.MustCompile(`(?i)\b(subscribe (to|now|here|for)|newsletter|sign up (for|to|now|here)|follow (us|her|him|them|me)|all rights reserved|click here|share this|have a tip|get the latest|read more)\b|^related:|©|copyright`)
 
 // shortChrome matches short blocks that are not the story: bylines,
 // datelines, photo credits and captions, tool bars, "Advertisement".
 var shortChrome = regexp.MustCompile(`(?i)^(by|by:|from|posted|posted:|published|published:|updated|updated:|last updated|written by|article from|advertisement|story tools|send this article|printer.friendly|email (this|to a friend)|previous page|next page)\b|\b(file photo|photo:|photo by|photograph:|pictured|/reuters|/ap\b|getty images|afp photo|ap photo|seen here|click to enlarge|view larger image)\b|^[^a-z]*$`)
+
+// label matches blocks that are a single word or two of site interface.
+var label = regexp.MustCompile(`(?i)^(sign in|log in|sign up|comments?|\d+ comments?|close|caption|advert|advertisement|latest:?|on the net:?|don'?t miss|font size.*|text size.*|staff and agencies|share|share this|print|e-?mail|more|related|menu|media playback is unsupported on your device|more great wired stories|want more\?.*|skip to (main )?content|learn more|read more|(the )?associated press|you may also like:?)$`)
+
+// contactLine matches short credit lines: "AP Sports Writer", an e-mail
+// address, "Photo: …".
+var contactLine = regexp.MustCompile(`(?i)\b(ap|staff|sports|business|auto) [a-z ]*writer\b|[a-z0-9._-]+@[a-z0-9.-]+\.[a-z]{2,}|\bphoto\s*[:/]|\b(reporting|additional reporting|editing) by\b|provided by (afp|ap|reuters)|the full article contains|contributed to this report`)
+
+// commentsName matches the class or id of a comments section, left out
+// whatever its size.
+var commentsName = regexp.MustCompile(`(^|\s)(comments?|comment-?list|comments-?area|comment-?section|user-?comments|disqus_thread|respond)(\s|$)`)
 
 // dateWords are the words a dateline is made of.
 var dateWords = regexp.MustCompile(`(?i)\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?|\b(mon|tue|wed|thu|fri|sat|sun)[a-z]*\b|\b(am|pm|gmt|utc|[ecmp][sd]t|edt|bst|ist|aest|aedt|posted|updated|published|last|on|at|ago|minutes?|hours?|days?)\b|[0-9]+`)
@@ -37,7 +48,7 @@ var dateWords = regexp.MustCompile(`(?i)\b(jan|feb|mar|apr|may|jun|jul|aug|sep|s
 // chromeLine reports whether the short text t of a block is a byline, a
 // dateline, a credit or a tool bar.
 func chromeLine(t string) bool {
-	if shortChrome.MatchString(t) {
+	if shortChrome.MatchString(t) || label.MatchString(t) || contactLine.MatchString(t) {
 		return true
 	}
 	if rest := dateWords.ReplaceAllString(t, ""); len(strings.Fields(strings.Map(func(r rune) rune {
@@ -111,6 +122,9 @@ func boilerplate(n *html.Node, dominant float64) bool {
 		return true
 	}
 	name := strings.ToLower(attr(n, "class") + " " + attr(n, "id"))
+	if commentsName.MatchString(name) {
+		return true
+	}
 	if text < boilerMax && boilerName.MatchString(name) {
 		return true
 	}

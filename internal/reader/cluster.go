@@ -72,3 +72,27 @@ func proseCluster(root *html.Node) (best *html.Node, bestProse, total int) {
 	total, _ = walk(root, false)
 	return best, bestProse, total
 }
+
+// teaserList reports whether n reads as a list of other stories: three or
+// more headings that are links.
+func teaserList(n *html.Node) bool {
+	count := 0
+	var walk func(*html.Node)
+	walk = func(m *html.Node) {
+		for c := m.FirstChild; c != nil && count < 3; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			switch c.DataAtom {
+			case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+				if text, links := textAndLinkLen(c); text > 0 && links*2 > text {
+					count++
+				}
+				continue
+			}
+			walk(c)
+		}
+	}
+	walk(n)
+	return count >= 3
+}

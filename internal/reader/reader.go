@@ -54,7 +54,7 @@ func Extract(p Page) (string, error) {
 	if art, err := parser.ParseAndMutate(doc, base); err == nil && art.Node != nil {
 		// The port's pick stands unless it holds under half the prose of
 		// the reader's own: then it took a side box for the article.
-		if _, _, prose := proseCluster(art.Node); cluster == nil || float64(prose) >= clusterShare*float64(clusterProse) {
+		if _, _, prose := proseCluster(art.Node); cluster == nil || float64(prose) >= clusterShare*float64(clusterProse) || prose >= clusterMinProse || teaserList(cluster) {
 			clean(art.Node, p.Title)
 			if text := writeText(art.Node, base, false); len(text) >= minMainChars {
 				return text, nil
@@ -80,6 +80,10 @@ func Extract(p Page) (string, error) {
 // clusterShare is the least share of the prose cluster's prose the
 // Readability port's pick must hold to be used.
 const clusterShare = 0.3
+
+// clusterMinProse is the port's prose from which its pick stands anyway:
+// long prose is an article, and a larger cluster then holds teasers too.
+const clusterMinProse = 1500
 
 // Compose puts the title, the URL and any notes on top of the body text.
 func Compose(pageURL, title string, notes []string, body string) string {
