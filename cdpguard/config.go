@@ -50,6 +50,11 @@ type Config struct {
 	// ReadLoadTimeout bounds the reader's wait for a page to finish loading;
 	// zero means 10 s. The page is read after it either way, with a note.
 	ReadLoadTimeout time.Duration
+	// ReadSettleTimeout bounds the reader's further wait, once a page has
+	// loaded, for it to settle: network quiet and DOM unchanged for 500 ms
+	// (a page that renders its text by script). Zero means 3 s; negative,
+	// no wait. The page is read after it either way.
+	ReadSettleTimeout time.Duration
 	// BlockedNavigation selects how a blocked top-level navigation is
 	// answered: "page" (default, a 403 explanation page) or "error"
 	// (net::ERR_BLOCKED_BY_CLIENT).

@@ -109,7 +109,7 @@ func (g *Guard) guardRead(ctx context.Context, st *agentState, cmd relay.Command
 	if err := unmarshalParams(cmd.Params, &p); err != nil {
 		return refusal(cmd.Method, "unreadable params: "+err.Error())
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.readLoadTimeout()+readCallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, g.readLoadTimeout()+g.readSettleTimeout()+readCallTimeout)
 	defer cancel()
 	res, err := g.mux.Call(ctx, cmd.SessionID, "Target.getTargetInfo", nil)
 	if err != nil {
@@ -241,16 +241,22 @@ func (g *Guard) readTarget(ctx context.Context, targetID string, p readParams) (
 		return ReadResult{}, fmt.Errorf("the guard has no session on page %s", targetID)
 	}
 	var notes []string
+	loaded := true
 	if p.URL != "" {
 		if msg := g.readRefusal(g.scopeOfTarget(targetID), p.URL); msg != "" {
 			return ReadResult{}, fmt.Errorf("%w: %s", ErrReadRefused, msg)
 		}
-		loaded, err := g.navigateAndWait(ctx, session, p.URL)
-		if err != nil {
+		var err error
+		if loaded, err = g.navigateAndWait(ctx, session, p.URL); err != nil {
 			return ReadResult{}, err
 		}
 		if !loaded {
 			notes = append(notes, fmt.Sprintf("the page had not finished loading after %s; this is what had rendered by then.", g.readLoadTimeout()))
+		}
+	}
+	if loaded { // a page that did not load in its bound gets no further wait
+		if _, err := g.settle(ctx, session); err != nil {
+			return ReadResult{}, err
 		}
 	}
 	page, body, more, err := g.snapshot(ctx, session)
@@ -375,10 +381,13 @@ func (g *Guard) snapshot(ctx context.Context, session string) (page reader.Page,
 			return reader.Page{}, "", nil, err
 		}
 		if len(body) >= hiddenPageChars {
+			if visibleOnly && len([]rune(body)) < sparseChars {
+				notes = append(notes, fmt.Sprintf(sparseNote, len([]rune(body))))
+			}
 			break
 		}
 		if visibleOnly {
-			notes = append(notes, "the page shows almost no text; this is the text in its DOM, shown or not.")
+			notes = append(notes, fmt.Sprintf(sparseNote, len([]rune(body))), "the page shows almost no text; this is the text in its DOM, shown or not.")
 		}
 		if p.Truncated {
 			break // too large to read twice

@@ -65,7 +65,7 @@ func (g *Guard) serveRead(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), g.readLoadTimeout()+readCallTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), g.readLoadTimeout()+g.readSettleTimeout()+readCallTimeout)
 	defer cancel()
 	res, err := g.Read(ctx, key, target, nums[0], nums[1])
 	if errors.Is(err, ErrReadRefused) {

@@ -189,6 +189,26 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 		t.Logf("read of a page that never loads took %v (bound 2s)", time.Since(start).Round(time.Millisecond))
 	})
 
+	t.Run("script-rendered page settles", func(t *testing.T) {
+		r, err := guardRead(tab, map[string]any{"url": origin + "/script.html"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.Text, "SCRIPTMARKER1") || !strings.Contains(r.Text, "SCRIPTMARKER2") || strings.Contains(r.Text, "Loading...") || strings.Contains(r.Text, "Note:") {
+			t.Errorf("the read did not wait for the page to settle:\n%s", r.Text)
+		}
+	})
+
+	t.Run("empty page note", func(t *testing.T) {
+		r, err := guardRead(tab, map[string]any{"url": origin + "/empty.html"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.Text, "Note: the page shows little text") || !strings.Contains(r.Text, "browser_wait_for") {
+			t.Errorf("no note suggesting to wait for a text:\n%s", r.Text)
+		}
+	})
+
 	t.Run("getPolicy", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(tab, 10*time.Second)
 		defer cancel()

@@ -8,6 +8,14 @@
 // the reply too large for the browser connection. It never changes the
 // page: no clone (cloning would run the page's custom element
 // constructors), no attributes set.
+//
+// It also writes what only the renderer knows, for the extractor: on every
+// rendered element that is not inline, data-cdpguard-box="x,y,w,h" (its
+// box in document pixels) and data-cdpguard-fs (its font size in px).
+// The page's own data-cdpguard-* attributes are left out, so a page cannot
+// forge them. With visibleOnly, what a reader cannot see is left out too:
+// transparent elements, boxes wholly above or left of the document, and
+// visually hidden (1-pixel, clipped) screen-reader text.
 (function read(visibleOnly, maxLength) {
   const VOID = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input',
     'link', 'meta', 'source', 'track', 'wbr']);
@@ -33,8 +41,31 @@
   };
   // shown reports whether el is rendered; elements with display: contents
   // have no box of their own but their children do.
-  const shown = (el) => el.checkVisibility({ visibilityProperty: true }) ||
+  const shown = (el) => el.checkVisibility({ visibilityProperty: true, opacityProperty: true }) ||
     getComputedStyle(el).display === 'contents';
+  const MARK = 'data-cdpguard-';
+  // layout returns the renderer's attributes for el, or null when el is
+  // rendered where no reader sees it.
+  const layout = (el) => {
+    const style = getComputedStyle(el);
+    if (style.display === 'contents') {
+      return '';
+    }
+    const r = el.getBoundingClientRect();
+    const x = r.left + scrollX;
+    const y = r.top + scrollY;
+    if (r.width > 0 && r.height > 0 && (x + r.width <= 0 || y + r.height <= 0)) {
+      return null; // off the page (left: -9999px)
+    }
+    if (r.width <= 1 && r.height <= 1 && style.overflow !== 'visible' && style.position === 'absolute') {
+      return null; // visually hidden text for screen readers
+    }
+    if (style.display === 'inline') {
+      return '';
+    }
+    return ' ' + MARK + 'box="' + Math.round(x) + ',' + Math.round(y) + ',' + Math.round(r.width) + ',' +
+      Math.round(r.height) + '" ' + MARK + 'fs="' + (parseFloat(style.fontSize) || 0) + '"';
+  };
   // element writes el; trusted is set inside <head> (never rendered, but
   // the title is there) and inside <details> (a closed one's content is
   // not rendered, yet it is the page's text).
@@ -43,14 +74,26 @@
     if (SKIP.has(name)) {
       return;
     }
-    if (visibleOnly && !trusted && name !== 'head' && name !== 'html' && !shown(el)) {
-      return;
+    let box = '';
+    if (!trusted && name !== 'head' && name !== 'html') {
+      if (visibleOnly && !shown(el)) {
+        return;
+      }
+      box = layout(el);
+      if (box === null) {
+        if (visibleOnly) {
+          return;
+        }
+        box = '';
+      }
     }
     put('<', name);
     for (const a of el.attributes) {
-      put(' ', a.name, '="', escAttr(a.value), '"');
+      if (!a.name.startsWith(MARK)) {
+        put(' ', a.name, '="', escAttr(a.value), '"');
+      }
     }
-    put('>');
+    put(box, '>');
     if (VOID.has(name)) {
       return;
     }

@@ -38,24 +38,52 @@ func Extract(p Page) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("parse the page: %w", err)
 	}
+	// The reader's own candidate first: the parser below mutates its tree.
+	fresh, err := html.Parse(strings.NewReader(p.HTML))
+	if err != nil {
+		return "", fmt.Errorf("parse the page: %w", err)
+	}
+	body := findBody(fresh)
+	var cluster *html.Node
+	clusterProse := 0
+	if body != nil {
+		cluster, clusterProse, _ = proseCluster(body)
+	}
 	parser := readability.NewParser()
 	parser.DisableJSONLD = true
 	if art, err := parser.ParseAndMutate(doc, base); err == nil && art.Node != nil {
-		if text := writeText(art.Node, base, false); len(text) >= minMainChars {
+		// The port's pick stands unless it holds under half the prose of
+		// the reader's own: then it took a side box for the article.
+		if _, _, prose := proseCluster(art.Node); cluster == nil || float64(prose) >= clusterShare*float64(clusterProse) || prose >= clusterMinProse || teaserList(cluster) {
+			clean(art.Node, p.Title)
+			if text := writeText(art.Node, base, false); len(text) >= minMainChars {
+				return text, nil
+			}
+		}
+	}
+	if cluster != nil {
+		clean(cluster, p.Title)
+		if text := writeText(cluster, base, false); len(text) >= minMainChars {
 			return text, nil
 		}
 	}
-	// The parser mutated its tree; the whole body is written from a fresh
-	// parse.
-	if doc, err = html.Parse(strings.NewReader(p.HTML)); err != nil {
+	// No main content stands out: the whole body, chrome left out.
+	if fresh, err = html.Parse(strings.NewReader(p.HTML)); err != nil {
 		return "", fmt.Errorf("parse the page: %w", err)
 	}
-	body := findBody(doc)
-	if body == nil {
+	if body = findBody(fresh); body == nil {
 		return "", nil
 	}
 	return writeText(body, base, true), nil
 }
+
+// clusterShare is the least share of the prose cluster's prose the
+// Readability port's pick must hold to be used.
+const clusterShare = 0.3
+
+// clusterMinProse is the port's prose from which its pick stands anyway:
+// long prose is an article, and a larger cluster then holds teasers too.
+const clusterMinProse = 1500
 
 // Compose puts the title, the URL and any notes on top of the body text.
 func Compose(pageURL, title string, notes []string, body string) string {
@@ -84,4 +112,25 @@ func findBody(n *html.Node) *html.Node {
 		}
 	}
 	return nil
+}
+
+// ExtractReadability is the reader before issue 23: the Readability port's
+// main content alone, written by our writer, or "" when it found none. The
+// evaluation (e2e/bench/readereval) scores it as a candidate.
+func ExtractReadability(p Page) (string, error) {
+	base, err := url.Parse(p.URL)
+	if err != nil {
+		base = nil
+	}
+	doc, err := html.Parse(strings.NewReader(p.HTML))
+	if err != nil {
+		return "", fmt.Errorf("parse the page: %w", err)
+	}
+	parser := readability.NewParser()
+	parser.DisableJSONLD = true
+	art, err := parser.ParseAndMutate(doc, base)
+	if err != nil || art.Node == nil {
+		return "", nil
+	}
+	return writeText(art.Node, base, false), nil
 }

@@ -61,6 +61,7 @@ type textWriter struct {
 	pre      int  // depth inside <pre>
 	cell     int  // depth inside a table cell: blocks become spaces
 	lists    []int
+	pending  []string // link URLs owed at the end of the current word
 }
 
 // writeText returns the readable text of n. base is the page's URL.
@@ -70,6 +71,7 @@ func writeText(n *html.Node, base *url.URL, wholeDoc bool) string {
 		w.host = strings.ToLower(base.Hostname())
 	}
 	w.node(n)
+	w.annotate()
 	return strings.TrimRightFunc(w.b.String(), unicode.IsSpace)
 }
 
@@ -188,16 +190,25 @@ func (w *textWriter) item(n *html.Node) {
 }
 
 // link writes a link's text, followed by " <url>" when it points to
-// another host.
+// another host. The note waits for the end of the word: a link that ends
+// inside a word ("<a>Arte</a>mis") must not split it.
 func (w *textWriter) link(n *html.Node) {
 	before := w.b.Len()
 	w.children(n)
 	if w.b.Len() == before {
 		return // no text (an image link): nothing to annotate
 	}
-	if u := w.external(attr(n, "href")); u != "" {
-		w.inline(" <" + u + ">")
+	if u := w.external(attr(n, "href")); u != "" && (len(w.pending) == 0 || w.pending[len(w.pending)-1] != u) {
+		w.pending = append(w.pending, u)
 	}
+}
+
+// annotate writes the link notes owed, at a word's end.
+func (w *textWriter) annotate() {
+	for _, u := range w.pending {
+		w.b.WriteString(" <" + u + ">")
+	}
+	w.pending = w.pending[:0]
 }
 
 // external returns href resolved against the page when it is an http(s)
@@ -217,7 +228,7 @@ func (w *textWriter) external(href string) string {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return ""
 	}
-	if strings.EqualFold(u.Hostname(), w.host) {
+	if sameSite(u.Hostname(), w.host) {
 		return ""
 	}
 	return u.String()
@@ -232,9 +243,10 @@ func (w *textWriter) breakLine(n int) {
 	w.newlines = max(w.newlines, n)
 }
 
-// inline writes s as is, after the owed breaks.
+// inline writes s as is, after the owed breaks and link notes.
 func (w *textWriter) inline(s string) {
 	w.flush()
+	w.annotate()
 	w.b.WriteString(s)
 }
 
@@ -242,6 +254,9 @@ func (w *textWriter) flush() {
 	if w.b.Len() == 0 {
 		w.newlines, w.space = 0, false
 		return
+	}
+	if w.newlines > 0 || w.space {
+		w.annotate()
 	}
 	if w.newlines > 0 {
 		w.b.WriteString("\n\n"[:min(w.newlines, 2)])
@@ -266,10 +281,21 @@ func (w *textWriter) text(s string) {
 		}
 		return
 	}
-	if r, _ := utf8.DecodeRuneInString(s); unicode.IsSpace(r) {
+	r, _ := utf8.DecodeRuneInString(s)
+	if unicode.IsSpace(r) {
 		w.space = true
 	}
+	if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r) {
+		w.annotate() // the link's word ended with it
+	}
 	w.flush()
+	if len(w.pending) > 0 { // the first field ends the word a link left open
+		w.b.WriteString(fields[0])
+		w.annotate()
+		if fields = fields[1:]; len(fields) > 0 {
+			w.b.WriteByte(' ')
+		}
+	}
 	w.b.WriteString(strings.Join(fields, " "))
 	if r, _ := utf8.DecodeLastRuneInString(s); unicode.IsSpace(r) {
 		w.space = true
@@ -312,4 +338,11 @@ func attr(n *html.Node, key string) string {
 		}
 	}
 	return ""
+}
+
+// sameSite reports whether host is the page's host, a "www." prefix aside
+// (www.example.com and example.com are one site to a reader).
+func sameSite(host, page string) bool {
+	host = strings.TrimPrefix(strings.ToLower(host), "www.")
+	return host == strings.TrimPrefix(page, "www.")
 }

@@ -44,6 +44,11 @@ func TestWriteText(t *testing.T) {
 		{"pre keeps whitespace", "<pre>a  b\n  c</pre><p>d</p>", "a  b\n  c\n\nd", false},
 		{"br and inline", `<p>a<br>b <em>c</em>d</p>`, "a\nb cd", false},
 		{"whitespace between inline", `<p><span>a</span> <span>b</span></p>`, "a b", false},
+		{"link inside a word does not split it", `<p>The <a href="https://o.test/a">Arte</a>mis m<a href="https://o.test/b">oon</a> program</p>`,
+			"The Artemis <https://o.test/a> moon <https://o.test/b> program", false},
+		{"link notes before a line break", `<p><a href="https://o.test/a">x</a></p><p>y</p>`,
+			"x <https://o.test/a>\n\ny", false},
+		{"www is the same site", `<p><a href="https://www.site.test/x">home</a></p>`, "home", false},
 		{"non-breaking spaces", "<p>a<b>\u00a0c</b>\u00a0<i>d\u00a0</i>e</p>", "a c d e", false},
 	}
 	for _, c := range cases {

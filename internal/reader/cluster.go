@@ -1,0 +1,98 @@
+package reader
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// asideName matches class and id words of blocks whose running text is
+// not the article's: comments and replies, teasers of other stories.
+var asideName = regexp.MustCompile(`comment|repl(y|ies)|respon|discuss|related|teaser|promo|recommend|sidebar|newsletter`)
+
+// Prose bounds: a block's own text (its inline content) is prose when it
+// holds at least proseMin characters with under proseLinks of them in
+// links; the cluster score charges other text at otherCost a character.
+const (
+	proseMin   = 80
+	proseLinks = 0.4
+	otherCost  = 0.5
+)
+
+// proseCluster finds the element that best holds the page's prose: the
+// paragraphs of running text (long, few links) minus, at otherCost, the
+// rest of the text around them (menus, lists of links, teasers). It is the
+// reader's own candidate beside the Readability port's: it needs no class
+// names, and the renderer's view (only rendered elements are in the DOM
+// read.js writes; boxes mark blocks) is what it counts. It returns the
+// element and its prose characters (nil, 0 on a page without prose), and
+// the prose characters under root.
+func proseCluster(root *html.Node) (best *html.Node, bestProse, total int) {
+	bestScore := 0.0
+	var walk func(n *html.Node, aside bool) (prose, text int)
+	walk = func(n *html.Node, aside bool) (prose, text int) {
+		aside = aside || (n.Type == html.ElementNode && asideName.MatchString(strings.ToLower(attr(n, "class")+" "+attr(n, "id"))))
+		own, ownLinks := 0, 0
+		var inline func(m *html.Node, inLink bool)
+		inline = func(m *html.Node, inLink bool) {
+			for c := m.FirstChild; c != nil; c = c.NextSibling {
+				switch c.Type {
+				case html.TextNode:
+					k := utf8.RuneCountInString(strings.Join(strings.Fields(c.Data), " "))
+					own += k
+					if inLink {
+						ownLinks += k
+					}
+				case html.ElementNode:
+					if skipped[c.DataAtom] || hidden(c) {
+						continue
+					}
+					if blocks[c.DataAtom] || attr(c, attrBox) != "" {
+						p, t := walk(c, aside)
+						prose, text = prose+p, text+t
+					} else {
+						inline(c, inLink || c.DataAtom == atom.A)
+					}
+				}
+			}
+		}
+		inline(n, n.DataAtom == atom.A)
+		text += own
+		if !aside && own >= proseMin && float64(ownLinks) < proseLinks*float64(own) {
+			prose += own
+		}
+		if score := float64(prose) - otherCost*float64(text-prose); score > bestScore {
+			best, bestScore, bestProse = n, score, prose
+		}
+		return prose, text
+	}
+	total, _ = walk(root, false)
+	return best, bestProse, total
+}
+
+// teaserList reports whether n reads as a list of other stories: three or
+// more headings that are links.
+func teaserList(n *html.Node) bool {
+	count := 0
+	var walk func(*html.Node)
+	walk = func(m *html.Node) {
+		for c := m.FirstChild; c != nil && count < 3; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			switch c.DataAtom {
+			case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+				if text, links := textAndLinkLen(c); text > 0 && links*2 > text {
+					count++
+				}
+				continue
+			}
+			walk(c)
+		}
+	}
+	walk(n)
+	return count >= 3
+}

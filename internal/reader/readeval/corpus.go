@@ -1,0 +1,157 @@
+// Package readeval scores the reader against human-made ground truth of
+// public labelled corpora: it loads the corpora (fetched by
+// scripts/reader-corpora.sh, never committed), splits off a held-out third
+// by a fixed hash of each page id, and scores extracted text with the
+// metric of the Article Extraction Benchmark (word 4-shingles; single words
+// too), with a bootstrap error.
+package readeval
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/net/html"
+)
+
+// Page is one labelled page: its HTML as crawled and the text a human
+// marked as its article body.
+type Page struct {
+	Corpus string // "aeb" or "l3s"
+	ID     string // the corpus's own page id
+	HTML   []byte // the crawled bytes, encoding as crawled
+	Truth  string // the human-labelled article body
+}
+
+// ErrNoCorpus is returned when a corpus directory is missing.
+var ErrNoCorpus = errors.New("readeval: corpus not found (run scripts/reader-corpora.sh)")
+
+// Load reads every corpus under root (root/aeb, root/l3s), sorted by corpus
+// and id.
+func Load(root string) ([]Page, error) {
+	aeb, err := LoadAEB(filepath.Join(root, "aeb"))
+	if err != nil {
+		return nil, err
+	}
+	l3s, err := LoadL3S(filepath.Join(root, "l3s"))
+	if err != nil {
+		return nil, err
+	}
+	return append(aeb, l3s...), nil
+}
+
+// LoadAEB reads the Article Extraction Benchmark (scrapinghub, MIT):
+// html/<id>.html.gz and ground-truth.json's articleBody.
+func LoadAEB(dir string) ([]Page, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "ground-truth.json"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoCorpus, err)
+	}
+	var truth map[string]struct {
+		ArticleBody string `json:"articleBody"`
+	}
+	if err := json.Unmarshal(raw, &truth); err != nil {
+		return nil, fmt.Errorf("readeval: aeb ground truth: %w", err)
+	}
+	var pages []Page
+	for id, t := range truth {
+		b, err := readGzip(filepath.Join(dir, "html", id+".html.gz"))
+		if err != nil {
+			return nil, fmt.Errorf("readeval: aeb page %s: %w", id, err)
+		}
+		pages = append(pages, Page{Corpus: "aeb", ID: id, HTML: b, Truth: t.ArticleBody})
+	}
+	sort.Slice(pages, func(i, j int) bool { return pages[i].ID < pages[j].ID })
+	return pages, nil
+}
+
+func readGzip(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(io.LimitReader(z, 64<<20))
+}
+
+// LoadL3S reads L3S-GN1 (Kohlschütter et al., research use only): the
+// crawled page original/<id>.html and, as truth, the text the assessors
+// labelled "fulltext" (class x-nc-sel2) in annotated/<id>.html. Headline
+// (sel1), supplemental text such as captions (sel3), related links (sel4)
+// and comments (sel5) are not the article body, as in the AEB's
+// articleBody. Pages with no fulltext label are left out.
+func LoadL3S(dir string) ([]Page, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "original", "*.html"))
+	if err != nil || len(names) == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrNoCorpus, dir)
+	}
+	sort.Strings(names)
+	var pages []Page
+	for _, name := range names {
+		id := strings.TrimSuffix(filepath.Base(name), ".html")
+		orig, err := os.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		ann, err := os.ReadFile(filepath.Join(dir, "annotated", id+".html"))
+		if err != nil {
+			return nil, err
+		}
+		truth, err := labelled(ann, "x-nc-sel2")
+		if err != nil {
+			return nil, fmt.Errorf("readeval: l3s page %s: %w", id, err)
+		}
+		if strings.TrimSpace(truth) == "" {
+			continue
+		}
+		pages = append(pages, Page{Corpus: "l3s", ID: id, HTML: orig, Truth: truth})
+	}
+	return pages, nil
+}
+
+// labelled returns the text inside elements of class cls, blocks joined by
+// line breaks.
+func labelled(doc []byte, cls string) (string, error) {
+	n, err := html.Parse(bytes.NewReader(doc))
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	var text func(*html.Node)
+	text = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			text(c)
+		}
+	}
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "span" {
+			for _, a := range n.Attr {
+				if a.Key == "class" && a.Val == cls {
+					text(n)
+					b.WriteByte('\n')
+					return
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return b.String(), nil
+}
