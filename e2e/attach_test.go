@@ -18,6 +18,7 @@ import (
 // guard reports ready, while the page keeps running. Then an agent uses the
 // attached guard with Playwright.
 func TestAttach(t *testing.T) {
+	t.Parallel() // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
 	needBrowser(t)
 	h := testhosts.Start(t)
 	c := startChromium(t)
@@ -47,15 +48,21 @@ func TestAttach(t *testing.T) {
 	}
 
 	h.Forbidden.Reset()
+	// Barrier: every poll fetches the forbidden host, then the sink, so
+	// attachPolls sink hits after ready prove as many forbidden attempts
+	// had their chance (about 1.5 s of polling every 100 ms).
+	const attachPolls = 15
 	sinkBefore := h.Sink.Hits(path)
-	time.Sleep(1500 * time.Millisecond)
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer wcancel()
+	err := h.Sink.WaitHits(wctx, path, sinkBefore+attachPolls+1)
 	if s := h.Forbidden.Snapshot(); s.Total > 0 || s.Conns > 0 {
-		t.Errorf("LEAK: %d requests and %d new connections reached the forbidden host in the 1.5s after the guard was ready: %v", s.Total, s.Conns, h.Forbidden.Log())
+		t.Errorf("LEAK: %d requests and %d new connections reached the forbidden host in the %d polls after the guard was ready: %v", s.Total, s.Conns, attachPolls, h.Forbidden.Log())
 	}
-	if got := h.Sink.Hits(path) - sinkBefore; got == 0 {
-		t.Errorf("the pre-existing page stopped polling the allowed sink after attach (tab closed or frozen?), so zero forbidden hits proves nothing")
+	if err != nil {
+		t.Errorf("the pre-existing page stopped polling the allowed sink after attach (tab closed or frozen?), so zero forbidden hits proves nothing: %v", err)
 	} else {
-		t.Logf("pre-existing page kept running: %d sink hits in 1.5s", got)
+		t.Logf("pre-existing page kept running: %d sink hits", h.Sink.Hits(path)-sinkBefore)
 	}
 
 	t.Run("playwright", func(t *testing.T) { runNodeClient(t, "playwright.mjs", endpointURL, h, "attach-playwright") })

@@ -114,6 +114,7 @@ var firewallSteps = []string{"connect", "refusedRows", "passingRows", "gotoFile"
 // newCDPSession / newBrowserCDPSession: once with no download or upload
 // directory (downloads denied, uploads refused) and once with both.
 func TestFirewallClients(t *testing.T) {
+	t.Parallel() // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
 	needBrowser(t)
 	for _, mode := range []string{"deny", "dirs"} {
 		t.Run(mode, func(t *testing.T) {

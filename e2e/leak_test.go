@@ -107,6 +107,7 @@ func TestLeaks(t *testing.T) {
 // CONNECT, for allowed hosts too, so the preconnect control runs in an
 // unguarded Chromium. sidechannel_test.go has the other side channels.
 func TestEgressProxyVectors(t *testing.T) {
+	t.Parallel() // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
 	needBrowser(t)
 	h := testhosts.Start(t)
 	bctx := connect(t, endpoint(t))

@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -159,14 +160,14 @@ func launchRTP(t *testing.T, h *testhosts.Hosts, name string, edit func(*cdpguar
 	log := &tailBuffer{max: 512 << 10}
 	cfg.Logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	edit(&cfg)
-	seen := map[int]bool{}
-	for _, p := range descendants(os.Getpid()) {
-		seen[p.pid] = true
-	}
+	// A flag Chrome ignores marks this guard's browser among the others
+	// that suites running in parallel launch meanwhile.
+	marker := fmt.Sprintf("--cdpguard-e2e-env=%s-%d", name, time.Now().UnixNano())
+	cfg.ChromeFlags = append(cfg.ChromeFlags, marker)
 	g := cdptest.StartGuard(t, cfg)
 	e := &rtpEnv{name: name, g: g, log: log}
 	for _, p := range descendants(os.Getpid()) {
-		if m := rtpProxyFlag.FindStringSubmatch(p.cmd); m != nil && !seen[p.pid] {
+		if m := rtpProxyFlag.FindStringSubmatch(p.cmd); m != nil && strings.Contains(p.cmd+" ", marker+" ") {
 			e.proxyPort, _ = strconv.Atoi(m[1])
 			break
 		}

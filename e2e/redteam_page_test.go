@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
@@ -75,21 +76,30 @@ func TestRedTeamPage(t *testing.T) {
 
 	res := map[string]*rtpResult{}
 	var mu sync.Mutex
-	sem := make(chan struct{}, 6)
 	t.Run("vectors", func(t *testing.T) {
+		// The vectors mostly wait on the browser (a page's settle time, a
+		// hit to arrive), so rtpConcurrent of them run at once. They are
+		// subtests started from goroutines, not t.Parallel ones: parallel
+		// subtests share go test's -parallel slots (GOMAXPROCS, 2 on CI)
+		// with every other parallel suite, which ran this suite two
+		// vectors at a time.
+		sem := make(chan struct{}, rtpConcurrent)
+		var wg sync.WaitGroup
 		for _, v := range rtpVectors(h, fb2, aux, plainEnv, ipEnv) {
 			r := &rtpResult{}
 			res[v.name] = r
-			t.Run(v.name, func(t *testing.T) {
-				t.Parallel()
-				sem <- struct{}{}
+			sem <- struct{}{}
+			wg.Go(func() {
 				defer func() { <-sem }()
-				c, f, n := rtpRun(t, h, aux, v)
-				mu.Lock()
-				*r = rtpResult{c, f, n}
-				mu.Unlock()
+				t.Run(v.name, func(t *testing.T) {
+					c, f, n := rtpRun(t, h, aux, v)
+					mu.Lock()
+					*r = rtpResult{c, f, n}
+					mu.Unlock()
+				})
 			})
 		}
+		wg.Wait()
 	})
 
 	t.Run("sec-fetch-evidence", func(t *testing.T) { rtpSecFetch(t, h, ax, ipEnv) })
@@ -163,7 +173,9 @@ func rtpRun(t *testing.T, h *testhosts.Hosts, aux string, v rtpVector) (ctl, bad
 		name := v.name + "-control"
 		tab := rtpOpen(t, h, aux, v, v.ctl, name)
 		var err error
-		wait := 6 * time.Second
+		// A bound on a positive event: a passing control ends at its hit,
+		// so only a vector Chromium refuses (optional) waits it out.
+		wait := 15 * time.Second
 		if v.optional {
 			wait = 3 * time.Second
 		}
@@ -192,7 +204,17 @@ func rtpRun(t *testing.T, h *testhosts.Hosts, aux string, v rtpVector) (ctl, bad
 	tab := rtpOpen(t, h, aux, v, v.bad, name)
 	n := rtpNote(tab)
 	note += n
-	time.Sleep(700 * time.Millisecond) // let a late request arrive
+	// A request the vector started before its done() has had its chance
+	// once a later request from the same tab reached the sink.
+	if err := rtpBarrier(tab, h, name); err != nil {
+		// The tab was left on a page that cannot fetch (a blocked
+		// navigation's explanation page): a new tab of the same user
+		// loads the sink instead, through the same browser and guard.
+		if err2 := rtpBarrierTab(t, h, v.env, name); err2 != nil {
+			t.Errorf("%s: no barrier: %v; then %v", name, err, err2)
+		}
+		note += " (barrier from a new tab)"
+	}
 	if v.kind == "guardws" {
 		// Evidence of which layer stopped it: a Fetch or proxy refusal
 		// names the guard's port; none means the endpoint's own Origin
@@ -213,6 +235,39 @@ func rtpRun(t *testing.T, h *testhosts.Hosts, aux string, v rtpVector) (ctl, bad
 		return ctl, "LEAK", note
 	}
 	return ctl, "0", note
+}
+
+// rtpConcurrent is how many vectors run at once; each has one tab open at a
+// time.
+const rtpConcurrent = 6
+
+// rtpBarrier makes the vector's tab fetch the sink once the vector is done
+// and waits (bounded) for that hit: the positive proof that requests the
+// vector started earlier went through the browser and the guard first, so
+// a forbidden listener still at zero means they were stopped.
+func rtpBarrier(tab context.Context, h *testhosts.Hosts, name string) error {
+	path := testhosts.HitPath(name + "-barrier")
+	expr := `fetch(` + strconv.Quote(h.Sink.Origin()+path) + `, {mode: "no-cors", cache: "no-store"}).then(() => "ok", String)`
+	got, err := step(tab, 5*time.Second, chromedp.Evaluate[string](expr, func(p *runtime.EvaluateParams) { p.AwaitPromise = new(true) }))
+	if err != nil || got != "ok" {
+		return fmt.Errorf("barrier fetch to the sink from the tab: %q %v", got, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return h.Sink.WaitHits(ctx, path, 1)
+}
+
+// rtpBarrierTab is rtpBarrier from a new tab of env's hostile user, for a
+// vector whose tab was left on a page that cannot fetch.
+func rtpBarrierTab(t *testing.T, h *testhosts.Hosts, env *rtpEnv, name string) error {
+	path := testhosts.HitPath(name + "-barrier-tab")
+	tab := newTab(t, env.bctx)
+	if errText, err := navigateNoWait(tab, h.Sink.Origin()+path); err != nil || errText != "" {
+		return fmt.Errorf("barrier tab: %q %w", errText, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return h.Sink.WaitHits(ctx, path, 1)
 }
 
 // rtpRefusals counts the guard's log lines that refuse something on port.
