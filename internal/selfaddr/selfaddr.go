@@ -115,17 +115,6 @@ func (s *Set) Contains(ap netip.AddrPort) bool {
 	return false
 }
 
-// Ports returns the ports the set holds (for logs and tests).
-func (s *Set) Ports() []uint16 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]uint16, 0, len(s.eps))
-	for _, e := range s.eps {
-		out = append(out, e.Port())
-	}
-	return out
-}
-
 func norm(ap netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port())
 }
