@@ -225,7 +225,11 @@ func (f flushingWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func (f flushingWriter) Flush() { _ = http.NewResponseController(f.ResponseWriter).Flush() }
+func (f flushingWriter) Flush() {
+	if fl, ok := f.ResponseWriter.(http.Flusher); ok { // http.Server's writer is one
+		fl.Flush()
+	}
+}
 
 func (f flushingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(f.ResponseWriter).Hijack()
