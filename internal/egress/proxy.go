@@ -225,7 +225,11 @@ func (f flushingWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func (f flushingWriter) Flush() { _ = http.NewResponseController(f.ResponseWriter).Flush() }
+func (f flushingWriter) Flush() {
+	if fl, ok := f.ResponseWriter.(http.Flusher); ok { // http.Server's writer is one
+		fl.Flush()
+	}
+}
 
 func (f flushingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(f.ResponseWriter).Hijack()
@@ -273,14 +277,9 @@ func (p *Proxy) Stats() Stats {
 	}
 }
 
-// Deny adds an address that is never a destination, like the proxy's own:
-// the guard's CDP endpoint, which a page must not reach even when the
-// allowlist names its address. An unspecified address (0.0.0.0, [::])
-// denies every local address on that port (selfaddr.Set.Contains).
-func (p *Proxy) Deny(ap netip.AddrPort) { p.self.Add(ap) }
-
 // isSelf reports whether ap is one of the proxy's own listening addresses
-// (a request looping back into the proxy) or an address given to Deny, on
+// (a request looping back into the proxy) or another address of the guard
+// in Options.Self (its CDP endpoint), on
 // any of the host's addresses when the listener's address is unspecified.
 func (p *Proxy) isSelf(ap netip.AddrPort) bool { return p.self.Contains(ap) }
 

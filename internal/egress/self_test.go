@@ -34,7 +34,7 @@ func TestSelfIsEveryHostAddress(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var dialed []string
-	p, addr := startProxy(t, Options{
+	_, addr := startProxy(t, Options{
 		Decide:       func(string, int) (bool, string) { return true, "" },
 		AllowPrivate: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("0.0.0.0/8")},
 		HostMap:      hm,
@@ -47,7 +47,7 @@ func TestSelfIsEveryHostAddress(t *testing.T) {
 			return nil, errors.New("test: no dial")
 		}
 	})
-	p.Deny(netip.MustParseAddrPort("0.0.0.0:9222")) // the endpoint, listening on every address
+	self.Add(netip.MustParseAddrPort("0.0.0.0:9222")) // the endpoint, listening on every address (the guard adds it)
 
 	for _, tgt := range []string{hostAddr + ":9222", "guardhost.test:9222", "127.0.0.1:9222", "0.0.0.0:9222"} {
 		if r := rawConnect(t, addr, tgt); r.status != 403 || !strings.Contains(r.body, "proxy itself") {

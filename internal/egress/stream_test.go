@@ -82,3 +82,36 @@ func TestStreamsPlainHTTP(t *testing.T) {
 	}
 	close(release)
 }
+
+// BenchmarkPlainHTTP fetches a 1 MiB plain-http body through the proxy
+// (keep-alive): the cost of passing each write on at once.
+func BenchmarkPlainHTTP(b *testing.B) {
+	body := strings.Repeat("x", 1<<20)
+	up := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, body)
+	})}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = up.Serve(l) }()
+	defer up.Close()
+	u := "http://allowed.test:" + itoa(l.Addr().(*net.TCPAddr).Port) + "/"
+	_, addr := startProxy(b, Options{Decide: newAllow("allowed.test").decide, HostMap: testMap(b)})
+	tr := &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: addr})}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := hc.Get(u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if n != int64(len(body)) {
+			b.Fatalf("read %d bytes", n)
+		}
+	}
+}

@@ -64,6 +64,19 @@ func (s *Set) Remove(ap netip.AddrPort) {
 	}
 }
 
+// HasPort reports whether some listener is on port: a cheap first test
+// for callers that must map a name to an address before Contains.
+func (s *Set) HasPort(port uint16) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.eps {
+		if e.Port() == port {
+			return true
+		}
+	}
+	return false
+}
+
 // Contains reports whether a connection to ap would reach one of the
 // listeners: the same address and port; any address on the port of a
 // listener on an unspecified address when the address is loopback or
@@ -113,17 +126,6 @@ func (s *Set) Contains(ap netip.AddrPort) bool {
 		}
 	}
 	return false
-}
-
-// Ports returns the ports the set holds (for logs and tests).
-func (s *Set) Ports() []uint16 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]uint16, 0, len(s.eps))
-	for _, e := range s.eps {
-		out = append(out, e.Port())
-	}
-	return out
 }
 
 func norm(ap netip.AddrPort) netip.AddrPort {

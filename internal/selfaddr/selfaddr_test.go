@@ -81,8 +81,11 @@ func TestRemove(t *testing.T) {
 	if !s.Contains(ap("127.0.0.1:9444")) {
 		t.Fatal("one of two listeners removed: still self")
 	}
+	if !s.HasPort(9444) || s.HasPort(9445) {
+		t.Fatal("HasPort")
+	}
 	s.Remove(ap("127.0.0.1:9444"))
-	if s.Contains(ap("127.0.0.1:9444")) {
+	if s.Contains(ap("127.0.0.1:9444")) || s.HasPort(9444) {
 		t.Fatal("both removed: not self")
 	}
 }
