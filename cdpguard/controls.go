@@ -15,6 +15,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
+	"github.com/cdpguard/cdpguard/internal/quiet"
 	"github.com/cdpguard/cdpguard/js"
 )
 
@@ -32,10 +33,10 @@ const controlsRecent = 20
 // way back is the binding, whose calls are checked in controls_grant.go.
 type controls struct {
 	g       *Guard
-	world   string // the controls world's random name (hidden from agents)
-	binding string // the binding's random name, exposed in that world only
-	input   inputTracker
-	taint   worldTaint // controls contexts agents may have reached (controls_taint.go)
+	world   string        // the controls world's random name (hidden from agents)
+	binding string        // the binding's random name, exposed in that world only
+	input   quiet.Tracker // agents' input, debugger and window moves (internal/quiet)
+	taint   worldTaint    // controls contexts agents may have reached (controls_taint.go)
 	wake    chan struct{}
 
 	mu       sync.Mutex

@@ -92,6 +92,9 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			g.markWeb(p.TargetInfo, e.Method == "Target.targetInfoChanged")
 			if p.TargetInfo.Type == "page" {
 				g.judge.AddPage(p.TargetInfo.TargetID)
+				if e.Method == "Target.targetCreated" && g.ctl != nil {
+					g.ctl.windowOpened()
+				}
 			}
 		}
 	case "Target.targetCrashed":
