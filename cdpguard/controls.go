@@ -283,6 +283,11 @@ func (c *controls) contextGone(session string, match func(int64, string) bool) {
 		delete(gone, id) // another process's context with the same id lives on
 	}
 	if len(gone) > 0 {
+		for id := range gone {
+			if c.taint.refusal(target, id) != "" {
+				p.recover.wasTainted(id) // a recovery may find the same world again
+			}
+		}
 		c.taint.gone(target, func(id int64) bool { return gone[id] })
 		for id := range gone {
 			delete(p.worlds, id)
