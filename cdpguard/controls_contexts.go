@@ -92,4 +92,3 @@ func (c *controls) contextGone(session string, match func(int64, string) bool) {
 		c.poke()
 	}
 }
-
