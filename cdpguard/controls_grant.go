@@ -5,80 +5,25 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/quiet"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/js"
 )
-
-// agentInputQuiet is how long after an agent's last Input.* command a click
-// on the "Allow" button is still taken for the agent's: CDP input events
-// are trusted by the page (isTrusted, user activation), so only the guard,
-// which sees every agent command, can tell them from a human's.
-const agentInputQuiet = time.Second
-
-// agentInputStale bounds how long an Input.* command with no reply counts
-// as in flight (an agent that went away leaves its reply unread).
-const agentInputStale = 10 * time.Second
-
-// inputTracker follows every agent's Input.* commands, browser-wide.
-type inputTracker struct {
-	mu       sync.Mutex
-	next     uint64
-	inflight map[uint64]time.Time
-	last     time.Time // when the last one was answered
-}
-
-// begin records an Input.* command about to be forwarded; done is called
-// with its reply.
-func (t *inputTracker) begin(now time.Time) (done func()) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.inflight == nil {
-		t.inflight = map[uint64]time.Time{}
-	}
-	t.next++
-	id := t.next
-	t.inflight[id] = now
-	return func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		delete(t.inflight, id)
-		t.last = time.Now()
-	}
-}
-
-// busy returns why an input event seen now may be an agent's, or "".
-func (t *inputTracker) busy(now time.Time) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
-	for id, at := range t.inflight {
-		if now.Sub(at) > agentInputStale {
-			delete(t.inflight, id)
-			continue
-		}
-		n++
-	}
-	if n > 0 {
-		return fmt.Sprintf("an agent's input command (Input.*, or one that moves or raises a window) was in flight (%d)", n)
-	}
-	if !t.last.IsZero() && now.Sub(t.last) < agentInputQuiet {
-		return fmt.Sprintf("an agent sent input (Input.*, or moved or raised a window) %v before the click; a human's click must come at least %v after any agent's", now.Sub(t.last).Round(time.Millisecond), agentInputQuiet)
-	}
-	return ""
-}
 
 // windowCommands change which page is in front or where the button is on
 // the screen without any input, so a human's click right after one may
 // land on a button the human never saw: they count as input. (e2e
 // TestRedTeamControls/other-window: an agent raised a window it had kept
 // behind another until the button was armed; the page saw neither a focus
-// nor a visibility change.)
+// nor a visibility change.) true: the command opens, closes, raises or
+// moves a window, which can cover or reveal any user's button, so it
+// counts everywhere; false: it changes the layout of the agent's own page
+// only, like input (internal/quiet).
 var windowCommands = map[string]bool{
 	"Target.activateTarget":              true,
 	"Target.createTarget":                true,
@@ -86,9 +31,26 @@ var windowCommands = map[string]bool{
 	"Page.bringToFront":                  true,
 	"Page.close":                         true,
 	"Browser.setWindowBounds":            true,
-	"Emulation.setDeviceMetricsOverride": true,
-	"Emulation.setVisibleSize":           true,
-	"Emulation.setPageScaleFactor":       true,
+	"Emulation.setDeviceMetricsOverride": false,
+	"Emulation.setVisibleSize":           false,
+	"Emulation.setPageScaleFactor":       false,
+}
+
+// windowOpened starts the quiet window everywhere when any page target
+// appears: a new tab or popup can cover or reveal any user's button, and a
+// page's own window.open (after its agent's input, which counts only
+// against its own user) is seen by no agent command.
+func (c *controls) windowOpened() {
+	c.input.Begin(quiet.Everywhere, time.Now())()
+}
+
+// userScope is the quiet-window scope of an agent's own input and
+// debugger: its user's pages.
+func (st *agentState) userScope() quiet.Scope {
+	if st.user == nil {
+		return quiet.Everywhere
+	}
+	return quiet.User(st.user.Key)
 }
 
 // agentWatch follows the agent commands a grant depends on, once they are
@@ -107,7 +69,7 @@ func (g *Guard) agentWatch(st *agentState, cmd relay.Command, v relay.Verdict) r
 		if cmd.Method == "Debugger.disable" && g.ctl != nil {
 			// A handler the agent kept paused runs on now: as right
 			// after input (e2e TestRedTeamControls/debugger-pause).
-			g.ctl.input.begin(time.Now())()
+			g.ctl.input.Begin(st.userScope(), time.Now())()
 		}
 		return v
 	case "Debugger.getScriptSource":
@@ -120,7 +82,7 @@ func (g *Guard) agentWatch(st *agentState, cmd relay.Command, v relay.Verdict) r
 			SessionID string `json:"sessionId"`
 		}
 		if g.ctl != nil && unmarshalParams(cmd.Params, &p) == nil && st.detachDebugger(p.SessionID) {
-			done := g.ctl.input.begin(time.Now())
+			done := g.ctl.input.Begin(st.userScope(), time.Now())
 			return relay.Combine(relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
 				done()
 				return result, errRaw
@@ -128,10 +90,15 @@ func (g *Guard) agentWatch(st *agentState, cmd relay.Command, v relay.Verdict) r
 		}
 		return v
 	}
-	if g.ctl == nil || !(strings.HasPrefix(cmd.Method, "Input.") || windowCommands[cmd.Method]) {
+	everywhere, window := windowCommands[cmd.Method]
+	if g.ctl == nil || !(strings.HasPrefix(cmd.Method, "Input.") || window) {
 		return v
 	}
-	done := g.ctl.input.begin(time.Now())
+	scope := st.userScope()
+	if everywhere {
+		scope = quiet.Everywhere
+	}
+	done := g.ctl.input.Begin(scope, time.Now())
 	return relay.Combine(relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
 		done()
 		return result, errRaw
@@ -185,10 +152,14 @@ func (c *controls) bindingCalled(session string, params []byte) {
 		why = clickRefusal(p.Payload, allowLabel(x.host))
 	}
 	if why == "" {
-		why = c.input.busy(now)
-	}
-	if why == "" {
-		why = c.g.agentDebugging()
+		// Only what can reach this page's button counts: its user's input
+		// and debugger, and anyone's window moves (internal/quiet). Lock
+		// order: c.mu, then the users registry's and g.agents.mu (leaves).
+		owner, known := c.g.users.OwnerKey(target)
+		why = c.input.Busy(owner, known, now)
+		if why == "" {
+			why = c.g.agentDebugging(owner, known)
+		}
 	}
 	if why != "" {
 		if x != nil {
@@ -311,16 +282,21 @@ func (g *Guard) debuggerGone(st *agentState) {
 	on := len(st.debugger) > 0
 	st.mu.Unlock()
 	if on {
-		g.ctl.input.begin(time.Now())()
+		g.ctl.input.Begin(st.userScope(), time.Now())()
 	}
 }
 
-// agentDebugging returns why a grant must wait while some agent has the
-// JavaScript debugger enabled (browser-wide, like input), or "".
-func (g *Guard) agentDebugging() string {
+// agentDebugging returns why a grant on a page of user owner must wait
+// while one of that user's agents has the JavaScript debugger enabled, or
+// "". Another user's debugger cannot reach the page (users never share a
+// renderer); on a page of no user (known false) every agent's counts.
+func (g *Guard) agentDebugging(owner string, known bool) string {
 	g.agents.mu.Lock()
 	defer g.agents.mu.Unlock()
 	for a, st := range g.agents.m {
+		if known && st.user != nil && st.user.Key != owner {
+			continue
+		}
 		st.mu.Lock()
 		var sessions []string
 		for s := range st.debugger {

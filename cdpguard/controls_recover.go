@@ -22,11 +22,23 @@ type ctlRecover struct {
 	gen   uint64 // bumped whenever the main-frame context changes
 	busy  bool   // a request is in flight
 	tries int    // requests for this document
+	// tainted holds the ids of tainted controls contexts forgotten in this
+	// document (controls_taint.go): an event that names no context (a late
+	// executionContextsCleared) may have forgotten a world that still
+	// lives, and a recovery that finds it again must not make it clean.
+	tainted map[int64]bool
 }
 
 func (r *ctlRecover) changed() { r.gen++ }
 
-func (r *ctlRecover) navigated() { r.gen++; r.tries = 0 }
+func (r *ctlRecover) navigated() { r.gen++; r.tries = 0; r.tainted = nil }
+
+func (r *ctlRecover) wasTainted(id int64) {
+	if r.tainted == nil {
+		r.tainted = map[int64]bool{}
+	}
+	r.tainted[id] = true
+}
 
 // ctlRecovery is one request for a page's controls world.
 type ctlRecovery struct {
@@ -89,6 +101,9 @@ func (c *controls) recoverWorld(ctx context.Context, r ctlRecovery) {
 	p.ctxID, p.ctxUniq = id, ""
 	p.worlds[id] = r.target
 	c.taint.created(r.target, id, time.Now())
+	if p.recover.tainted[id] {
+		c.taint.mark(r.target, []int64{id})
+	}
 	c.dirty[r.target] = true
 	c.poke()
 }

@@ -140,3 +140,27 @@ func waitAllowButton(ctx context.Context, g *Guard, target string, d time.Durati
 	}
 	return false
 }
+
+// TestRecoveryKeepsTaint: a late executionContextsCleared forgets a
+// tainted controls context that may still live; the recovery that finds
+// the same world again keeps it tainted (its binding calls refused).
+func TestRecoveryKeepsTaint(t *testing.T) {
+	g := &Guard{worlds: newGuardWorlds(), log: slog.New(slog.DiscardHandler)}
+	c := &controls{g: g, wake: make(chan struct{}, 1), pages: map[string]*ctlPage{}, sessions: map[string]string{}, dirty: map[string]bool{}}
+	c.sessions["S"] = "T"
+	c.pages["T"] = &ctlPage{session: "S", worlds: map[int64]string{}, uniq: map[string]int64{}}
+	c.contextCreated("S", "T", 4, "u.4")
+	c.taint.mark("T", []int64{4})
+	c.contextGone("S", func(int64, string) bool { return true }) // the late Cleared
+	if c.taint.refusal("T", 4) != "" {
+		t.Fatal("setup: the Cleared did not forget the taint")
+	}
+	p := c.pages["T"]
+	if !p.recover.tainted[4] {
+		t.Fatal("the forgotten tainted context is not remembered for recovery")
+	}
+	c.frameNavigated("S", "T", "http://a.test/")
+	if p.recover.tainted != nil {
+		t.Error("a new document kept the old document's taint memory")
+	}
+}

@@ -6,30 +6,8 @@ import (
 	"time"
 
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/users"
 )
-
-func TestInputTracker(t *testing.T) {
-	var tr inputTracker
-	t0 := time.Now()
-	if why := tr.busy(t0); why != "" {
-		t.Fatalf("no input yet, busy: %s", why)
-	}
-	done := tr.begin(t0)
-	if why := tr.busy(t0.Add(time.Second)); !strings.Contains(why, "in flight") {
-		t.Errorf("input in flight: busy = %q", why)
-	}
-	done()
-	if why := tr.busy(time.Now()); !strings.Contains(why, "before the click") {
-		t.Errorf("input just answered: busy = %q", why)
-	}
-	if why := tr.busy(time.Now().Add(agentInputQuiet + time.Millisecond)); why != "" {
-		t.Errorf("input answered long ago: busy = %q", why)
-	}
-	tr.begin(t0) // never answered (its agent went away)
-	if why := tr.busy(t0.Add(agentInputStale + time.Second)); why != "" {
-		t.Errorf("a stale entry still counts: %q", why)
-	}
-}
 
 func TestClickRefusal(t *testing.T) {
 	for payload, want := range map[string]string{
@@ -90,21 +68,70 @@ func TestDetachDebuggerCountsAsInput(t *testing.T) {
 	st := &agentState{}
 	st.setDebugger("S1", true)
 	plain := g.agentWatch(st, relay.Command{Method: "Target.detachFromTarget", Params: []byte(`{"sessionId":"S2"}`)}, relay.Verdict{})
-	if plain.OnReply != nil || g.ctl.input.busy(time.Now()) != "" {
+	if plain.OnReply != nil || g.ctl.input.Busy("", false, time.Now()) != "" {
 		t.Fatal("detaching a session without the debugger counted as input")
 	}
 	v := g.agentWatch(st, relay.Command{Method: "Target.detachFromTarget", Params: []byte(`{"sessionId":"S1"}`)}, relay.Verdict{})
-	if why := g.ctl.input.busy(time.Now()); !strings.Contains(why, "in flight") {
+	if why := g.ctl.input.Busy("", false, time.Now()); !strings.Contains(why, "in flight") {
 		t.Fatalf("detach with the debugger on is not in flight: %q", why)
 	}
 	if v.OnReply == nil {
 		t.Fatal("no reply hook to end the detach")
 	}
 	v.OnReply([]byte(`{}`), nil)
-	if why := g.ctl.input.busy(time.Now()); !strings.Contains(why, "before the click") {
+	if why := g.ctl.input.Busy("", false, time.Now()); !strings.Contains(why, "before the click") {
 		t.Errorf("no quiet window after the detach: %q", why)
 	}
 	if st.detachDebugger("S1") {
 		t.Error("the detached session's debugger is still recorded")
+	}
+}
+
+// TestQuietWindowScope: an agent's input counts only against its own
+// user's buttons, a window move against everyone's (e2e
+// TestRedTeamControls/other-window), and an Emulation.* layout change, which
+// stays in the agent's own page, like input.
+func TestQuietWindowScope(t *testing.T) {
+	for _, c := range []struct {
+		method    string
+		user      string
+		aliceBusy bool
+	}{
+		{"Input.dispatchMouseEvent", "bob", false},
+		{"Input.dispatchMouseEvent", "alice", true},
+		{"Input.dispatchKeyEvent", "bob", false},
+		{"Emulation.setDeviceMetricsOverride", "bob", false},
+		{"Emulation.setDeviceMetricsOverride", "alice", true},
+		{"Target.activateTarget", "bob", true},
+		{"Target.createTarget", "bob", true},
+		{"Target.closeTarget", "bob", true},
+		{"Page.bringToFront", "bob", true},
+		{"Browser.setWindowBounds", "bob", true},
+		{"Debugger.disable", "bob", false},
+		{"Debugger.disable", "alice", true},
+	} {
+		g := &Guard{worlds: newGuardWorlds()}
+		g.ctl = &controls{}
+		st := &agentState{user: &users.User{Key: c.user}}
+		v := g.agentWatch(st, relay.Command{Method: c.method, Params: []byte(`{}`)}, relay.Verdict{})
+		if v.OnReply != nil {
+			v.OnReply([]byte(`{}`), nil)
+		}
+		if got := g.ctl.input.Busy("alice", true, time.Now()) != ""; got != c.aliceBusy {
+			t.Errorf("%s from %s: alice's button busy = %v, want %v", c.method, c.user, got, c.aliceBusy)
+		}
+		if g.ctl.input.Busy("", false, time.Now()) == "" {
+			t.Errorf("%s from %s: a page of no user is not busy", c.method, c.user)
+		}
+	}
+}
+
+// TestWindowOpenedIsQuietEverywhere: a new page target (a popup a page
+// opened after its own user's input) counts against every button.
+func TestWindowOpenedIsQuietEverywhere(t *testing.T) {
+	c := &controls{}
+	c.windowOpened()
+	if c.input.Busy("alice", true, time.Now()) == "" {
+		t.Error("a new window did not start the quiet window for another user's button")
 	}
 }

@@ -99,6 +99,9 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			if p.TargetInfo.Type == "page" {
 				g.users.MarkPage(p.TargetInfo.TargetID)
 				g.judge.AddPage(p.TargetInfo.TargetID)
+				if e.Method == "Target.targetCreated" && g.ctl != nil {
+					g.ctl.windowOpened()
+				}
 			}
 		}
 	case "Target.targetCrashed":

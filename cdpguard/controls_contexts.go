@@ -1,0 +1,94 @@
+package cdpguard
+
+import "time"
+
+// The controls' bookkeeping of their world's execution contexts, keyed by
+// uniqueId (docs/decisions/2026-12-02-controls-contexts.md).
+
+// contextCreated records a controls context: every one is a guard world
+// agents must not name (worlds_refuse.go), recorded under its frame and
+// under the target (a subframe's context is named on the page's session);
+// the main frame's is where the guard pushes and the only one whose
+// binding calls count.
+func (c *controls) contextCreated(session, frameID string, id int64, uniq string) {
+	c.mu.Lock()
+	target, ok := c.sessions[session]
+	p := c.pages[target]
+	if !ok || p == nil {
+		c.mu.Unlock()
+		return
+	}
+	p.worlds[id] = frameID
+	if uniq != "" {
+		p.uniq[uniq] = id
+	}
+	main := frameID == target
+	if main {
+		p.ctxID, p.ctxUniq = id, uniq
+		p.recover.changed()
+		c.dirty[target] = true
+	}
+	c.mu.Unlock()
+	c.g.worlds.madeIn(target, frameID, id)
+	c.taint.created(target, id, time.Now())
+	if main {
+		c.poke()
+	}
+}
+
+// contextDestroyed forgets one controls context. With its uniqueId (every
+// Chrome this guard supports sends one) only that context goes; a context
+// id alone also matches a context of another process with the same id.
+func (c *controls) contextDestroyed(session string, id int64, uniq string) {
+	if uniq == "" {
+		c.contextGone(session, func(i int64, _ string) bool { return i == id })
+		return
+	}
+	c.contextGone(session, func(_ int64, u string) bool { return u == uniq })
+}
+
+// contextGone forgets the controls contexts of a session that match (by id
+// and uniqueId; a recovered context has no uniqueId). An id stays known
+// (worlds, taint) while another live context still has it.
+func (c *controls) contextGone(session string, match func(int64, string) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	target := c.sessions[session]
+	p := c.pages[target]
+	if p == nil {
+		return
+	}
+	gone := map[int64]bool{}
+	for u, id := range p.uniq {
+		if match(id, u) {
+			delete(p.uniq, u)
+			gone[id] = true
+		}
+	}
+	for id := range p.worlds {
+		if match(id, "") {
+			gone[id] = true
+		}
+	}
+	mainGone := p.ctxID != 0 && (gone[p.ctxID] && p.ctxUniq == "" || p.ctxUniq != "" && match(p.ctxID, p.ctxUniq))
+	for _, id := range p.uniq {
+		delete(gone, id) // another process's context with the same id lives on
+	}
+	if len(gone) > 0 {
+		for id := range gone {
+			if c.taint.refusal(target, id) != "" {
+				p.recover.wasTainted(id) // a recovery may find the same world again
+			}
+		}
+		c.taint.gone(target, func(id int64) bool { return gone[id] })
+		for id := range gone {
+			delete(p.worlds, id)
+		}
+	}
+	if mainGone {
+		p.ctxID, p.ctxUniq = 0, ""
+		p.recover.changed()
+		c.dirty[target] = true
+		c.poke()
+	}
+}
