@@ -430,7 +430,9 @@ func targetsOf(t *testing.T, c *cdptest.Client) []struct{ TargetID, Type string 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r struct{ TargetInfos []struct{ TargetID, Type string } }
+	var r struct {
+		TargetInfos []struct{ TargetID, Type string }
+	}
 	_ = json.Unmarshal(res, &r)
 	return r.TargetInfos
 }

@@ -118,8 +118,8 @@ type Agent struct {
 	browser   string // the agent's browser-level session
 	def       string // session used for commands without sessionId
 	q         *outQueue
-	held      tally        // bytes queued for the agent (its share of Share.held)
-	replyAvg  atomic.Int64 // running average of the agent's reply sizes (mux read loop only writes)
+	held      tally         // bytes queued for the agent (its share of Share.held)
+	replyAvg  atomic.Int64  // running average of the agent's reply sizes (mux read loop only writes)
 	replied   chan struct{} // one token: a reply arrived (for waitRoom)
 	quit      chan struct{}
 	closeMu   sync.Once
