@@ -129,9 +129,10 @@ func (g *Guard) queuedBytes() (total, most int64) {
 // tabOverCap closes a page that took its user past the tab cap (a popup,
 // or creates that raced past the command check), tells the user's
 // connections that sent Guard.enable (Guard.targetRefused), logs and
-// counts it. It runs on the mux read loop; the close goes through the
+// counts it. session is the guard's session to it, waiting whether it is
+// held there. It runs on the mux read loop; the close goes through the
 // effects goroutine. It reports whether the page was closed.
-func (g *Guard) tabOverCap(t targetInfo) bool {
+func (g *Guard) tabOverCap(t targetInfo, session string, waiting bool) bool {
 	u := g.users.OwnerOfContext(t.BrowserContextID)
 	if u == nil || !g.iso.OverTabs(u) {
 		return false
@@ -140,7 +141,14 @@ func (g *Guard) tabOverCap(t targetInfo) bool {
 	g.metrics.bounds.capped.WithLabelValues(isolation.CapTabs).Inc()
 	g.log.Warn("tab over the per-user cap closed", "user", u.Key, "target", t.TargetID, "opener", t.OpenerID, "cap", g.maxTabs())
 	id := t.TargetID
-	g.fx.add(func() { _ = g.mux.Send("", "Target.closeTarget", map[string]any{"targetId": id}) })
+	g.fx.add(func() {
+		_ = g.mux.Send("", "Target.closeTarget", map[string]any{"targetId": id})
+		if session != "" && waiting {
+			// A popup can share its opener's renderer: held, it would
+			// hold the opener too, and the close waits on it.
+			_ = g.mux.Send(session, "Runtime.runIfWaitingForDebugger", nil)
+		}
+	})
 	params, jerr := jsonv2.Marshal(map[string]string{
 		"targetId": t.TargetID, "openerId": t.OpenerID, "url": t.URL,
 		"reason": "cdpguard: closed at once: " + err.Error(),

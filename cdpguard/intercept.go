@@ -105,6 +105,10 @@ func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, c
 		return g.rewriteDownloads(ctx, st, cmd)
 	case firewall.CheckFiles:
 		return g.checkFiles(cmd)
+	case firewall.CheckSizes:
+		if why := firewall.SizeRefusal(cmd.Params, rule.Sizes); why != "" {
+			return refusal(name, why+": "+rule.Why)
+		}
 	case firewall.Guard:
 		return g.guardMethod(ctx, st, cmd)
 	case firewall.Dialogs:

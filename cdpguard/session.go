@@ -70,7 +70,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		if a.TargetInfo.Type == "page" {
 			g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
 			g.users.MarkPage(a.TargetInfo.TargetID)
-			if g.tabOverCap(a.TargetInfo) { // closed at once, never released
+			if g.tabOverCap(a.TargetInfo, a.SessionID, a.WaitingForDebugger) { // closed at once, never released
 				g.setupDone(a.TargetInfo.TargetID)
 				return
 			}

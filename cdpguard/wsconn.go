@@ -72,10 +72,7 @@ func (s *stallConn) Write(ctx context.Context, msg []byte) error {
 		s.timer.Reset(s.writeTimeout)
 	}
 	err := s.c.Write(context.Background(), websocket.MessageText, msg)
-	if !s.timer.Stop() || s.stalled.Load() { // the bound fired during this write
-		if s.onStall != nil {
-			s.onStall()
-		}
+	if !s.timer.Stop() || s.stalled.Load() { // the bound fired during this write (stall counted it)
 		reason := fmt.Sprintf("cdpguard: agent did not read a message within %v", s.writeTimeout)
 		return fmt.Errorf("write: %w (bound %v): %w", errAgentStalled, s.writeTimeout,
 			&relay.CloseError{Code: relay.StatusPolicy, Reason: reason})
@@ -83,9 +80,13 @@ func (s *stallConn) Write(ctx context.Context, msg []byte) error {
 	return err
 }
 
-// stall runs when a write outlasts the bound.
+// stall runs when a write outlasts the bound: it is counted at once (an
+// operator, or a test, sees the cut-off while the grace runs).
 func (s *stallConn) stall() {
 	s.stalled.Store(true)
+	if s.onStall != nil {
+		s.onStall()
+	}
 	s.startGrace()
 }
 

@@ -49,6 +49,10 @@ const (
 	// must not race the guard's own (exactly one answer per dialog; an
 	// answer after the guard's gets a CDP error naming cdpguard).
 	Dialogs
+	// CheckSizes refuses the command when a number in its params is over
+	// one of Rule.Sizes (SizeRefusal in sizes.go): surfaces so big that
+	// rendering them stalls the browser for every user.
+	CheckSizes
 )
 
 // String names the action, for test and log output.
@@ -78,6 +82,8 @@ func (a Action) String() string {
 		return "Rewrite"
 	case Dialogs:
 		return "Dialogs"
+	case CheckSizes:
+		return "CheckSizes"
 	}
 	return "Action(?)"
 }
@@ -89,6 +95,8 @@ type Rule struct {
 	BrowserOnly bool
 	// Params are the params RefuseParams refuses.
 	Params []string
+	// Sizes are the bounds CheckSizes applies.
+	Sizes []Size
 	// Why is the reason given to the agent.
 	Why string
 	// Scope is the method's isolation rule (isolation.go); Lookup fills it.
@@ -150,6 +158,12 @@ var rules = map[string]Rule{
 	"Network.loadNetworkResource":        {Action: CheckPolicy, Why: "it bypasses request interception, so only allowed URLs may be loaded"},
 	"Fetch.continueRequest":              {Action: CheckRedirect, Why: "a request may only be redirected to an allowed URL"},
 	"Network.continueInterceptedRequest": {Action: CheckRedirect, Why: "a request may only be redirected to an allowed URL"},
+
+	// Bounded sizes: an emulated viewport of 1e7 pixels at scale 10 and a
+	// screenshot of it kept the browser busy past 15 s (issue #20 item 7).
+	"Emulation.setDeviceMetricsOverride": {Action: CheckSizes, Sizes: viewportSizes, Why: "the emulated viewport is bounded"},
+	"Emulation.setVisibleSize":           {Action: CheckSizes, Sizes: viewportSizes, Why: "the emulated viewport is bounded"},
+	"Page.captureScreenshot":             {Action: CheckSizes, Sizes: screenshotSizes, Why: "the screenshot clip is bounded"},
 
 	// Answered or changed by the guard.
 	"Browser.close": {Action: Rewrite, Why: "closes only this connection's own targets"},

@@ -45,6 +45,9 @@ var rowCases = []struct {
 	{"Fetch.continueRequest", "Fetch.continueRequest", false, CheckRedirect},
 	{"Network.continueInterceptedRequest", "Network.continueInterceptedRequest", false, CheckRedirect},
 	{"Browser.close", "Browser.close", true, Rewrite},
+	{"Emulation.setDeviceMetricsOverride", "Emulation.setDeviceMetricsOverride", false, CheckSizes},
+	{"Emulation.setVisibleSize", "Emulation.setVisibleSize", false, CheckSizes},
+	{"Page.captureScreenshot", "Page.captureScreenshot", false, CheckSizes},
 	{"Page.handleJavaScriptDialog", "Page.handleJavaScriptDialog", false, Dialogs},
 	{"Page.handleJavaScriptDialog", "Page.handleJavaScriptDialog", true, Refuse}, // not on the browser-level allowlist
 	{"Page.enable", "Page.enable", false, Dialogs},
@@ -76,7 +79,7 @@ var passCases = []struct {
 	{".enable", false},
 	{"", false},
 	{"Browser.getVersion", true},
-	{"Page.captureScreenshot", false},
+	{"Page.getLayoutMetrics", false},
 }
 
 func TestFirewallRows(t *testing.T) {

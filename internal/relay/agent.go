@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
@@ -117,7 +118,9 @@ type Agent struct {
 	browser   string // the agent's browser-level session
 	def       string // session used for commands without sessionId
 	q         *outQueue
-	held      tally // bytes queued for the agent (its share of Share.held)
+	held      tally         // bytes queued for the agent (its share of Share.held)
+	replyAvg  atomic.Int64  // running average of the agent's reply sizes (mux read loop only writes)
+	replied   chan struct{} // one token: a reply arrived (for waitRoom)
 	quit      chan struct{}
 	closeMu   sync.Once
 	closeErr  error
@@ -159,6 +162,7 @@ func (m *Mux) NewAgent(ctx context.Context, conn AgentConn, opts AgentOptions) (
 		m: m, conn: conn, opts: opts,
 		browser: r.SessionID, def: r.SessionID,
 		q:        newOutQueue(),
+		replied:  make(chan struct{}, 1),
 		quit:     make(chan struct{}),
 		owned:    map[string]bool{r.SessionID: true},
 		browsers: map[string]bool{r.SessionID: true},
@@ -410,7 +414,9 @@ func (a *Agent) deliverReply(p *pending, e *cdpmsg.Envelope) {
 		}
 	}
 	a.doneID(p.origID)
-	if n := int64(len(result) + len(errRaw)); over(n, a.opts.Bounds.MaxMessage) {
+	n := int64(len(result) + len(errRaw))
+	a.noteReply(n)
+	if over(n, a.opts.Bounds.MaxMessage) {
 		a.dropped("reply")
 		a.enqueue(cdpmsg.AppendError(nil, p.origID, a.visible(e.SessionID), cdpmsg.CodeServerError, cdpmsg.Refusal(p.method,
 			fmt.Sprintf("message bound: the reply is %d MiB, over the %d MiB one message to an agent may be", n>>20, a.opts.Bounds.MaxMessage>>20))))

@@ -113,6 +113,14 @@ func (a *Agent) waitRoom(ctx context.Context) bool {
 		if !pressed && a.opts.Share != nil {
 			pressed, wake = a.opts.Share.held.pressed(b.UserQueueBytes)
 		}
+		var owe *time.Timer
+		if !pressed {
+			if pressed, wake = a.owesTooMuch(b.AgentQueueBytes); pressed {
+				// A command that never ends (an evaluate awaiting a promise
+				// only a later command resolves) must not stall the agent.
+				owe = time.NewTimer(oweWait)
+			}
+		}
 		if !pressed {
 			return true
 		}
@@ -122,14 +130,91 @@ func (a *Agent) waitRoom(ctx context.Context) bool {
 				a.opts.OnThrottle()
 			}
 		}
-		select {
-		case <-wake:
-		case <-a.quit:
-			return false
-		case <-ctx.Done():
-			return false
+		if !a.sleep(ctx, wake, owe) {
+			return !a.stopped(ctx)
 		}
 	}
+}
+
+// sleep waits for wake, or for owe to fire (false), the agent's end or
+// ctx's end (false); it stops owe.
+func (a *Agent) sleep(ctx context.Context, wake <-chan struct{}, owe *time.Timer) bool {
+	var expire <-chan time.Time
+	if owe != nil {
+		defer owe.Stop()
+		expire = owe.C
+	}
+	select {
+	case <-wake:
+		return true
+	case <-expire:
+	case <-a.quit:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// stopped reports whether the agent or ctx has ended.
+func (a *Agent) stopped(ctx context.Context) bool {
+	select {
+	case <-a.quit:
+		return true
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// unknownInFlight bounds an agent's commands in the browser until its first
+// reply tells their size: a burst sent at once cannot pile up in the
+// browser before the average exists.
+const unknownInFlight = 16
+
+// oweWait bounds a wait for a reply when the agent's commands in the
+// browser owe more than its mark: past it the next command goes out, so a
+// client waiting on a command that only a later one ends is slowed, never
+// stalled.
+const oweWait = time.Second
+
+// noteReply keeps the running average of the agent's reply sizes: a
+// quarter of each new reply, the first one whole. Only the mux read loop
+// calls it.
+func (a *Agent) noteReply(n int64) {
+	avg := a.replyAvg.Load()
+	if avg == 0 {
+		avg = n
+	} else {
+		avg += (n - avg) / 4
+	}
+	a.replyAvg.Store(max(avg, 1))
+	select {
+	case a.replied <- struct{}{}:
+	default:
+	}
+}
+
+// owesTooMuch reports whether the replies the agent's commands in the
+// browser will bring, at its average reply size, would take its queue over
+// mark; if so, the channel gets a token when a reply arrives. Without it
+// an agent whose replies are big but that reads just fast enough never
+// fills its queue here, while its commands pile up in the browser (and
+// their replies in the browser connection ahead of every other user's).
+func (a *Agent) owesTooMuch(mark int64) (bool, <-chan struct{}) {
+	avg := a.replyAvg.Load()
+	if mark < 0 {
+		return false, nil
+	}
+	if avg == 0 { // no reply yet: at most unknownInFlight commands in the browser
+		avg = max(mark/unknownInFlight, 1)
+	}
+	a.mu.Lock()
+	n := int64(len(a.inflight))
+	a.mu.Unlock()
+	if n == 0 || n*avg+a.held.load() <= mark {
+		return false, nil
+	}
+	return true, a.replied
 }
 
 // closeWith ends the agent with code and reason; it reports whether this
