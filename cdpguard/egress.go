@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -35,7 +34,7 @@ func (g *Guard) startProxy() error {
 		Decide:       g.decideHostWith(&g.grantScopes.def), // the shared listener: Chrome's default context
 		HostMap:      g.hosts,
 		AllowPrivate: private,
-		AllowAddrs:   func(a netip.Addr) bool { return slices.Contains(g.rules().IPEntries(), a.Unmap()) }, // the policy in force, every group's
+		AllowAddrs:   g.allowAddrsOf(defaultContextKey), // the default group's IP entries, as in force
 		Logger:       g.log,
 		OnRefuse:     g.onRefuse,
 		Self:         g.ep.self,

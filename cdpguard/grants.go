@@ -214,7 +214,7 @@ func (g *Guard) newUserScope(key string) (*grantScope, error) {
 	g.agents.mu.Unlock()
 	go func() { // this user's listener: ends when the user's session does, or at Close
 		defer g.wg.Done()
-		if err := g.proxy.ServeScoped(ln, egress.Scope{Decide: g.decideHostWith(sc), Tag: sc}); err != nil && !errors.Is(err, egress.ErrClosed) {
+		if err := g.proxy.ServeScoped(ln, egress.Scope{Decide: g.decideHostWith(sc), Tag: sc, AllowAddrs: g.allowAddrsOf(sc.key)}); err != nil && !errors.Is(err, egress.ErrClosed) {
 			g.log.Error("a user's egress proxy listener stopped", "user", key, "err", err)
 		}
 	}()

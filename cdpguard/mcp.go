@@ -34,6 +34,10 @@ func (g *Guard) serveMCP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cdpguard: the "+g.cfg.SessionHeader+" header is required (--require-session-header)", http.StatusBadRequest)
 		return
 	}
+	if _, err := g.keyOf(r.Header); err != nil { // an unknown group (unknownGroup: refuse), a group change mid-life
+		http.Error(w, "cdpguard: "+err.Error(), http.StatusForbidden)
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, mcpBodyLimit)
 	srv := g.mcpServer()
 	if srv == nil {

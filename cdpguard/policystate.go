@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -192,4 +194,13 @@ func displayGroup(g string) string {
 func (g *Guard) policyOfTarget(targetID string) *policy.Policy {
 	key, _ := g.ownerOfFrame(targetID)
 	return g.policyOf(key)
+}
+
+// allowAddrsOf lets the egress proxy dial the IP entries of key's group
+// in the policy in force (loopback or private addresses the operator named
+// for that group), and no other group's.
+func (g *Guard) allowAddrsOf(key string) func(netip.Addr) bool {
+	return func(a netip.Addr) bool {
+		return slices.Contains(g.policyOf(key).IPEntries(), a.Unmap())
+	}
 }

@@ -216,13 +216,15 @@ func readRefusal(p *policy.Policy, granted *grants.Set, url string) string {
 }
 
 // CheckRead returns the error Read would refuse url with under cfg's
-// policy (wrapping ErrReadRefused, or the policy's parse error), without a
+// policy (wrapping ErrReadRefused, or the policy's or policy file's
+// error), without a
 // browser: `cdpguard read` refuses before it starts one.
 func CheckRead(cfg Config, url string) error {
-	p, err := policy.Parse(cfg.Allow, cfg.Block)
+	rules, _, err := loadPolicy(cfg) // the policy file's default group, when there is one
 	if err != nil {
 		return err
 	}
+	p := rules.Default().Policy
 	if msg := readRefusal(p, nil, url); msg != "" {
 		return fmt.Errorf("%w: %s", ErrReadRefused, msg)
 	}

@@ -66,11 +66,14 @@ func TestHAProxyScaleOut(t *testing.T) {
 	haproxy := needHAProxy(t)
 	h := testhosts.Start(t)
 	bin := buildCdpguard(t, t.TempDir())
+	// One policy file for the fleet, as a ConfigMap gives every pod the same.
+	policyPath := filepath.Join(t.TempDir(), "policy.yaml")
+	writePolicyFile(t, policyPath, "allow: ["+testhosts.AllowedName+"]\n")
 
 	insts := make([]*lbInstance, 3)
 	for i := range insts {
 		insts[i] = &lbInstance{name: fmt.Sprintf("cdpguard-%d", i+1),
-			srv: startServed(t, exec.Command(bin, serveArgs(chrome)...))}
+			srv: startServed(t, exec.Command(bin, policyFileServeArgs(t, chrome, policyPath)...))}
 	}
 	for _, in := range insts {
 		in.url = in.srv.listenURL(t)
@@ -115,6 +118,8 @@ func TestHAProxyScaleOut(t *testing.T) {
 			t.Errorf("%s: tab missing from Target.getTargets on a new connection through the balancer", u)
 		}
 	}
+
+	fleetPolicyChange(t, insts, users, lbURL, policyPath)
 
 	// Kill the instance with the most users.
 	victim := insts[0]

@@ -22,6 +22,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/cdpguard/cdpguard/e2e/cdptest"
+	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
 // policyBox is one loopback listener the browser reaches under several
@@ -265,6 +266,7 @@ groups:
 // refused what the other may reach, and a user cannot change group while
 // their context lives.
 func TestPolicyFileReload(t *testing.T) {
+	t.Parallel() // own guard, browser and hosts: runs beside the other suites
 	needBrowser(t)
 	box := startPolicyBox(t)
 	path := filepath.Join(t.TempDir(), "policy.yaml")
@@ -459,4 +461,36 @@ func endpointFromFile(t *testing.T) string {
 	cfg.Allow, cfg.Block, cfg.Instructions = nil, nil, ""
 	cfg.PolicyFile = path
 	return cdptest.StartGuard(t, cfg).URL()
+}
+
+// policyFileServeArgs is serveArgs with the policy from a file.
+func policyFileServeArgs(t *testing.T, chrome, path string) []string {
+	t.Helper()
+	args := serveArgs(chrome)
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--allow" {
+			return append(append(args[:i:i], "--policy-file", path), args[i+2:]...)
+		}
+	}
+	t.Fatalf("serveArgs %v has no --allow to replace", args)
+	return nil
+}
+
+// fleetPolicyChange changes the file under the running instances: every
+// instance shows the new list (the snapshot its decisions read) within
+// the bound, and no user loses their tab.
+func fleetPolicyChange(t *testing.T, insts []*lbInstance, users []string, lbURL, path string) {
+	t.Helper()
+	wrote := writePolicyFile(t, path, "allow: ["+testhosts.AllowedName+", fleet-added.test]\n")
+	var slowest time.Duration
+	for _, in := range insts {
+		took := waitPolicy(t, in.url, "", "", `"fleet-added.test"`, "").Sub(wrote)
+		slowest = max(slowest, took)
+	}
+	t.Logf("policy file write → all %d instances enforce it: %v (default 500 ms poll)", len(insts), slowest.Round(time.Millisecond))
+	for _, u := range users {
+		if !listed(t, lbURL, u, "1") {
+			t.Errorf("%s lost its tab when the policy file changed", u)
+		}
+	}
 }

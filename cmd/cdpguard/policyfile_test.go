@@ -89,8 +89,14 @@ func TestCheckPolicyFile(t *testing.T) {
 	if _, err := run("--group", "nobody", "https://example.com/"); err == nil || !strings.Contains(err.Error(), "staff") {
 		t.Errorf("unknown group: %v", err)
 	}
-	bad := writePolicy(t, "allow:\n  - example.com\n  - \"bad entry\"\n")
+	// `cdpguard read` judges by the file too, before any browser starts.
 	app := newApp()
+	app.ErrWriter = &bytes.Buffer{}
+	if err := app.Run([]string{"cdpguard", "read", "--policy-file", path, "https://wiki.example/"}); err == nil || !strings.Contains(err.Error(), "example.com") {
+		t.Errorf("read of a URL the file's default group refuses: %v", err)
+	}
+	bad := writePolicy(t, "allow:\n  - example.com\n  - \"bad entry\"\n")
+	app = newApp()
 	err = app.Run([]string{"cdpguard", "check", "--policy-file", bad, "https://example.com/"})
 	if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "bad entry") {
 		t.Errorf("bad file: %v", err)

@@ -39,6 +39,9 @@ func readPage(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return errors.New("read: give one URL")
 	}
+	if err := checkPolicyFlags(c); err != nil {
+		return err
+	}
 	log, err := newLogger(c)
 	if err != nil {
 		return err

@@ -75,7 +75,7 @@ func classify(a netip.Addr) string {
 // addrPermitted reports whether the proxy may dial a, and if not, why.
 // Addresses from the operator's host map are always permitted: mapping a
 // name is how the operator names an internal address.
-func (p *Proxy) addrPermitted(a netip.Addr, fromHostMap bool) (bool, string) {
+func (p *Proxy) addrPermitted(a netip.Addr, fromHostMap bool, sc *scope) (bool, string) {
 	a = a.Unmap()
 	if fromHostMap {
 		return true, ""
@@ -89,7 +89,11 @@ func (p *Proxy) addrPermitted(a netip.Addr, fromHostMap bool) (bool, string) {
 			return true, ""
 		}
 	}
-	if p.opts.AllowAddrs != nil && p.opts.AllowAddrs(a) {
+	allow := p.opts.AllowAddrs
+	if sc != nil && sc.allowAddrs != nil {
+		allow = sc.allowAddrs
+	}
+	if allow != nil && allow(a) {
 		return true, ""
 	}
 	return false, reason

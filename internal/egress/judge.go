@@ -77,7 +77,7 @@ func (p *Proxy) judge(ctx context.Context, method string, t target) (*checked, *
 			continue
 		}
 		seen[a] = true
-		if ok, reason := p.addrPermitted(a, fromMap); !ok {
+		if ok, reason := p.addrPermitted(a, fromMap, sc); !ok {
 			if !t.literal {
 				reason = "name resolves to a " + reason
 			}

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -48,5 +49,31 @@ func TestRecheckClosesRefusedTunnels(t *testing.T) {
 	echoThrough(t, kept, "kept after")
 	if got := p.Stats().ActiveTunnels; got != 1 {
 		t.Errorf("active tunnels %d, want 1", got)
+	}
+}
+
+// TestScopeAllowAddrs: a scope's AllowAddrs replaces the proxy's, so one
+// user's policy group cannot dial a private address another group named.
+func TestScopeAllowAddrs(t *testing.T) {
+	p, err := New(Options{AllowAddrs: func(a netip.Addr) bool { return a == netip.MustParseAddr("10.0.0.1") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close() }()
+	own := &scope{allowAddrs: func(a netip.Addr) bool { return a == netip.MustParseAddr("10.0.0.2") }}
+	for _, c := range []struct {
+		sc   *scope
+		addr string
+		want bool
+	}{
+		{nil, "10.0.0.1", true},
+		{nil, "10.0.0.2", false},
+		{own, "10.0.0.1", false},
+		{own, "10.0.0.2", true},
+		{&scope{}, "10.0.0.1", true}, // no override: the proxy's
+	} {
+		if ok, _ := p.addrPermitted(netip.MustParseAddr(c.addr), false, c.sc); ok != c.want {
+			t.Errorf("scope %v addr %s: permitted %v, want %v", c.sc != nil, c.addr, ok, c.want)
+		}
 	}
 }

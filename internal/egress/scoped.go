@@ -18,12 +18,16 @@ type Scope struct {
 	// Tag is copied into every Refusal of this listener's connections
 	// (the guard puts its user's session there).
 	Tag any
+	// AllowAddrs, if set, replaces Options.AllowAddrs for this listener
+	// (the IP entries of this user's own policy group).
+	AllowAddrs func(netip.Addr) bool
 }
 
 // scope is a running ServeScoped listener.
 type scope struct {
-	decide DecideFunc
-	tag    any
+	decide     DecideFunc
+	tag        any
+	allowAddrs func(netip.Addr) bool // nil: Options.AllowAddrs
 	// ended is set, under the tracker's lock, once the scope's listener
 	// has closed: a tunnel whose dial was still in progress then is
 	// closed instead of registered (the session it was for is over).
@@ -53,7 +57,7 @@ func (p *Proxy) ServeScoped(l net.Listener, s Scope) error {
 	if decide == nil {
 		decide = func(string, int) (bool, string) { return false, "no policy configured" }
 	}
-	sc := &scope{decide: decide, tag: s.Tag}
+	sc := &scope{decide: decide, tag: s.Tag, allowAddrs: s.AllowAddrs}
 	ap, aerr := netip.ParseAddrPort(l.Addr().String())
 	if aerr == nil {
 		p.self.Add(ap)

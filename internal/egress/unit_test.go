@@ -81,7 +81,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := p.addrPermitted(netip.MustParseAddr("10.9.9.9"), false); !ok {
+	if ok, _ := p.addrPermitted(netip.MustParseAddr("10.9.9.9"), false, nil); !ok {
 		t.Error("IPv4-mapped prefix does not cover the IPv4 address")
 	}
 	if err := p.Close(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cdpguard/cdpguard/internal/policy"
@@ -114,6 +115,16 @@ func TestParseLimits(t *testing.T) {
 	}
 	if _, err := Parse([]byte("groupHeader: X-Group\nallow: []\n")); !errors.Is(err, ErrInvalid) {
 		t.Errorf("groupHeader without groups: %v", err)
+	}
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, dir} {
+		if _, _, err := Read(p); !errors.Is(err, ErrNotRegular) {
+			t.Errorf("%s: %v, want ErrNotRegular (a FIFO would block the watcher)", p, err)
+		}
 	}
 	if _, _, err := Read(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || errors.Is(err, ErrInvalid) || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)

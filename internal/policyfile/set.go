@@ -2,7 +2,6 @@ package policyfile
 
 import (
 	"errors"
-	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -115,29 +114,6 @@ func (s *Set) Group(name string) *Group {
 		return &Group{Name: name, Instructions: "Your group is no longer configured; ask the operator."}
 	}
 	return s.def
-}
-
-// IPEntries returns the IP literal entries of every group's allowlist
-// (the egress proxy may dial them), without duplicates.
-func (s *Set) IPEntries() []netip.Addr {
-	var out []netip.Addr
-	for _, g := range s.all() {
-		for _, a := range g.Policy.IPEntries() {
-			if !slices.Contains(out, a) {
-				out = append(out, a)
-			}
-		}
-	}
-	return out
-}
-
-// all returns the default group and then the named groups by name.
-func (s *Set) all() []*Group {
-	out := []*Group{s.def}
-	for _, n := range s.GroupNames() {
-		out = append(out, s.groups[n])
-	}
-	return out
 }
 
 // Diff is what a reload changed, per group.

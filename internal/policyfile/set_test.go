@@ -68,10 +68,3 @@ func TestCompare(t *testing.T) {
 		t.Error("a Set compared with itself must be no change")
 	}
 }
-
-func TestIPEntries(t *testing.T) {
-	s := mustParse(t, "allow: [127.0.0.1, example.com]\ngroupHeader: X-Group\ngroups:\n  staff: {allow: [\"[::1]:8080\", 127.0.0.1]}\n")
-	if got := s.IPEntries(); len(got) != 2 {
-		t.Errorf("IPEntries = %v, want 127.0.0.1 and ::1 once each", got)
-	}
-}

@@ -15,6 +15,10 @@ import (
 // from a write to enforcement at about half a second plus the parse.
 const DefaultPoll = 500 * time.Millisecond
 
+// ErrNotRegular is returned for a policy file path that is not a regular
+// file (a directory, a FIFO, a device).
+var ErrNotRegular = errors.New("not a regular file")
+
 // Read reads and parses the policy file at path (following symlinks, as a
 // ConfigMap volume's path is one), returning the Set and the SHA-256 of
 // the content read.
@@ -33,7 +37,17 @@ func Read(path string) (*Set, [32]byte, error) {
 
 // readLimited reads at most MaxBytes+1 bytes of path, so Parse can refuse
 // an oversize file without it being read whole.
+// Anything but a regular file (after symlinks) is refused before it is
+// opened: opening a FIFO would block the watcher, and the guard's Close
+// with it.
 func readLimited(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("policy file %s: %w", path, ErrNotRegular)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("policy file: %w", err)
