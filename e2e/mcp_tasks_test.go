@@ -25,7 +25,7 @@ import (
 // filled, a popup followed, a tall page's screenshot bounded, calls that
 // never end bounded, blocked clicks as errors, single-typed schemas.
 func TestMCPModelTasks(t *testing.T) {
-	const bound, dialogWait = 4 * time.Second, 3 * time.Second
+	const bound, dialogWait = 6 * time.Second, 3 * time.Second
 	h := testhosts.Start(t)
 	g := userGuard(t, func(c *cdpguard.Config) {
 		c.MCPCallTimeout, c.MCPDialogWait = bound, dialogWait
@@ -72,8 +72,26 @@ func TestMCPModelTasks(t *testing.T) {
 	t.Run("dialogWaitRunsOut", func(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": page("dialogs.html")}, false)
 		call(t, s, "browser_click", map[string]any{"target": "button:nth-of-type(1)"}, false)
-		out := call(t, s, "browser_wait_for", map[string]any{"time": (dialogWait + 500*time.Millisecond).Seconds()}, false)
-		out += call(t, s, "browser_read", nil, false)
+		out := call(t, s, "browser_wait_for", map[string]any{"time": dialogWait.Seconds()}, false)
+		// The guard's dismissal is on its way: until it lands, a read is
+		// refused naming the dialog (bounded).
+		for end := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "browser_read"})
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range res.Content {
+				if tc, ok := c.(*mcp.TextContent); ok {
+					out += tc.Text
+				}
+			}
+			if !res.IsError || time.Now().After(end) {
+				break
+			}
+			mustContain(t, "read while the dialog waits", out, "confirm dialog", "browser_handle_dialog")
+		}
 		mustContain(t, "after the wait", out, "CANCELLED", "cdpguard dismissed a confirm dialog")
 	})
 	t.Run("dialogLoop", func(t *testing.T) {
@@ -138,6 +156,8 @@ func TestMCPModelTasks(t *testing.T) {
 	})
 	t.Run("tallScreenshot", func(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": page("tall.html")}, false)
+		// A page that lies about its pixel ratio does not enlarge the image.
+		call(t, s, "browser_evaluate", map[string]any{"expression": "Object.defineProperty(window, 'devicePixelRatio', {get: () => 0.01}), 1"}, false)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "browser_take_screenshot", Arguments: map[string]any{"fullPage": true}})
@@ -169,7 +189,7 @@ func TestMCPModelTasks(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": page("article.html")}, false)
 		t0 := time.Now()
 		out := call(t, s, "browser_evaluate", map[string]any{"function": "() => new Promise(() => {})"}, true)
-		mustContain(t, "evaluate timeout", out, "did not finish within 4 s")
+		mustContain(t, "evaluate timeout", out, "did not finish within 6 s")
 		if d := time.Since(t0); d > bound+3*time.Second {
 			t.Errorf("the call took %v", d)
 		}
@@ -181,7 +201,7 @@ func TestMCPModelTasks(t *testing.T) {
 	})
 	t.Run("slowServer", func(t *testing.T) {
 		out := call(t, s, "browser_navigate", map[string]any{"url": slow + "/slow"}, true)
-		mustContain(t, "slow server", out, "loading the page at", "did not finish within 4 s", "browser_read")
+		mustContain(t, "slow server", out, "loading the page at", "did not finish within 6 s", "browser_read")
 		if strings.Contains(out, "blocked") || strings.Contains(out, "refused") {
 			t.Errorf("a timeout reads like a refusal: %s", out)
 		}
@@ -198,6 +218,13 @@ func TestMCPModelTasks(t *testing.T) {
 			t.Errorf("forbidden listener saw %d hits", n-before)
 		}
 	})
+	t.Run("hugeSnapshot", func(t *testing.T) {
+		call(t, s, "browser_navigate", map[string]any{"url": slow + "/huge"}, false)
+		t0 := time.Now()
+		out := call(t, s, "browser_snapshot", nil, false)
+		mustContain(t, "huge snapshot", out, "No snapshot", "DOM nodes", "browser_read")
+		t.Logf("snapshot of a 50k-button page: %v, %d characters", time.Since(t0), len(out))
+	})
 	t.Run("keyCombo", func(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": page("form.html")}, false)
 		call(t, s, "browser_type", map[string]any{"target": "input[name=name]", "text": "abc"}, false)
@@ -208,8 +235,9 @@ func TestMCPModelTasks(t *testing.T) {
 	})
 }
 
-// slowHost serves /slow, which answers only when the test ends, as
-// http://allowed.test:PORT (the guard maps *.test to loopback).
+// slowHost serves /slow, which answers only when the test ends, and
+// /huge, a page of 50,000 buttons (100,000 DOM nodes), as http://allowed.test:PORT (the guard
+// maps *.test to loopback).
 func slowHost(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -217,7 +245,15 @@ func slowHost(t *testing.T) string {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
+	// Unrendered (display:none), so that loading it is parsing only: the
+	// test is about the node bound, not about layout speed.
+	huge := `<!doctype html><title>huge</title><body><div style="display:none">` + strings.Repeat("<button>b</button>", 50_000) + "</div>"
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/huge" {
+			w.Header().Set("Content-Type", "text/html")
+			_, _ = w.Write([]byte(huge))
+			return
+		}
 		select {
 		case <-done:
 		case <-r.Context().Done():

@@ -355,7 +355,7 @@ func TestMCPServer(t *testing.T) {
 		mustContain(t, "parallel read 2", outs[2], "Contact form")
 	})
 	t.Run("node", func(t *testing.T) {
-		runNodeSteps(t, base, h, []string{"MCP_PAGES=" + page("")}, []string{"connect", "read", "snapshotClick", "form", "blocked", "isolated", "parallel"}, "mcpserver.mjs")
+		runNodeSteps(t, base, h, []string{"MCP_PAGES=" + page("")}, []string{"connect", "read", "snapshotClick", "form", "dialogTarget", "blocked", "isolated", "parallel"}, "mcpserver.mjs")
 	})
 	t.Run("close", func(t *testing.T) {
 		c := mcpConnect(t, base, "mcp-carol")

@@ -43,9 +43,3 @@ var MCPEditable string
 //
 //go:embed mcp_checked.js
 var MCPChecked string
-
-// MCPElementCount is an expression: the number of elements of the
-// document (browser_snapshot refuses the full tree of a huge page).
-//
-//go:embed mcp_element_count.js
-var MCPElementCount string

@@ -52,6 +52,10 @@ type mcpReport struct {
 	NavMCPms         float64      `json:"navigateMcpMs"`
 	NavCDPms         float64      `json:"navigateCdpMs"`
 	NavPairs         int          `json:"navigatePairs"`
+	ClickMs          float64      `json:"clickNoNavigationMs"`
+	TypeMs           float64      `json:"typeMs"`
+	ClickChars       int          `json:"clickResultChars"`
+	InputPairs       int          `json:"inputCalls"`
 	Error            string       `json:"error,omitzero"`
 }
 
@@ -103,6 +107,9 @@ func fixtureSite(dir string) (string, func(), error) {
 	})
 	mux.HandleFunc("/blank", func(w http.ResponseWriter, _ *http.Request) {
 		writeBody(w, "text/html", []byte("<!doctype html><title>blank</title><p>bench</p>"))
+	})
+	mux.HandleFunc("/ui", func(w http.ResponseWriter, _ *http.Request) {
+		writeBody(w, "text/html", []byte(`<!doctype html><title>ui</title><button onclick="this.textContent+='!'">Press</button><label>Field <input type="text"></label>`))
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
@@ -263,8 +270,51 @@ func measureMCP(ctx context.Context, o options) (*mcpReport, error) {
 		}
 	}
 	rep.NavMCPms, rep.NavCDPms, rep.NavPairs = median(viaMCP), median(viaCDP), len(viaMCP)
+	if err := measureInput(ctx, sessions[1], site, rep); err != nil {
+		return rep, err
+	}
 	return rep, nil
 }
+
+// measureInput times browser_click on a button that starts no navigation
+// and browser_type into a field (refs from a snapshot, with element, so
+// that older servers take the same arguments).
+func measureInput(ctx context.Context, s *mcp.ClientSession, site string, rep *mcpReport) error {
+	if _, err := mcpCall(ctx, s, "browser_navigate", map[string]any{"url": site + "/ui"}); err != nil {
+		return err
+	}
+	snap, err := mcpCall(ctx, s, "browser_snapshot", nil)
+	if err != nil {
+		return err
+	}
+	refs := refRE.FindAllStringSubmatch(snap, -1)
+	if len(refs) < 2 {
+		return fmt.Errorf("ui page: refs %v in %q", refs, snap)
+	}
+	var clicks, types []float64
+	for i := range mcpNavPairs + 2 {
+		start := time.Now()
+		out, err := mcpCall(ctx, s, "browser_click", map[string]any{"element": "Press", "ref": refs[0][1]})
+		if err != nil {
+			return err
+		}
+		c := time.Since(start)
+		rep.ClickChars = len(out)
+		start = time.Now()
+		if _, err := mcpCall(ctx, s, "browser_type", map[string]any{"element": "Field", "ref": refs[1][1], "text": "bench"}); err != nil {
+			return err
+		}
+		d := time.Since(start)
+		if i >= 2 {
+			clicks = append(clicks, float64(c.Microseconds())/1000)
+			types = append(types, float64(d.Microseconds())/1000)
+		}
+	}
+	rep.ClickMs, rep.TypeMs, rep.InputPairs = median(clicks), median(types), len(clicks)
+	return nil
+}
+
+var refRE = regexp.MustCompile(`\[ref=(e[0-9]+)\]`)
 
 // playwrightMCPRSS starts one @playwright/mcp (stdio, --cdp-endpoint at
 // the guard, one user's header), navigates once, and reads its RSS.
@@ -318,5 +368,6 @@ func printMCP(w io.Writer, r *mcpReport) {
 		fmt.Fprintf(tw, "read/snapshot chars, %s\t%d / %d = %.2fx\ttarget ≤ %.2fx: %s\t\n", a.Name, a.ReadChars, a.SnapshotChars, a.Ratio, mcpReadRatioMax, yesNo(a.Ratio <= mcpReadRatioMax))
 	}
 	fmt.Fprintf(tw, "navigate, MCP tool vs CDP (median of %d)\t%.1f ms vs %.1f ms\t\n", r.NavPairs, r.NavMCPms, r.NavCDPms)
+	fmt.Fprintf(tw, "click without navigation / type (median of %d)\t%.1f ms / %.1f ms (click result %d chars)\t\n", r.InputPairs, r.ClickMs, r.TypeMs, r.ClickChars)
 	_ = tw.Flush()
 }

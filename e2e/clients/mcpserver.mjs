@@ -78,6 +78,13 @@ if (a && b) {
     await call(a, 'browser_click', { element: 'send', ref: ref(snap, 'button "Send"') });
     must(await call(a, 'browser_read', {}), 'RESULT name=Node colour=b');
   });
+  await steps.run('dialogTarget', async () => {
+    // @playwright/mcp-shaped arguments (target), and a confirm the model accepts.
+    await call(a, 'browser_navigate', { url: pages + 'dialogs.html' });
+    must(await call(a, 'browser_click', { target: 'button:nth-of-type(1)' }), 'confirm dialog', 'browser_handle_dialog');
+    await call(a, 'browser_handle_dialog', { accept: true });
+    must(await call(a, 'browser_read', {}), 'DELETED');
+  });
   await steps.run('blocked', async () => {
     const t = await call(a, 'browser_navigate', { url: env.forbidden }, true);
     must(t, 'evil.test', 'allowed.test');

@@ -12,26 +12,32 @@ import (
 )
 
 // TestTimeoutFreesTheUser: a call that hits its bound ends with the
-// timeout sentence (a TimeoutError, not a refusal) and the user's next
-// call runs at once on a fresh connection.
+// timeout sentence (not a refusal) and the user's next call runs at once on
+// a fresh connection.
 func TestTimeoutFreesTheUser(t *testing.T) {
 	fb := &fakeBrowser{hang: make(chan struct{})}
-	s := New(Options{Backend: fb, CallTimeout: 300 * time.Millisecond})
-	u := newUser(s, "")
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.CallTimeout)
-	defer cancel()
-	t.Cleanup(func() { close(fb.hang); u.reset(); fb.wg.Wait() })
-	tb, err := u.page(ctx, true)
-	if err != nil {
-		t.Fatal(err)
+	cs := newTestServerWith(t, fb, Options{CallTimeout: 300 * time.Millisecond})
+	t0 := time.Now()
+	out, isErr := callTool(t, cs, "browser_navigate", map[string]any{"url": "http://ok.test/slow"})
+	if !isErr || !strings.Contains(out, "loading the page at http://ok.test/slow did not finish within 300ms") || strings.Contains(out, "blocked") {
+		t.Fatalf("hanging navigation: isError=%v %q", isErr, out)
 	}
-	err = u.navigate(ctx, tb, "http://ok.test/slow", 0)
-	if ctx.Err() == nil || err == nil {
-		t.Fatalf("navigate to a hanging page: %v", err)
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Fatalf("the call took %v", d)
 	}
-	te := u.timeoutErr("browser_navigate", s.opts.CallTimeout)
-	if !errors.Is(te, ErrTimeout) || errors.Is(te, ErrRefused) || !strings.Contains(te.Error(), "did not finish loading") && !strings.Contains(te.Error(), "loading the page at http://ok.test/slow did not finish within") {
-		t.Fatalf("timeout error: %v", te)
+	fb.mu.Lock()
+	fb.noHang = true
+	opens := fb.opens
+	fb.mu.Unlock()
+	t0 = time.Now()
+	if out, isErr := callTool(t, cs, "browser_navigate", map[string]any{"url": "http://ok.test/"}); isErr {
+		t.Fatalf("the next call: %q", out)
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("the next call took %v", d)
+	}
+	if fb.opens != opens+1 {
+		t.Errorf("the next call did not open a fresh connection (%d opens before, %d after)", opens, fb.opens)
 	}
 }
 

@@ -92,6 +92,12 @@ func (u *user) dialogOpening(session string, params []byte) {
 		t.dlg = nil
 	}
 	stop := u.callStop
+	if t.id != u.front && !loop {
+		// A dialog in a tab the call does not act on ends nothing: a page
+		// in a background tab cannot abort the model's calls. The next
+		// result reports it.
+		stop = nil
+	}
 	p := u.evPipe
 	u.mu.Unlock()
 	if loop && p != nil {
@@ -107,15 +113,12 @@ func (u *user) dialogOpening(session string, params []byte) {
 		// No call is running (a timer fired the dialog): the next call
 		// tells the model.
 		if loop {
-			u.noteLocked(cause.result(u.srv.opts.DialogWait))
+			u.note(cause.result(u.srv.opts.DialogWait))
 		} else {
-			u.noteLocked("Meanwhile " + cause.result(u.srv.opts.DialogWait))
+			u.note(fmt.Sprintf("Meanwhile the page at %s opened %s; it waits for browser_handle_dialog (select its tab first), or cdpguard dismisses it after %s.", clip(d.URL, 300), info.describe(), roundDur(u.srv.opts.DialogWait)))
 		}
 	}
 }
-
-// noteLocked adds a note; the caller does not hold u.mu.
-func (u *user) noteLocked(s string) { u.note(s) }
 
 // dialogClosed clears a tab's dialog; one the model did not answer was
 // dismissed by the guard (its wait ran out, or the page keeps opening

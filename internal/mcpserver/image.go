@@ -6,9 +6,7 @@ import (
 	"math"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -34,14 +32,20 @@ func (s *Server) toolScreenshot(ctx context.Context, u *user, in screenshotIn) (
 	if err != nil {
 		return nil, err
 	}
-	m, err := cdp.Call(ctx, t.s, page.GetLayoutMetrics, cdp.Empty{})
-	if err != nil {
+	// The deprecated visualViewport (device pixels) is read raw beside the
+	// CSS one: their ratio is the device pixel ratio as Chrome applies it.
+	var m struct {
+		page.GetLayoutMetricsResult
+		VisualViewport *page.VisualViewport `json:"visualViewport"`
+	}
+	if err := t.s.Call(ctx, page.CommandGetLayoutMetrics, nil, &m); err != nil {
 		return nil, err
 	}
+	// Device pixels per CSS pixel, from Chrome's metrics (the page's own
+	// devicePixelRatio could lie), clamped.
 	dpr := 1.0
-	if r, err := cdp.Call(ctx, t.s, runtime.Evaluate, runtime.EvaluateParams{Expression: "devicePixelRatio", ReturnByValue: ptr(true)}); err == nil && r.Result != nil {
-		_ = jsonv2.Unmarshal(r.Result.Value, &dpr)
-		dpr = max(dpr, 0.1)
+	if m.VisualViewport != nil && m.CSSVisualViewport != nil && m.CSSVisualViewport.ClientWidth > 0 {
+		dpr = min(max(m.VisualViewport.ClientWidth/m.CSSVisualViewport.ClientWidth, 0.25), 4)
 	}
 	var x, y, w, h float64
 	if m.CSSVisualViewport != nil {

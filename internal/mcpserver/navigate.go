@@ -296,7 +296,7 @@ func (u *user) pageLine(ctx context.Context, t *tab) (string, error) {
 	if info.URL == "" {
 		return "", &PageError{Msg: "the tab shows no page (its URL is empty); call browser_navigate"}
 	}
-	return fmt.Sprintf("Page URL: %s\nPage title: %s", info.URL, info.Title), nil
+	return fmt.Sprintf("Page URL: %s\nPage title: %s", clip(info.URL, 2000), clip(info.Title, 300)), nil
 }
 
 // stopLoading stops the current tab's loading (bounded), after a call that

@@ -87,8 +87,16 @@ func (f *fakeBrowser) Dispose(context.Context, string) (string, error) { return 
 
 func newTestServer(t *testing.T, fb *fakeBrowser) *mcp.ClientSession {
 	t.Helper()
-	s := New(Options{Backend: fb, Origins: []string{"http://ok.test"}, SessionHeader: "X-User",
-		Decide: func(_, u string) (bool, string) { return strings.Contains(u, "ok.test"), "not in the allowlist" }})
+	return newTestServerWith(t, fb, Options{})
+}
+
+// newTestServerWith is newTestServer with opts (Backend, Origins, Decide
+// and SessionHeader are set here).
+func newTestServerWith(t *testing.T, fb *fakeBrowser, opts Options) *mcp.ClientSession {
+	t.Helper()
+	opts.Backend, opts.Origins, opts.SessionHeader = fb, []string{"http://ok.test"}, "X-User"
+	opts.Decide = func(_, u string) (bool, string) { return strings.Contains(u, "ok.test"), "not in the allowlist" }
+	s := New(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Run(ctx); close(done) }()

@@ -11,9 +11,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
-
-	"github.com/cdpguard/cdpguard/js"
+	"github.com/chromedp/cdproto/performance"
 )
 
 // snapshot is what a browser_snapshot handed out: refs to DOM nodes of one
@@ -55,10 +53,12 @@ func mainLoader(ctx context.Context, t *tab) (string, error) {
 	return string(res.FrameTree.Frame.LoaderID), nil
 }
 
-// maxSnapshotElements bounds the pages a full accessibility tree is taken
-// of: Chrome's reply for 100k buttons is hundreds of megabytes that the
-// guard would hold while it is built (#20 item 6).
-const maxSnapshotElements = 30_000
+// maxSnapshotNodes bounds the pages a full accessibility tree is taken of:
+// Chrome's reply for 100k buttons is hundreds of megabytes that the guard
+// would hold while it is built (#20 item 6). Counted by Chrome
+// (Performance.getMetrics "Nodes", the renderer's DOM nodes), not by the
+// page, which could lie.
+const maxSnapshotNodes = 80_000
 
 // takeSnapshot renders the tab's accessibility tree with refs.
 func (u *user) takeSnapshot(ctx context.Context, t *tab) (string, error) {
@@ -66,9 +66,9 @@ func (u *user) takeSnapshot(ctx context.Context, t *tab) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if n, err := elementCount(ctx, t); err == nil && n > maxSnapshotElements {
+	if n := domNodes(ctx, t); n > maxSnapshotNodes {
 		u.snap = nil
-		return fmt.Sprintf("(No snapshot: the page has %d elements, over the bound of %d; its outline would be too large to send or hold. Use browser_read for its text, browser_evaluate to query it, or a CSS selector as target for actions.)", n, maxSnapshotElements), nil
+		return fmt.Sprintf("(No snapshot: the page has %d DOM nodes, over the bound of %d; its outline would be too large to send or hold. Use browser_read for its text, browser_evaluate to query it, or a CSS selector as target for actions.)", n, maxSnapshotNodes), nil
 	}
 	u.doing = "building the page's snapshot"
 	u.hint = "the page is very large or busy; use browser_read for its text, or a CSS selector as target"
@@ -93,15 +93,23 @@ func (u *user) takeSnapshot(ctx context.Context, t *tab) (string, error) {
 	return b.String(), nil
 }
 
-// elementCount is the number of elements of the tab's document.
-func elementCount(ctx context.Context, t *tab) (int, error) {
-	res, err := cdp.Call(ctx, t.s, runtime.Evaluate, runtime.EvaluateParams{Expression: js.MCPElementCount, ReturnByValue: ptr(true)})
-	if err != nil || res.Result == nil {
-		return 0, err
+// domNodes is Chrome's count of the tab's renderer DOM nodes; 0 when it
+// cannot tell.
+func domNodes(ctx context.Context, t *tab) int {
+	if err := t.s.Call(ctx, "Performance.enable", nil, nil); err != nil {
+		return 0
 	}
-	var n int
-	err = jsonv2.Unmarshal(res.Result.Value, &n)
-	return n, err
+	defer func() { _ = t.s.Call(ctx, "Performance.disable", nil, nil) }()
+	m, err := cdp.Call(ctx, t.s, performance.GetMetrics, cdp.Empty{})
+	if err != nil {
+		return 0
+	}
+	for _, x := range m.Metrics {
+		if x.Name == "Nodes" {
+			return int(x.Value)
+		}
+	}
+	return 0
 }
 
 func render(b *strings.Builder, snap *snapshot, byID map[accessibility.NodeID]*accessibility.Node, n *accessibility.Node, depth int, named bool) {
