@@ -257,7 +257,7 @@ func (g *Guard) readTarget(ctx context.Context, targetID string, p readParams) (
 		}
 	}
 	if loaded { // a page that did not load in its bound gets no further wait
-		if _, err := g.settle(ctx, session); err != nil {
+		if _, err := g.settle(ctx, session, p.URL != ""); err != nil {
 			return ReadResult{}, err
 		}
 	}

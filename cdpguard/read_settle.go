@@ -30,6 +30,7 @@ type settleState struct {
 	State     string  `json:"state"`
 	Now       float64 `json:"now"`     // ms since the document's navigation started
 	LastNet   float64 `json:"lastNet"` // ms: when the last finished request ended
+	Loaded    float64 `json:"loaded"`  // ms: when the load event ended (0: not yet)
 	Resources int     `json:"resources"`
 	Nodes     int     `json:"nodes"`
 	Text      int     `json:"text"`
@@ -44,12 +45,14 @@ func (g *Guard) readSettleTimeout() time.Duration {
 
 // settle waits, at most the settle bound, until the page has loaded, no
 // request has finished for settleQuiet and its DOM (element count, text
-// length) has not changed for settleQuiet. A page that loaded well before
-// (an agent's page read without a url) whose network is quiet counts as
-// settled at the first look, so that reading it costs no wait. It returns
+// length) has not changed for settleQuiet. A page the reader did not just
+// navigate (fresh false: an agent's page, read without a url) counts as
+// settled at the first look when its load ended settleQuiet ago or more
+// and its network is quiet: reading a page that settled long ago costs no
+// wait. It returns
 // whether the page settled; errors of a document going away mid-wait are
 // not errors (the next look reads the new document).
-func (g *Guard) settle(ctx context.Context, session string) (bool, error) {
+func (g *Guard) settle(ctx context.Context, session string, fresh bool) (bool, error) {
 	bound := g.readSettleTimeout()
 	if bound == 0 {
 		return true, nil
@@ -71,7 +74,7 @@ func (g *Guard) settle(ctx context.Context, session string) (bool, error) {
 		if err := g.inWorld(ctx, session, frame.ID, "Runtime.evaluate", map[string]any{"expression": js.Settle}, &s); err == nil {
 			now := time.Now()
 			netQuiet := s.Now-s.LastNet >= quiet
-			if s.State == "complete" && netQuiet && first && s.Now >= 3*quiet {
+			if s.State == "complete" && netQuiet && first && !fresh && s.Loaded > 0 && s.Now-s.Loaded >= quiet {
 				return true, nil
 			}
 			if first || s.Nodes != prev.Nodes || s.Text != prev.Text || s.Resources != prev.Resources || s.State != prev.State {

@@ -199,6 +199,23 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 		}
 	})
 
+	t.Run("script-rendered page read right after its load", func(t *testing.T) {
+		// The agent navigates and reads at the load event, with no url:
+		// the read still waits for the page to settle.
+		ctx, cancel := context.WithTimeout(tab, 10*time.Second)
+		defer cancel()
+		if _, err := chromedp.Run(ctx, chromedp.Navigate(origin+"/script.html")); err != nil {
+			t.Fatal(err)
+		}
+		r, err := guardRead(tab, map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.Text, "SCRIPTMARKER2") {
+			t.Errorf("a read at the load event did not wait for the page to settle:\n%s", r.Text)
+		}
+	})
+
 	t.Run("empty page note", func(t *testing.T) {
 		r, err := guardRead(tab, map[string]any{"url": origin + "/empty.html"})
 		if err != nil {

@@ -19,8 +19,8 @@ var Read string
 //go:embed ready.js
 var ReadyState string
 
-// Settle is an expression returning {state, now, lastNet, resources, nodes,
-// text}: what the reader polls to tell that a page has settled (load done,
+// Settle is an expression returning {state, now, lastNet, loaded,
+// resources, nodes, text}: what the reader polls to tell that a page has settled (load done,
 // network quiet, DOM unchanged).
 //
 //go:embed settle.js

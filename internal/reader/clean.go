@@ -76,7 +76,7 @@ const (
 
 // linkyShare is the share of a block's text in links above which it is a
 // link list (related stories, tags), not prose.
-const linkyShare = 0.65
+const linkyShare = 0.8
 
 // clean removes from the main content what a human reader does not count
 // as the article: captions, link lists (related stories, tags, share
@@ -118,7 +118,7 @@ func boilerplate(n *html.Node, dominant float64) bool {
 	if text == 0 {
 		return false
 	}
-	if text < linkyMax && float64(links) > linkyShare*float64(text) && n.DataAtom != atom.Li && n.DataAtom != atom.P {
+	if text < linkyMax && float64(links) > linkyShare*float64(text) && !proseBlock[n.DataAtom] {
 		return true
 	}
 	name := strings.ToLower(attr(n, "class") + " " + attr(n, "id"))
@@ -273,4 +273,11 @@ func inTable(n *html.Node) bool {
 		}
 	}
 	return false
+}
+
+// proseBlock are blocks a link list is not made of: a paragraph, a list
+// item or a heading that is a link is the article's own.
+var proseBlock = map[atom.Atom]bool{
+	atom.P: true, atom.Li: true, atom.H1: true, atom.H2: true, atom.H3: true,
+	atom.H4: true, atom.H5: true, atom.H6: true, atom.Blockquote: true,
 }
