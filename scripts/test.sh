@@ -32,4 +32,7 @@ export GOPROXY=off GOFLAGS=-mod=readonly
 # deploy/ (its own module) is checked first; then testreport prints what
 # plain go test prints, the slowest tests, then the package ok/FAIL lines
 # last; pipefail keeps go test's exit status.
-exec unshare --net -- bash -c 'set -o pipefail; ip link set lo up && (cd deploy && go test -count=1 -timeout 5m ./...) && go test -json -race -count=1 -timeout 30m "$@" ./... | go run ./scripts/testreport' _ "$@"
+# The longest packages are named first: go test starts packages in the order
+# given (then ./... adds the rest once each), so e2e, the longest by far,
+# starts at once and the others fill the second slot around it.
+exec unshare --net -- bash -c 'set -o pipefail; ip link set lo up && (cd deploy && go test -count=1 -timeout 5m ./...) && go test -json -race -count=1 -timeout 30m "$@" ./e2e/ ./cdpguard/ ./e2e/bench/ ./... | go run ./scripts/testreport' _ "$@"
