@@ -205,7 +205,7 @@ func runForbidden(t *testing.T, h *testhosts.Hosts, bctx context.Context, v vect
 	if v.page == "" {
 		doneExpr = `location.href !== "about:blank"`
 	}
-	if err := pollTrue(tab, 5*time.Second, doneExpr); err != nil {
+	if err := pollTrue(tab, 15*time.Second, doneExpr); err != nil {
 		t.Logf("vector did not signal done (checking anyway): %v", err)
 	}
 	// A request the vector started before done has had its chance once a
@@ -236,7 +236,7 @@ func sinkBarrier(t *testing.T, h *testhosts.Hosts, bctx, tab context.Context, na
 	t.Helper()
 	path := testhosts.HitPath(name + "-barrier")
 	expr := `fetch(` + strconv.Quote(h.Sink.Origin()+path) + `, {mode: "no-cors", cache: "no-store"}).then(() => "ok", String)`
-	got, err := step(tab, 5*time.Second, chromedp.Evaluate[string](expr, func(p *runtime.EvaluateParams) { p.AwaitPromise = new(true) }))
+	got, err := step(tab, 15*time.Second, chromedp.Evaluate[string](expr, func(p *runtime.EvaluateParams) { p.AwaitPromise = new(true) }))
 	if err != nil || got != "ok" {
 		path += "-tab"
 		nt := newTab(t, bctx)
@@ -244,7 +244,7 @@ func sinkBarrier(t *testing.T, h *testhosts.Hosts, bctx, tab context.Context, na
 			return fmt.Errorf("barrier: the tab's fetch: %q %v; a new tab: %q %w", got, err, errText, err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return h.Sink.WaitHits(ctx, path, 1)
 }

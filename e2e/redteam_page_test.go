@@ -144,10 +144,10 @@ func rtpOpen(t *testing.T, h *testhosts.Hosts, aux string, v rtpVector, target, 
 		t.Fatalf("navigate to %s: %q %v", u, errText, err)
 	}
 	if v.click {
-		if err := pollTrue(tab, 5*time.Second, `!!document.getElementById("go")`); err != nil {
+		if err := pollTrue(tab, 15*time.Second, `!!document.getElementById("go")`); err != nil {
 			t.Fatalf("vector page not ready: %v", err)
 		}
-		if _, err := evalBool(tab, 5*time.Second, `document.getElementById("go").click(), true`, withGesture); err != nil {
+		if _, err := evalBool(tab, 15*time.Second, `document.getElementById("go").click(), true`, withGesture); err != nil {
 			t.Fatalf("click #go: %v", err)
 		}
 	}
@@ -156,7 +156,7 @@ func rtpOpen(t *testing.T, h *testhosts.Hosts, aux string, v rtpVector, target, 
 
 // rtpNote waits (bounded) for the page's done() and returns its note.
 func rtpNote(tab context.Context) string {
-	if err := pollTrue(tab, 5*time.Second, `window.__vectorDone === true || !location.pathname.startsWith("/vector/")`); err != nil {
+	if err := pollTrue(tab, 15*time.Second, `window.__vectorDone === true || !location.pathname.startsWith("/vector/")`); err != nil {
 		return "(no done signal)"
 	}
 	note, err := step(tab, 2*time.Second, chromedp.Evaluate[string](`location.pathname.startsWith("/vector/") ? String(window.__vectorNote) : "left to " + location.href`))
