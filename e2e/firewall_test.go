@@ -118,6 +118,7 @@ func TestFirewallClients(t *testing.T) {
 	needBrowser(t)
 	for _, mode := range []string{"deny", "dirs"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // each mode has its own guard, browser, hosts and directories
 			h := testhosts.Start(t)
 			fs := startFileServer(t)
 			root := t.TempDir()

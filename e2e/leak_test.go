@@ -2,9 +2,13 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
 
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
@@ -201,10 +205,14 @@ func runForbidden(t *testing.T, h *testhosts.Hosts, bctx context.Context, v vect
 	if v.page == "" {
 		doneExpr = `location.href !== "about:blank"`
 	}
-	if err := pollTrue(tab, 5*time.Second, doneExpr); err != nil {
+	if err := pollTrue(tab, 15*time.Second, doneExpr); err != nil {
 		t.Logf("vector did not signal done (checking anyway): %v", err)
 	}
-	time.Sleep(500 * time.Millisecond) // settle: let a late request arrive
+	// A request the vector started before done has had its chance once a
+	// later request of the same tab (or user) reached the sink.
+	if err := sinkBarrier(t, h, bctx, tab, name); err != nil {
+		t.Errorf("no barrier, so zero hits proves nothing: %v", err)
+	}
 	after := h.Forbidden.Snapshot()
 	hits, conns := after.Total-before.Total, after.Conns-before.Conns
 	if n := h.Forbidden.Hits(path); n > 0 {
@@ -216,4 +224,27 @@ func runForbidden(t *testing.T, h *testhosts.Hosts, bctx context.Context, v vect
 		t.Errorf("LEAK: forbidden listener accepted %d TCP connection(s) during %s (target %s)", conns, v.name, target)
 	}
 	return hits
+}
+
+// sinkBarrier is the positive barrier of a leak check: once a vector is
+// done, tab fetches the sink and sinkBarrier waits (bounded) for that hit,
+// which proves that requests the vector started earlier went through the
+// browser and the guard first. A tab left on a page that cannot fetch (a
+// blocked navigation's explanation page) has a new tab of bctx's user load
+// the sink instead, through the same browser and guard.
+func sinkBarrier(t *testing.T, h *testhosts.Hosts, bctx, tab context.Context, name string) error {
+	t.Helper()
+	path := testhosts.HitPath(name + "-barrier")
+	expr := `fetch(` + strconv.Quote(h.Sink.Origin()+path) + `, {mode: "no-cors", cache: "no-store"}).then(() => "ok", String)`
+	got, err := step(tab, 15*time.Second, chromedp.Evaluate[string](expr, func(p *runtime.EvaluateParams) { p.AwaitPromise = new(true) }))
+	if err != nil || got != "ok" {
+		path += "-tab"
+		nt := newTab(t, bctx)
+		if errText, err := navigateNoWait(nt, h.Sink.Origin()+path); err != nil || errText != "" {
+			return fmt.Errorf("barrier: the tab's fetch: %q %v; a new tab: %q %w", got, err, errText, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return h.Sink.WaitHits(ctx, path, 1)
 }

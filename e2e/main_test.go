@@ -53,7 +53,11 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Fprintf(os.Stderr, "e2e: browser tests will skip: %v (set CDPGUARD_E2E=1 to make this a failure)\n", err)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if dir, err := e2eBinDir(); err == nil {
+		_ = os.RemoveAll(dir)
+	}
+	os.Exit(code)
 }
 
 // needBrowser skips t when there is no browser (fails under CDPGUARD_E2E=1)

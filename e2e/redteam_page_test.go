@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
@@ -145,10 +144,10 @@ func rtpOpen(t *testing.T, h *testhosts.Hosts, aux string, v rtpVector, target, 
 		t.Fatalf("navigate to %s: %q %v", u, errText, err)
 	}
 	if v.click {
-		if err := pollTrue(tab, 5*time.Second, `!!document.getElementById("go")`); err != nil {
+		if err := pollTrue(tab, 15*time.Second, `!!document.getElementById("go")`); err != nil {
 			t.Fatalf("vector page not ready: %v", err)
 		}
-		if _, err := evalBool(tab, 5*time.Second, `document.getElementById("go").click(), true`, withGesture); err != nil {
+		if _, err := evalBool(tab, 15*time.Second, `document.getElementById("go").click(), true`, withGesture); err != nil {
 			t.Fatalf("click #go: %v", err)
 		}
 	}
@@ -157,7 +156,7 @@ func rtpOpen(t *testing.T, h *testhosts.Hosts, aux string, v rtpVector, target, 
 
 // rtpNote waits (bounded) for the page's done() and returns its note.
 func rtpNote(tab context.Context) string {
-	if err := pollTrue(tab, 5*time.Second, `window.__vectorDone === true || !location.pathname.startsWith("/vector/")`); err != nil {
+	if err := pollTrue(tab, 15*time.Second, `window.__vectorDone === true || !location.pathname.startsWith("/vector/")`); err != nil {
 		return "(no done signal)"
 	}
 	note, err := step(tab, 2*time.Second, chromedp.Evaluate[string](`location.pathname.startsWith("/vector/") ? String(window.__vectorNote) : "left to " + location.href`))
@@ -204,16 +203,10 @@ func rtpRun(t *testing.T, h *testhosts.Hosts, aux string, v rtpVector) (ctl, bad
 	tab := rtpOpen(t, h, aux, v, v.bad, name)
 	n := rtpNote(tab)
 	note += n
-	// A request the vector started before its done() has had its chance
-	// once a later request from the same tab reached the sink.
-	if err := rtpBarrier(tab, h, name); err != nil {
-		// The tab was left on a page that cannot fetch (a blocked
-		// navigation's explanation page): a new tab of the same user
-		// loads the sink instead, through the same browser and guard.
-		if err2 := rtpBarrierTab(t, h, v.env, name); err2 != nil {
-			t.Errorf("%s: no barrier: %v; then %v", name, err, err2)
-		}
-		note += " (barrier from a new tab)"
+	// The positive barrier: a later request of the same tab (or user)
+	// reached the sink, so requests the vector started had their chance.
+	if err := sinkBarrier(t, h, v.env.bctx, tab, name); err != nil {
+		t.Errorf("%s: no barrier, so zero hits proves nothing: %v", name, err)
 	}
 	if v.kind == "guardws" {
 		// Evidence of which layer stopped it: a Fetch or proxy refusal
@@ -240,35 +233,6 @@ func rtpRun(t *testing.T, h *testhosts.Hosts, aux string, v rtpVector) (ctl, bad
 // rtpConcurrent is how many vectors run at once; each has one tab open at a
 // time.
 const rtpConcurrent = 6
-
-// rtpBarrier makes the vector's tab fetch the sink once the vector is done
-// and waits (bounded) for that hit: the positive proof that requests the
-// vector started earlier went through the browser and the guard first, so
-// a forbidden listener still at zero means they were stopped.
-func rtpBarrier(tab context.Context, h *testhosts.Hosts, name string) error {
-	path := testhosts.HitPath(name + "-barrier")
-	expr := `fetch(` + strconv.Quote(h.Sink.Origin()+path) + `, {mode: "no-cors", cache: "no-store"}).then(() => "ok", String)`
-	got, err := step(tab, 5*time.Second, chromedp.Evaluate[string](expr, func(p *runtime.EvaluateParams) { p.AwaitPromise = new(true) }))
-	if err != nil || got != "ok" {
-		return fmt.Errorf("barrier fetch to the sink from the tab: %q %v", got, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return h.Sink.WaitHits(ctx, path, 1)
-}
-
-// rtpBarrierTab is rtpBarrier from a new tab of env's hostile user, for a
-// vector whose tab was left on a page that cannot fetch.
-func rtpBarrierTab(t *testing.T, h *testhosts.Hosts, env *rtpEnv, name string) error {
-	path := testhosts.HitPath(name + "-barrier-tab")
-	tab := newTab(t, env.bctx)
-	if errText, err := navigateNoWait(tab, h.Sink.Origin()+path); err != nil || errText != "" {
-		return fmt.Errorf("barrier tab: %q %w", errText, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return h.Sink.WaitHits(ctx, path, 1)
-}
 
 // rtpRefusals counts the guard's log lines that refuse something on port.
 func rtpRefusals(env *rtpEnv, port string) int {

@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +23,7 @@ import (
 // In direct mode the "server" is a shell that starts Chromium in the
 // background, which does not die with it: the test must then fail.
 func TestSIGKILLTakesBrowserDown(t *testing.T) {
+	t.Parallel() // own cdpguard process, browser and temporary directory
 	chrome := needBrowser(t)
 	dir := t.TempDir()
 
@@ -127,19 +130,42 @@ func waitFile(t *testing.T, path string, d time.Duration) {
 	t.Fatalf("%s not written within %v", path, d)
 }
 
-// buildCdpguard builds ./cmd/cdpguard into dir.
+// buildCdpguard puts a cdpguard binary built from ./cmd/cdpguard into dir
+// and returns its path. The build runs once per test binary (several suites
+// run the binary, some in parallel); each caller gets a hard link to it.
 func buildCdpguard(t *testing.T, dir string) string {
 	t.Helper()
+	built, err := cdpguardBuild()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "cdpguard")
+	if err := os.Link(built, bin); err != nil {
+		return built // another file system: the shared build serves as well
+	}
+	return bin
+}
+
+// e2eBinDir is the test binary's own directory for built programs; TestMain
+// removes it.
+var e2eBinDir = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "cdpguard-e2e-bin-") })
+
+// cdpguardBuild builds ./cmd/cdpguard once into e2eBinDir.
+var cdpguardBuild = sync.OnceValues(func() (string, error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Fatalf("go toolchain not on PATH: %v", err)
+		return "", fmt.Errorf("go toolchain not on PATH: %w", err)
+	}
+	dir, err := e2eBinDir()
+	if err != nil {
+		return "", fmt.Errorf("directory for the cdpguard binary: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	bin := filepath.Join(dir, "cdpguard")
 	build := exec.CommandContext(ctx, goBin, "build", "-o", bin, "github.com/cdpguard/cdpguard/cmd/cdpguard")
 	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/cdpguard: %v\n%s", err, b)
+		return "", fmt.Errorf("go build ./cmd/cdpguard: %w\n%s", err, b)
 	}
-	return bin
-}
+	return bin, nil
+})

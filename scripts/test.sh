@@ -24,7 +24,13 @@ fi
 go mod download
 (cd deploy && go mod download) # deploy/ is its own module (Kubernetes types)
 go build ./...
-bash scripts/lint.sh # vet, staticcheck, dead code (downloads its tools: before unshare)
+# vet, staticcheck, dead code: outside the namespace (it downloads its
+# tools), beside the tests (CI wall time); it prints only what it finds,
+# and that is shown once the tests end.
+lint_log=$(mktemp)
+bash scripts/lint.sh >"$lint_log" 2>&1 &
+lint_pid=$!
+trap 'kill "$lint_pid" 2>/dev/null; rm -f "$lint_log"' EXIT
 
 export CDPGUARD_E2E="${CDPGUARD_E2E:-1}"
 # Inside the namespace nothing can be downloaded: fail fast instead of hanging.
@@ -32,4 +38,16 @@ export GOPROXY=off GOFLAGS=-mod=readonly
 # deploy/ (its own module) is checked first; then testreport prints what
 # plain go test prints, the slowest tests, then the package ok/FAIL lines
 # last; pipefail keeps go test's exit status.
-exec unshare --net -- bash -c 'set -o pipefail; ip link set lo up && (cd deploy && go test -count=1 -timeout 5m ./...) && go test -json -race -count=1 -timeout 30m "$@" ./... | go run ./scripts/testreport' _ "$@"
+# The longest packages are named first: go test starts packages in the order
+# given (then ./... adds the rest once each), so e2e, the longest by far,
+# starts at once and the others fill the second slot around it.
+test_rc=0
+unshare --net -- bash -c 'set -o pipefail; ip link set lo up && (cd deploy && go test -count=1 -timeout 5m ./...) && go test -json -race -count=1 -timeout 30m "$@" ./e2e/ ./cdpguard/ ./e2e/bench/ ./... | go run ./scripts/testreport' _ "$@" || test_rc=$?
+lint_rc=0
+wait "$lint_pid" || lint_rc=$?
+if [ "$lint_rc" -ne 0 ]; then
+  cat "$lint_log"
+  echo "scripts/test.sh: scripts/lint.sh failed (exit $lint_rc)" >&2
+fi
+if [ "$test_rc" -ne 0 ]; then exit "$test_rc"; fi
+exit "$lint_rc"
