@@ -242,3 +242,35 @@ func TestOwedReplies(t *testing.T) {
 		t.Errorf("the next command waited %v, oweWait is %v", d, oweWait)
 	}
 }
+
+// TestTotalBound: user keys are only a header, so the agents of every user
+// together have a bound too; past it the agent holding the most is cut
+// off, not the one whose message came last.
+func TestTotalBound(t *testing.T) {
+	h := newHarness(t)
+	bigReplies(h, 1000)
+	b := Bounds{AgentQueueBytes: -1, AgentMaxBytes: -1, UserMaxBytes: -1, TotalMaxBytes: 3000, PauseBound: -1}
+	var cut atomic.Value
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Share: NewShare(1<<20, 64), Bounds: b,
+		OnCutOff: func(kind, _ string) { cut.Store(kind) }})
+	y := h.startAgent(t, AgentOptions{Name: "y", Rate: -1, Share: NewShare(1<<20, 64), Bounds: b})
+	x.send(t, bigCommand(1))
+	x.send(t, bigCommand(2))
+	for deadline := time.Now().Add(wait); x.a.held.load() < 2000; { // both replies queued
+		if time.Now().After(deadline) {
+			t.Fatalf("x's two replies not queued: %d bytes", x.a.held.load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	y.send(t, bigCommand(3))
+	code, reason, _ := x.closeInfo()
+	if code != StatusPolicy || !strings.Contains(reason, "held the most") {
+		t.Fatalf("x closed with %d %q; want %d, held the most", code, reason, StatusPolicy)
+	}
+	if k, _ := cut.Load().(string); k != CutTotalBytes {
+		t.Errorf("OnCutOff kind %q, want %s", k, CutTotalBytes)
+	}
+	if e := y.recvEnv(t); e.ID != 3 {
+		t.Errorf("y got %d, want its reply 3", e.ID)
+	}
+}
