@@ -73,7 +73,7 @@ func newBoundsMetrics(reg *prometheus.Registry, cur func() *Guard) *boundsMetric
 	m := &boundsMetrics{
 		cutOff: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdpguard_agents_cut_off_by_bound_total",
-			Help: "Agent connections cut off, by bound: agent_bytes, user_bytes (queue maxima), paused (did not catch up in time), write_stall (one write outlasted the bound). Their sum is cdpguard_agents_cut_off_total.",
+			Help: "Agent connections cut off, by bound: agent_bytes, user_bytes, total_bytes (queue maxima), paused (did not catch up in time), write_stall (one write outlasted the bound). Their sum is cdpguard_agents_cut_off_total.",
 		}, []string{"bound"}),
 		throttled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cdpguard_agents_throttled_total",
@@ -106,7 +106,7 @@ func newBoundsMetrics(reg *prometheus.Registry, cur func() *Guard) *boundsMetric
 		gauge("cdpguard_users_at_tab_cap", "Users at the per-user tab cap.",
 			func(g *Guard) float64 { _, at := g.users.TabStats(g.maxTabs()); return float64(at) }),
 	)
-	for _, k := range []string{relay.CutAgentBytes, relay.CutUserBytes, relay.CutPaused, "write_stall"} {
+	for _, k := range []string{relay.CutAgentBytes, relay.CutUserBytes, relay.CutTotalBytes, relay.CutPaused, "write_stall"} {
 		m.cutOff.WithLabelValues(k)
 	}
 	for _, k := range []string{isolation.CapTabs, isolation.CapContexts} {

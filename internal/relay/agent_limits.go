@@ -43,6 +43,11 @@ func (a *Agent) enqueue(msg []byte) {
 	if a.opts.Share != nil {
 		user = a.opts.Share.held.add(n, b.UserQueueBytes, now)
 	}
+	if total := a.m.held.add(n, -1, now); over(total, b.TotalMaxBytes) {
+		if top := a.m.heaviest(); top != nil {
+			top.cutOff(CutTotalBytes, total, b.TotalMaxBytes)
+		}
+	}
 	switch {
 	case over(held, b.AgentMaxBytes):
 		a.cutOff(CutAgentBytes, held, b.AgentMaxBytes)
@@ -80,6 +85,7 @@ func (a *Agent) release(n int64) {
 	}
 	now := time.Now()
 	a.held.add(-n, a.opts.Bounds.AgentQueueBytes, now)
+	a.m.held.add(-n, -1, now)
 	if a.opts.Share != nil {
 		a.opts.Share.held.add(-n, a.opts.Bounds.UserQueueBytes, now)
 	}

@@ -30,6 +30,10 @@ const (
 	// DefaultMaxInFlight bounds one agent's commands waiting in the
 	// browser; more are refused with an error naming the bound.
 	DefaultMaxInFlight = 1024
+	// DefaultTotalMaxBytes bounds the bytes queued for every agent of the
+	// guard together: user keys are only a header, so a client can pose as
+	// many users; past it the agent with the most queued is cut off.
+	DefaultTotalMaxBytes = 512 << 20
 	// DefaultPauseBound is how long an agent's own queue may stay over its
 	// back-pressure mark before the agent is cut off.
 	DefaultPauseBound = 10 * time.Second
@@ -40,6 +44,7 @@ const (
 	CutAgentBytes = "agent_bytes" // the agent's queue went over its maximum
 	CutUserBytes  = "user_bytes"  // the user's queues together went over theirs
 	CutPaused     = "paused"      // the agent did not catch up within the pause bound
+	CutTotalBytes = "total_bytes" // every agent's queues together went over theirs; this one held the most
 )
 
 // Bounds are the byte bounds of one agent and its user. Zero fields take
@@ -47,6 +52,7 @@ const (
 type Bounds struct {
 	AgentQueueBytes, AgentMaxBytes int64
 	UserQueueBytes, UserMaxBytes   int64
+	TotalMaxBytes                  int64
 	MaxMessage                     int64
 	MaxInFlight                    int
 	PauseBound                     time.Duration
@@ -64,6 +70,7 @@ func (b Bounds) withDefaults() Bounds {
 	def(&b.UserQueueBytes, DefaultUserQueueBytes)
 	def(&b.UserMaxBytes, DefaultUserMaxBytes)
 	def(&b.MaxMessage, DefaultMaxMessage)
+	def(&b.TotalMaxBytes, DefaultTotalMaxBytes)
 	if b.MaxInFlight == 0 {
 		b.MaxInFlight = DefaultMaxInFlight
 	}
@@ -205,6 +212,8 @@ func cutReason(kind string, held, bound int64, pause time.Duration) string {
 		return fmt.Sprintf("cdpguard: agent not reading: %d MiB queued, bound %d MiB", held>>20, bound>>20)
 	case CutUserBytes:
 		return fmt.Sprintf("cdpguard: user's agents not reading: %d MiB queued, bound %d MiB", held>>20, bound>>20)
+	case CutTotalBytes:
+		return fmt.Sprintf("cdpguard: agents not reading: %d MiB queued in all, bound %d MiB; this one held the most", held>>20, bound>>20)
 	default:
 		return fmt.Sprintf("cdpguard: agent did not catch up within %v (over %d MiB queued)", pause, bound>>20)
 	}

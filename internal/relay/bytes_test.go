@@ -208,3 +208,69 @@ func waitBytes(t *testing.T, what string, load func() int64, want int64) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestOwedReplies: once an agent's replies are known to be big, its
+// commands in the browser are bounded by what their replies would add to
+// its queue: past the mark the next command waits for a reply, or oweWait
+// at most (a command that never ends must not stall the agent).
+func TestOwedReplies(t *testing.T) {
+	h := newHarness(t)
+	h.b.setResponder(func(e *cdpmsg.Envelope) ([][]byte, bool) {
+		switch e.Method {
+		case "Big.get":
+			res := fmt.Appendf(nil, `{"s":"%s"}`, strings.Repeat("x", 2000))
+			return [][]byte{cdpmsg.AppendResponse(nil, e.ID, e.SessionID, res, nil)}, true
+		case "Big.hold":
+			return nil, true // answered never
+		}
+		return nil, false
+	})
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1,
+		Bounds: Bounds{AgentQueueBytes: 5000, AgentMaxBytes: -1, UserMaxBytes: -1, PauseBound: -1}})
+	x.call(t, 1, "", "Big.get", "") // the average reply is now about 2 kB
+	for i := range 3 {              // 2 owe 4 kB, under the mark; the third takes them over it
+		x.send(t, fmt.Sprintf(`{"id":%d,"method":"Big.hold"}`, 10+i))
+	}
+	if x.trySend(`{"id":20,"method":"Big.hold"}`, 300*time.Millisecond) {
+		t.Fatal("a command was read while the agent's commands in the browser owed more than its mark")
+	}
+	start := time.Now()
+	if !x.trySend(`{"id":21,"method":"Big.hold"}`, wait) {
+		t.Fatal("the agent stayed stalled past oweWait")
+	}
+	if d := time.Since(start); d > oweWait+time.Second {
+		t.Errorf("the next command waited %v, oweWait is %v", d, oweWait)
+	}
+}
+
+// TestTotalBound: user keys are only a header, so the agents of every user
+// together have a bound too; past it the agent holding the most is cut
+// off, not the one whose message came last.
+func TestTotalBound(t *testing.T) {
+	h := newHarness(t)
+	bigReplies(h, 1000)
+	b := Bounds{AgentQueueBytes: -1, AgentMaxBytes: -1, UserMaxBytes: -1, TotalMaxBytes: 3000, PauseBound: -1}
+	var cut atomic.Value
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Share: NewShare(1<<20, 64), Bounds: b,
+		OnCutOff: func(kind, _ string) { cut.Store(kind) }})
+	y := h.startAgent(t, AgentOptions{Name: "y", Rate: -1, Share: NewShare(1<<20, 64), Bounds: b})
+	x.send(t, bigCommand(1))
+	x.send(t, bigCommand(2))
+	for deadline := time.Now().Add(wait); x.a.held.load() < 2000; { // both replies queued
+		if time.Now().After(deadline) {
+			t.Fatalf("x's two replies not queued: %d bytes", x.a.held.load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	y.send(t, bigCommand(3))
+	code, reason, _ := x.closeInfo()
+	if code != StatusPolicy || !strings.Contains(reason, "held the most") {
+		t.Fatalf("x closed with %d %q; want %d, held the most", code, reason, StatusPolicy)
+	}
+	if k, _ := cut.Load().(string); k != CutTotalBytes {
+		t.Errorf("OnCutOff kind %q, want %s", k, CutTotalBytes)
+	}
+	if e := y.recvEnv(t); e.ID != 3 {
+		t.Errorf("y got %d, want its reply 3", e.ID)
+	}
+}

@@ -85,6 +85,8 @@ type Mux struct {
 	agents        map[*Agent]struct{}
 	closed        bool
 
+	held tally // bytes queued for every agent (Bounds.TotalMaxBytes)
+
 	done chan struct{}
 	err  error
 }
@@ -235,6 +237,23 @@ func guardReply(method string, e *cdpmsg.Envelope) reply {
 		return reply{err: ce}
 	}
 	return reply{result: e.Result}
+}
+
+// QueuedBytes returns the bytes queued for every agent.
+func (m *Mux) QueuedBytes() int64 { return m.held.load() }
+
+// heaviest returns the agent with the most bytes queued.
+func (m *Mux) heaviest() *Agent {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var top *Agent
+	var most int64 = -1
+	for a := range m.agents {
+		if n := a.held.load(); n > most {
+			top, most = a, n
+		}
+	}
+	return top
 }
 
 // register allocates a browser-side id for p.
