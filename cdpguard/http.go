@@ -264,7 +264,7 @@ func (g *Guard) serveNew(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	u, err := g.users.Acquire(ctx, key)
+	u, err := g.acquireUser(ctx, key)
 	if err != nil {
 		http.Error(w, "cdpguard: "+err.Error(), http.StatusServiceUnavailable)
 		return
@@ -352,7 +352,7 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 	ctx := g.ctx
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	u, err := g.users.Acquire(actx, key)
+	u, err := g.acquireUser(actx, key)
 	if err != nil {
 		g.log.Warn("agent connection refused", "remote", r.RemoteAddr, "err", err)
 		_ = c.Close(websocket.StatusInternalError, truncateReason("cdpguard: "+err.Error()))

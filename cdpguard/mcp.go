@@ -151,7 +151,7 @@ func (b mcpBackend) Open(ctx context.Context, key string, p *mcpserver.Pipe) (<-
 	}()
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	u, err := g.users.Acquire(actx, key)
+	u, err := g.acquireUser(actx, key)
 	if err != nil {
 		return nil, fmt.Errorf("cdpguard: %w", err)
 	}

@@ -1,15 +1,19 @@
 package cdpguard
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/cdpguard/cdpguard/internal/users"
 )
 
 // TestPolicyFileConfig: with PolicyFile, Allow, Block and Instructions are
@@ -183,5 +187,49 @@ func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// fakeContexts makes browser contexts without a browser.
+type fakeContexts struct{}
+
+func (fakeContexts) Create(_ context.Context, key string) (string, error) {
+	return "ctx-" + strings.ReplaceAll(key, "\x00", "/"), nil
+}
+func (fakeContexts) Dispose(context.Context, string) error { return nil }
+
+// TestAcquireUserOneGroup: once a session has a context in one group, a
+// context in another is refused even when keyOf's check was passed (two
+// racing first requests), and the refused context is disposed at once.
+func TestAcquireUserOneGroup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	writeFile(t, path, "allow: [public.test]\ngroupHeader: X-Group\ngroups:\n  staff: {allow: [wiki.test]}\n")
+	g, err := newGuard(Config{PolicyFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = g.Close() }()
+	g.users = users.New(fakeContexts{}, time.Hour, g.log)
+	ctx := context.Background()
+	staff, err := g.acquireUser(ctx, groupKey("alice", "staff"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.users.Release(staff)
+	// keyOf was passed before staff's context existed; Acquire now finds it.
+	if _, err := g.acquireUser(ctx, groupKey("alice", "")); !errors.Is(err, ErrGroupRefused) {
+		t.Fatalf("a second group's context: %v", err)
+	}
+	if g.users.Lookup("alice") != nil {
+		t.Error("the refused context was kept")
+	}
+	if g.users.Lookup(groupKey("alice", "staff")) == nil {
+		t.Error("the first group's context was lost")
+	}
+	if _, err := g.keyOf(http.Header{"X-Librechat-User": {"alice"}}); !errors.Is(err, ErrGroupRefused) {
+		t.Errorf("keyOf for another group mid-life: %v", err)
+	}
+	if _, err := g.acquireUser(ctx, groupKey("bob", "")); err != nil {
+		t.Errorf("another session: %v", err)
 	}
 }

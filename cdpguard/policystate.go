@@ -1,6 +1,7 @@
 package cdpguard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
+	"github.com/cdpguard/cdpguard/internal/users"
 )
 
 // ErrPolicyFile is wrapped by ReloadPolicy's errors about the file, and by
@@ -172,14 +174,50 @@ func (g *Guard) keyOf(h http.Header) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %s %q names no group of the policy file (unknownGroup: refuse); the groups are %s", ErrGroupRefused, s.Header(), value, strings.Join(s.GroupNames(), ", "))
 	}
-	if g.users != nil {
-		for _, other := range append([]string{""}, s.GroupNames()...) {
-			if other != group && g.users.Lookup(groupKey(session, other)) != nil {
-				return "", fmt.Errorf("%w: this user's browser context belongs to group %q; a user's group is fixed for the life of the context (close it, or wait for it to idle out, to change group)", ErrGroupRefused, displayGroup(other))
-			}
+	key := groupKey(session, group)
+	if err := g.otherGroupLive(s, key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// otherGroupLive refuses key when its session already has a context in
+// another group of s.
+func (g *Guard) otherGroupLive(s *policyfile.Set, key string) error {
+	if g.users == nil || !s.HasGroups() {
+		return nil
+	}
+	session, group, _ := strings.Cut(key, groupSep)
+	for _, other := range append([]string{""}, s.GroupNames()...) {
+		if other != group && g.users.Lookup(groupKey(session, other)) != nil {
+			return fmt.Errorf("%w: this user's browser context belongs to group %q; a user's group is fixed for the life of the context (close it, or wait for it to idle out, to change group)", ErrGroupRefused, displayGroup(other))
 		}
 	}
-	return groupKey(session, group), nil
+	return nil
+}
+
+// acquireUser is users.Acquire that checks the group again once the user
+// is registered: two first requests of one session naming two groups at
+// once both pass keyOf's check, and then at least one of them sees the
+// other here and is refused, so a session never holds contexts in two
+// groups.
+func (g *Guard) acquireUser(ctx context.Context, key string) (*users.User, error) {
+	existed := g.users.Lookup(key) != nil
+	u, err := g.users.Acquire(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.otherGroupLive(g.rules(), key); err != nil {
+		g.users.Release(u)
+		if !existed {
+			// The context this call just made: dispose it unless another
+			// connection holds it (ErrInUse), so two refused racers do not
+			// lock the session out until it idles.
+			_ = g.users.DisposeNow(ctx, key)
+		}
+		return nil, err
+	}
+	return u, nil
 }
 
 func displayGroup(g string) string {

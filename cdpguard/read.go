@@ -149,7 +149,7 @@ func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int
 	if msg := g.readRefusal(g.scopeOfUser(g.users.Lookup(user)), url); msg != "" {
 		return ReadResult{}, fmt.Errorf("%w: %s", ErrReadRefused, msg)
 	}
-	u, err := g.users.Acquire(ctx, user)
+	u, err := g.acquireUser(ctx, user)
 	if err != nil {
 		return ReadResult{}, err
 	}
