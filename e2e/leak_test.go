@@ -234,17 +234,24 @@ func runForbidden(t *testing.T, h *testhosts.Hosts, bctx context.Context, v vect
 // the sink instead, through the same browser and guard.
 func sinkBarrier(t *testing.T, h *testhosts.Hosts, bctx, tab context.Context, name string) error {
 	t.Helper()
+	return barrierAt(t, h.Sink, bctx, tab, name)
+}
+
+// barrierAt is sinkBarrier aimed at srv, an allowed server that is not the
+// one whose zero is checked.
+func barrierAt(t *testing.T, srv *testhosts.Server, bctx, tab context.Context, name string) error {
+	t.Helper()
 	path := testhosts.HitPath(name + "-barrier")
-	expr := `fetch(` + strconv.Quote(h.Sink.Origin()+path) + `, {mode: "no-cors", cache: "no-store"}).then(() => "ok", String)`
+	expr := `fetch(` + strconv.Quote(srv.Origin()+path) + `, {mode: "no-cors", cache: "no-store"}).then(() => "ok", String)`
 	got, err := step(tab, 15*time.Second, chromedp.Evaluate[string](expr, func(p *runtime.EvaluateParams) { p.AwaitPromise = new(true) }))
 	if err != nil || got != "ok" {
 		path += "-tab"
 		nt := newTab(t, bctx)
-		if errText, err := navigateNoWait(nt, h.Sink.Origin()+path); err != nil || errText != "" {
+		if errText, err := navigateNoWait(nt, srv.Origin()+path); err != nil || errText != "" {
 			return fmt.Errorf("barrier: the tab's fetch: %q %v; a new tab: %q %w", got, err, errText, err)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	return h.Sink.WaitHits(ctx, path, 1)
+	return srv.WaitHits(ctx, path, 1)
 }

@@ -326,7 +326,12 @@ func sideForbidden(t *testing.T, h *testhosts.Hosts, v sideVector) bool {
 			t.Logf("vector did not signal done (checking anyway): %v", err)
 		}
 	}
-	time.Sleep(500 * time.Millisecond) // let a late request arrive
+	// The positive barrier: a later request of the same tab (or user) to
+	// the page host arrived, so requests the vector started had their
+	// chance. (The sink can be a forbidden run's listener here.)
+	if err := barrierAt(t, h.Allowed, v.badEnv.bctx, tab, name); err != nil {
+		t.Errorf("no barrier, so zero hits proves nothing: %v", err)
+	}
 	if v.page == "speculation" && strings.Contains(pl.String(), "NotEligible") {
 		t.Errorf("Chrome did not attempt the forbidden speculation at all, so this run proves nothing:\n%s", pl)
 	}
