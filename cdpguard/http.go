@@ -123,6 +123,10 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // carries fromWebPage's headers) and reports whether it did. The guard and
 // the Supervisor in front of it (between browsers) both check first with it.
 func (g *Guard) refuseForeign(w http.ResponseWriter, r *http.Request) bool {
+	if g.fromOwnProxy(r) {
+		http.Error(w, "cdpguard: requests through the guard's own egress proxy are refused (a page reached the endpoint)", http.StatusForbidden)
+		return true
+	}
 	if !g.hostAllowed(r.Host) {
 		http.Error(w, "cdpguard: Host header "+r.Host+" is not accepted; use an IP address, localhost or a --public-host name", http.StatusForbidden)
 		return true
@@ -132,6 +136,21 @@ func (g *Guard) refuseForeign(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// fromOwnProxy reports whether r came over a connection the guard's egress
+// proxy dialled: a page reached the endpoint by a route the self-address
+// set does not know (docs/decisions/2026-12-02-self.md).
+func (g *Guard) fromOwnProxy(r *http.Request) bool {
+	if g.proxy == nil {
+		return false
+	}
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	la, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	return ok && g.proxy.Dialled(peer, la.AddrPort())
 }
 
 // fromWebPage reports whether r came from a web page rather than an agent.

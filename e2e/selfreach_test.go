@@ -25,6 +25,11 @@ import (
 // did not count it as itself.
 const selfAddr = "10.203.0.7"
 
+// routedAddr is local to the test's host by a route (`ip route add local`)
+// and on no interface: the self-address set cannot know it, so only the
+// endpoint's refusal of the egress proxy's own connections stands.
+const routedAddr = "10.204.0.9"
+
 // TestSelfReach (#20 items 2 and 4) runs one guard listening on 0.0.0.0
 // with selfAddr on its allowlist (an IP entry, which also lets the egress
 // proxy dial it) and checks:
@@ -56,12 +61,16 @@ func TestSelfReach(t *testing.T) {
 		t.Fatalf("ip addr add %s: %v %s", selfAddr, err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "addr", "del", selfAddr+"/32", "dev", "lo").Run() })
+	if out, err := exec.Command("ip", "route", "add", "local", routedAddr+"/32", "dev", "lo").CombinedOutput(); err != nil {
+		t.Fatalf("ip route add local %s: %v %s", routedAddr, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "route", "del", "local", routedAddr+"/32", "dev", "lo").Run() })
 
 	ctl := startControl(t)
 	str := startStreamer(t)
 	cfg := guardConfig(t)
 	cfg.Listen = "0.0.0.0:0"
-	cfg.Allow = append(cfg.Allow, selfAddr)
+	cfg.Allow = append(cfg.Allow, selfAddr, routedAddr)
 	cfg.ReadLoadTimeout = 2 * time.Second
 	g := cdptest.StartGuard(t, cfg)
 	u, err := url.Parse(g.URL())
@@ -82,10 +91,11 @@ func TestSelfReach(t *testing.T) {
 	_, s := c.OpenPage(t, "")
 	m := mcpConnect(t, base, "selfreach-mcp")
 
+	if _, err := c.CallWithin(s, "Network.enable", nil, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
 	t.Run("page", func(t *testing.T) {
-		if _, err := c.CallWithin(s, "Network.enable", nil, 10*time.Second); err != nil {
-			t.Fatal(err)
-		}
 		q := url.Values{"guard": {guardOnAddr}, "control": {ctl.base}, "victim": {victimTarget}}
 		c.Navigate(t, s, ctl.base+"/attack.html?"+q.Encode())
 		if _, err := c.Eval(s, `new Promise((res) => { const t0 = Date.now(); const poll = () => (window.__done || Date.now() - t0 > 15000) ? res(!!window.__done) : setTimeout(poll, 50); poll(); })`); err != nil {
@@ -134,6 +144,47 @@ func TestSelfReach(t *testing.T) {
 					t.Errorf("control: %s by %s never arrived: the vectors prove nothing", p, via)
 				}
 			}
+		}
+	})
+
+	t.Run("localRoute", func(t *testing.T) {
+		routed := "http://" + routedAddr + ":" + port
+		seen := len(c.Events())
+		q := url.Values{"guard": {routed}, "control": {ctl.base}, "victim": {victimTarget}}
+		c.Navigate(t, s, ctl.base+"/attack.html?"+q.Encode())
+		if _, err := c.Eval(s, `new Promise((res) => { const t0 = Date.now(); const poll = () => (window.__done || Date.now() - t0 > 15000) ? res(!!window.__done) : setTimeout(poll, 50); poll(); })`); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range c.Events()[seen:] {
+			if e.Method != "Network.responseReceived" {
+				continue
+			}
+			var p struct {
+				Response struct {
+					URL     string            `json:"url"`
+					Status  int               `json:"status"`
+					Headers map[string]string `json:"headers"`
+				} `json:"response"`
+			}
+			_ = jsonv2.Unmarshal(e.Params, &p)
+			if !strings.HasPrefix(p.Response.URL, routed) {
+				continue
+			}
+			n++
+			if p.Response.Status != http.StatusForbidden {
+				t.Errorf("the guard answered the page through a local route: %d %s", p.Response.Status, p.Response.URL)
+			}
+			// The proxy's own refusals carry a CSP; the endpoint's do not:
+			// the request went through the proxy and the endpoint refused it.
+			for k := range p.Response.Headers {
+				if strings.EqualFold(k, "Content-Security-Policy") {
+					t.Errorf("%s refused by the proxy, not the endpoint: the route test proves nothing", p.Response.URL)
+				}
+			}
+		}
+		if n == 0 {
+			t.Fatal("no response from the routed address: the vectors prove nothing")
 		}
 	})
 

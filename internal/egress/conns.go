@@ -25,7 +25,15 @@ type tracker struct {
 	mu     sync.Mutex
 	closed bool
 	conns  map[*trackedConn]connKind
+	// dialledEnds counts the (local, remote) address pairs of the
+	// connections the proxy dialled (tunnels and plain HTTP), for
+	// Proxy.Dialled. The pair, not the local address alone: Linux gives
+	// connections to different destinations the same local port.
+	dialledEnds map[connEnds]int
 }
+
+// connEnds is a TCP connection's two addresses, as its dialler sees them.
+type connEnds struct{ local, remote netip.AddrPort }
 
 // add registers c, or closes it and returns false when the tracker is
 // already closed or c's scope has ended.
@@ -38,16 +46,53 @@ func (t *tracker) add(c *trackedConn, kind connKind) bool {
 	}
 	if t.conns == nil {
 		t.conns = make(map[*trackedConn]connKind)
+		t.dialledEnds = make(map[connEnds]int)
 	}
 	t.conns[c] = kind
+	if e, ok := endsOf(c, kind); ok {
+		t.dialledEnds[e]++
+	}
 	t.mu.Unlock()
 	return true
 }
 
 func (t *tracker) remove(c *trackedConn) {
 	t.mu.Lock()
+	if kind, ok := t.conns[c]; ok {
+		if e, ok := endsOf(c, kind); ok {
+			if t.dialledEnds[e]--; t.dialledEnds[e] <= 0 {
+				delete(t.dialledEnds, e)
+			}
+		}
+	}
 	delete(t.conns, c)
 	t.mu.Unlock()
+}
+
+// endsOf is the two addresses of a connection the proxy dialled; ok is
+// false for accepted ones.
+func endsOf(c *trackedConn, kind connKind) (connEnds, bool) {
+	if kind == kindClient {
+		return connEnds{}, false
+	}
+	l, lok := c.Conn.LocalAddr().(*net.TCPAddr)
+	r, rok := c.Conn.RemoteAddr().(*net.TCPAddr)
+	if !lok || !rok {
+		return connEnds{}, false
+	}
+	return connEnds{local: unmapAP(l.AddrPort()), remote: unmapAP(r.AddrPort())}, true
+}
+
+func unmapAP(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port())
+}
+
+// dialled reports whether a live connection the proxy dialled runs from
+// local to remote.
+func (t *tracker) dialled(local, remote netip.AddrPort) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.dialledEnds[connEnds{local: unmapAP(local), remote: unmapAP(remote)}] > 0
 }
 
 func (t *tracker) isClosed() bool {

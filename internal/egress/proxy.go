@@ -277,6 +277,15 @@ func (p *Proxy) Stats() Stats {
 	}
 }
 
+// Dialled reports whether a connection a server of the guard accepted,
+// from peer to its own address local, is one this proxy dialled and still
+// holds open: the guard's endpoint refuses such requests, so a route to the
+// host that the self-address set does not know (a local route, a port
+// forward back to the host without address translation) still cannot take
+// a page's request to the guard's own HTTP surface. The connection is
+// registered before the dial returns, so before any byte is sent on it.
+func (p *Proxy) Dialled(peer, local netip.AddrPort) bool { return p.conns.dialled(peer, local) }
+
 // isSelf reports whether ap is one of the proxy's own listening addresses
 // (a request looping back into the proxy) or another address of the guard
 // in Options.Self (its CDP endpoint), on

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cdpguard/cdpguard/internal/hostmap"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
@@ -81,5 +82,43 @@ func TestSelfIsEveryHostAddress(t *testing.T) {
 	defer mu.Unlock()
 	if len(dialed) != 1 || dialed[0] != hostAddr+":9223" {
 		t.Fatalf("dials %v, want one to %s:9223", dialed, hostAddr)
+	}
+}
+
+// TestDialled: the guard's endpoint can tell a connection the proxy dialled
+// (by both of its addresses) from any other while it is open, and not
+// after it closed.
+func TestDialled(t *testing.T) {
+	echo := startEcho(t)
+	p, addr := startProxy(t, Options{Decide: newAllow("allowed.test").decide, HostMap: testMap(t)})
+	r := rawConnect(t, addr, hostPort("allowed.test", echo.port()))
+	if r.status != 200 {
+		t.Fatalf("status %d", r.status)
+	}
+	echoThrough(t, r, "hello")
+	echo.mu.Lock()
+	var peer, local netip.AddrPort
+	for c := range echo.open {
+		peer = c.RemoteAddr().(*net.TCPAddr).AddrPort()
+		local = c.LocalAddr().(*net.TCPAddr).AddrPort()
+	}
+	echo.mu.Unlock()
+	if !peer.IsValid() {
+		t.Fatal("the echo server holds no connection")
+	}
+	if !p.Dialled(peer, local) {
+		t.Fatalf("Dialled(%v, %v) = false for the proxy's open tunnel", peer, local)
+	}
+	other := netip.AddrPortFrom(local.Addr(), local.Port()+1)
+	if p.Dialled(peer, other) || p.Dialled(netip.AddrPortFrom(peer.Addr(), peer.Port()+1), local) {
+		t.Fatal("Dialled true for another connection")
+	}
+	_ = r.conn.Close()
+	deadline := time.Now().Add(waitBound)
+	for p.Dialled(peer, local) {
+		if time.Now().After(deadline) {
+			t.Fatal("Dialled still true after the tunnel closed")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
