@@ -317,14 +317,26 @@ func (u *user) page(ctx context.Context, create bool) (*tab, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(ps) > 0 {
-			id := string(ps[0].TargetID)
-			if hasTarget(ps, u.curID) {
-				id = u.curID // the tab of the last call, after a reconnect
+		ids := make([]string, 0, len(ps)+1)
+		if hasTarget(ps, u.curID) {
+			ids = append(ids, u.curID) // the tab of the last call, after a reconnect
+		}
+		for _, p := range ps {
+			ids = append(ids, string(p.TargetID))
+		}
+		var lastErr error
+		for _, id := range ids {
+			// A tab being closed (a dialog loop's, say) may still be
+			// listed: try the next one.
+			if _, lastErr = u.attach(ctx, id); lastErr == nil || ctx.Err() != nil {
+				break
 			}
-			if _, err := u.attach(ctx, id); err != nil {
-				return nil, err
-			}
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if u.cur == nil && lastErr != nil && !create {
+			return nil, lastErr
 		}
 	}
 	if u.cur != nil {
@@ -370,13 +382,11 @@ func (u *user) attach(ctx context.Context, id string) (*tab, error) {
 	// Page events make the guard's dialog handler hold this tab's dialogs
 	// for browser_handle_dialog (Options.DialogWait); Network events feed
 	// browser_network_requests.
-	for _, m := range []string{page.CommandEnable, runtime.CommandEnable} {
+	for _, m := range []string{page.CommandEnable, runtime.CommandEnable, "Network.enable"} {
 		if err := t.s.Call(ctx, m, nil, nil); err != nil {
+			u.forget(id)
 			return nil, fmt.Errorf("%s: %w", m, err)
 		}
-	}
-	if err := t.s.Call(ctx, "Network.enable", nil, nil); err != nil {
-		return nil, fmt.Errorf("enable network events: %w", err)
 	}
 	u.tabs[id] = t
 	u.cur = t

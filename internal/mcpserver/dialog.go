@@ -141,7 +141,7 @@ func (u *user) dialogClosed(session string, params []byte) {
 		if c.Result {
 			verb = "accepted"
 		}
-		u.note(fmt.Sprintf("cdpguard %s %s: no browser_handle_dialog came within %s, or the page kept opening dialogs.", verb, d.info.describe(), roundDur(u.srv.opts.DialogWait)))
+		u.note(fmt.Sprintf("cdpguard %s %s: no browser_handle_dialog came within %s (or the page opened it right after such a dismissal).", verb, d.info.describe(), roundDur(u.srv.opts.DialogWait)))
 	}
 }
 
