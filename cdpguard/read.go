@@ -164,6 +164,11 @@ func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int
 	tab.mu.Lock()
 	defer tab.mu.Unlock()
 	if tab.targetID == "" || !g.users.OwnsTarget(u, tab.targetID) || g.rd.session(tab.targetID) == "" {
+		// The reader's tab counts toward the user's tab cap: refuse it here,
+		// naming the cap, rather than have the guard close it once open.
+		if err := g.iso.CheckTabs(u); err != nil {
+			return ReadResult{}, fmt.Errorf("open a reader tab: %w", err)
+		}
 		res, err := g.mux.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": u.Primary})
 		if err != nil {
 			return ReadResult{}, fmt.Errorf("open a reader tab: %w", err)
