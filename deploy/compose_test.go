@@ -120,7 +120,8 @@ func TestCompose(t *testing.T) {
 	var lcCfg struct {
 		Version     string `json:"version"`
 		MCPSettings struct {
-			AllowedDomains []string `json:"allowedDomains"`
+			AllowedDomains   []string `json:"allowedDomains"`
+			AllowedAddresses []string `json:"allowedAddresses"`
 		} `json:"mcpSettings"`
 		MCPServers map[string]struct {
 			Type               string            `json:"type"`
@@ -140,6 +141,15 @@ func TestCompose(t *testing.T) {
 	}
 	if want := "http://cdpguard:" + port + "/mcp"; srv.URL != want {
 		t.Errorf("MCP url %q, want %q", srv.URL, want)
+	}
+	// allowedAddresses exempts cdpguard's one host:port from LibreChat's
+	// SSRF block; allowedDomains would turn on strict whitelist mode for
+	// every other MCP server too.
+	if len(lcCfg.MCPSettings.AllowedDomains) != 0 {
+		t.Error("librechat.yaml sets mcpSettings.allowedDomains (strict whitelist for every MCP server); use allowedAddresses")
+	}
+	if !slices.Contains(lcCfg.MCPSettings.AllowedAddresses, "cdpguard:"+port) {
+		t.Errorf("mcpSettings.allowedAddresses %q lacks cdpguard:%s", lcCfg.MCPSettings.AllowedAddresses, port)
 	}
 	if srv.Type != "streamable-http" {
 		t.Errorf("MCP type %q, want streamable-http", srv.Type)
