@@ -388,13 +388,16 @@ func (g *Guard) snapshot(ctx context.Context, session string) (page reader.Page,
 			return reader.Page{}, "", nil, err
 		}
 		if len(body) >= hiddenPageChars {
-			if visibleOnly && len([]rune(body)) < sparseChars {
+			if visibleOnly && len([]rune(body)) < sparseChars && webPage(p.URL) {
 				notes = append(notes, fmt.Sprintf(sparseNote, len([]rune(body))))
 			}
 			break
 		}
 		if visibleOnly {
-			notes = append(notes, fmt.Sprintf(sparseNote, len([]rune(body))), "the page shows almost no text; this is the text in its DOM, shown or not.")
+			if webPage(p.URL) {
+				notes = append(notes, fmt.Sprintf(sparseNote, len([]rune(body))))
+			}
+			notes = append(notes, "the page shows almost no text; this is the text in its DOM, shown or not.")
 		}
 		if p.Truncated {
 			break // too large to read twice

@@ -3,6 +3,7 @@ package cdpguard
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cdpguard/cdpguard/js"
@@ -93,4 +94,10 @@ func (g *Guard) settle(ctx context.Context, session string, fresh bool) (bool, e
 		case <-tick.C:
 		}
 	}
+}
+
+// webPage reports whether url is an http(s) page, the only kind the
+// note suggesting to wait for a text is for (not about: or error pages).
+func webPage(url string) bool {
+	return strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://")
 }
