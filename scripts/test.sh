@@ -33,6 +33,14 @@ lint_pid=$!
 trap 'kill "$lint_pid" 2>/dev/null; rm -f "$lint_log"' EXIT
 
 export CDPGUARD_E2E="${CDPGUARD_E2E:-1}"
+# The reader's labelled corpora are data that is never committed (one corpus
+# forbids redistribution); scripts/reader-corpora.sh fetches them. When the
+# steering repo's shared/ holds them, TestReaderEvalSample scores the CI
+# sample; without them it skips and says so.
+if [ -z "${CDPGUARD_READER_CORPORA:-}" ] && [ -d ../shared/corpora/reader ]; then
+  CDPGUARD_READER_CORPORA="$(cd ../shared/corpora/reader && pwd)"
+  export CDPGUARD_READER_CORPORA
+fi
 # Inside the namespace nothing can be downloaded: fail fast instead of hanging.
 export GOPROXY=off GOFLAGS=-mod=readonly
 # deploy/ (its own module) is checked first; then testreport prints what
