@@ -296,6 +296,14 @@ func (g *Guard) decideFor(u *users.User, url string) policy.Decision {
 	if u != nil {
 		key = u.Key
 	}
+	return g.decideForKey(key, u, url)
+}
+
+// decideForKey judges url for the user of key, whose registered user u is
+// nil before the user has a browser context: the policy of key's group
+// applies either way (a nil u would otherwise fall back to the default
+// group's), the grants only once u exists.
+func (g *Guard) decideForKey(key string, u *users.User, url string) policy.Decision {
 	d := g.policyOf(key).Decide(url)
 	if !d.Allowed && u != nil {
 		d = g.scopeOfUser(u).grantSet().Decide(d)

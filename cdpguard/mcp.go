@@ -58,7 +58,7 @@ func (g *Guard) mcpServer() *mcpserver.Server {
 			},
 			UserKey: g.keyOf,
 			Decide: func(user, u string) (bool, string) {
-				d := g.decideFor(g.users.Lookup(user), u)
+				d := g.decideForKey(user, g.users.Lookup(user), u)
 				return d.Allowed, d.Reason
 			},
 			Granted: func(user string) []string {

@@ -158,6 +158,17 @@ func TestGroupKeys(t *testing.T) {
 	if !g.policyOf(key).Decide("https://wiki.test/").Allowed || g.policyOf(key).Decide("https://public.test/").Allowed {
 		t.Error("staff's policy is not staff's list")
 	}
+	// Before the user has a browser context (no registered user), the MCP
+	// tools' and the reader's checks still judge by the key's group.
+	if d := g.decideForKey(key, nil, "https://wiki.test/"); !d.Allowed {
+		t.Errorf("staff's first navigation to wiki.test, before any context: %s", d.Reason)
+	}
+	if msg := g.readRefusal(key, nil, "https://wiki.test/"); msg != "" {
+		t.Errorf("staff's first read of wiki.test, before any context: %s", msg)
+	}
+	if d := g.decideForKey(key, nil, "https://public.test/"); d.Allowed {
+		t.Error("staff reached the default group's public.test before any context")
+	}
 	if key, err := g.keyOf(hdr("X-LibreChat-User", "bob", "X-Group", "nobody")); err != nil || key != "bob" {
 		t.Errorf("unknown group, default: %q, %v", key, err)
 	}

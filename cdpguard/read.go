@@ -146,7 +146,7 @@ func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int
 	if url == "" {
 		return ReadResult{}, errors.New("read: a url is needed")
 	}
-	if msg := g.readRefusal(g.scopeOfUser(g.users.Lookup(user)), url); msg != "" {
+	if msg := g.readRefusal(user, g.scopeOfUser(g.users.Lookup(user)), url); msg != "" {
 		return ReadResult{}, fmt.Errorf("%w: %s", ErrReadRefused, msg)
 	}
 	u, err := g.acquireUser(ctx, user)
@@ -189,13 +189,10 @@ func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int
 	return g.readTarget(ctx, tab.targetID, readParams{URL: url, Offset: offset, MaxChars: maxChars})
 }
 
-// readRefusal returns why url may not be read in the session sc (nil: no
-// grants), naming the host and the reachable origins, or "".
-func (g *Guard) readRefusal(sc *grantScope, url string) string {
-	key := ""
-	if sc != nil {
-		key = sc.key
-	}
+// readRefusal returns why url may not be read by the user of key (their
+// group's policy) in the session sc (nil: no grants), naming the host and
+// the reachable origins, or "".
+func (g *Guard) readRefusal(key string, sc *grantScope, url string) string {
 	p := g.policyOf(key)
 	if msg := readRefusal(p, sc.grantSet(), url); msg != "" {
 		return msg
@@ -250,7 +247,12 @@ func (g *Guard) readTarget(ctx context.Context, targetID string, p readParams) (
 	var notes []string
 	loaded := true
 	if p.URL != "" {
-		if msg := g.readRefusal(g.scopeOfTarget(targetID), p.URL); msg != "" {
+		sc := g.scopeOfTarget(targetID)
+		key := ""
+		if sc != nil {
+			key = sc.key
+		}
+		if msg := g.readRefusal(key, sc, p.URL); msg != "" {
 			return ReadResult{}, fmt.Errorf("%w: %s", ErrReadRefused, msg)
 		}
 		var err error

@@ -43,8 +43,8 @@ func TestIsSelfHost(t *testing.T) {
 		if got := !d.Allowed && d.Reason == fetchdomain.ReasonSelf; got != tc.self {
 			t.Errorf("%s: decision %+v, want self=%v", tc.url, d, tc.self)
 		}
-		if got := g.readRefusal(nil, tc.url) != ""; got != tc.self {
-			t.Errorf("%s: read refusal %q, want refused=%v", tc.url, g.readRefusal(nil, tc.url), tc.self)
+		if got := g.readRefusal("", nil, tc.url) != ""; got != tc.self {
+			t.Errorf("%s: read refusal %q, want refused=%v", tc.url, g.readRefusal("", nil, tc.url), tc.self)
 		}
 	}
 }
