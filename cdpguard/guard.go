@@ -25,6 +25,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/hostmap"
 	"github.com/cdpguard/cdpguard/internal/isolation"
+	"github.com/cdpguard/cdpguard/internal/policyfile"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
 	"github.com/cdpguard/cdpguard/internal/shares"
@@ -143,10 +144,14 @@ type launchOptions struct {
 	// transport, when set, wraps the browser connection (tests count the
 	// guard's browser round trips with it).
 	transport func(relay.Transport) relay.Transport
+	// lastPolicy, when set, is the policy in force in the guard this one
+	// replaces (a relaunch): a policy file that does not parse now keeps
+	// it, as a reload would, instead of failing the relaunch.
+	lastPolicy *policyfile.Set
 }
 
 func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, error) {
-	g, err := newGuard(cfg)
+	g, err := newGuardWith(cfg, lo.lastPolicy)
 	if err != nil {
 		return nil, err
 	}
@@ -216,12 +221,20 @@ func Attach(ctx context.Context, browserURL string, cfg Config) (*Guard, error) 
 	return g, nil
 }
 
-func newGuard(cfg Config) (*Guard, error) {
+func newGuard(cfg Config) (*Guard, error) { return newGuardWith(cfg, nil) }
+
+// newGuardWith is newGuard for a relaunch: a policy file that no longer
+// parses is logged and lastPolicy kept (nil: the error stops the guard).
+func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	rules, sum, err := loadPolicy(cfg)
+	if err != nil && lastPolicy != nil {
+		log.Error("policy file refused at relaunch; the policy in force before is kept", "err", err)
+		rules, sum, err = lastPolicy, [32]byte{}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

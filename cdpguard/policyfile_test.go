@@ -244,3 +244,29 @@ func TestAcquireUserOneGroup(t *testing.T) {
 		t.Errorf("another session: %v", err)
 	}
 }
+
+// TestRelaunchKeepsLastPolicy: a policy file broken while the guard ran
+// (refused by the reload, the old policy kept) does not stop the browser's
+// relaunch: the relaunched guard keeps the policy in force before, as a
+// reload would; a first start with that file still fails.
+func TestRelaunchKeepsLastPolicy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	writeFile(t, path, "allow: [one.test]\n")
+	g, err := newGuard(Config{PolicyFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = g.Close() }()
+	writeFile(t, path, "allow: [one.test]\nalow: [typo.test]\n")
+	if _, err := newGuard(Config{PolicyFile: path}); err == nil {
+		t.Fatal("a first start took a broken policy file")
+	}
+	next, err := newGuardWith(Config{PolicyFile: path}, g.rules())
+	if err != nil {
+		t.Fatalf("relaunch with a broken file: %v", err)
+	}
+	defer func() { _ = next.Close() }()
+	if !next.policyOf("").Decide("https://one.test/").Allowed {
+		t.Error("the relaunched guard lost the policy in force before")
+	}
+}

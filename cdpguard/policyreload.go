@@ -19,12 +19,22 @@ func (g *Guard) ReloadPolicy() error {
 	if g.cfg.PolicyFile == "" {
 		return fmt.Errorf("%w: no policy file to reload (Config.PolicyFile is empty)", ErrPolicyFile)
 	}
+	return g.reloadFile("reload")
+}
+
+// reloadFile reads the policy file and puts it in force, both under
+// pol.mu, so that two reloads racing (SIGHUP and the watcher) apply the
+// file in the order they read it and the last one read is the one in
+// force.
+func (g *Guard) reloadFile(why string) error {
+	g.pol.mu.Lock()
+	defer g.pol.mu.Unlock()
 	s, sum, err := policyfile.Read(g.cfg.PolicyFile)
 	if err != nil {
 		g.policyRefused(err)
 		return fmt.Errorf("%w: %w", ErrPolicyFile, err)
 	}
-	g.applyPolicy(s, sum, "reload")
+	g.applyPolicyLocked(s, sum, why)
 	return nil
 }
 
@@ -52,12 +62,15 @@ func (g *Guard) watchPolicy() {
 	g.pol.mu.Lock()
 	sum := g.pol.sum
 	g.pol.mu.Unlock()
-	w := policyfile.NewWatcher(g.cfg.PolicyFile, sum, g.cfg.PolicyPoll, func(s *policyfile.Set, err error) {
+	// The watcher only says that the file changed: the file is read again
+	// under pol.mu (reloadFile), so a SIGHUP racing it cannot put an older
+	// reading in force after a newer one.
+	w := policyfile.NewWatcher(g.cfg.PolicyFile, sum, g.cfg.PolicyPoll, func(_ *policyfile.Set, err error) {
 		if err != nil {
 			g.policyRefused(err)
 			return
 		}
-		g.applyPolicy(s, [32]byte{}, "file changed")
+		_ = g.reloadFile("file changed") // a refusal is logged and counted there
 	})
 	w.Run(g.ctx)
 }
@@ -75,6 +88,11 @@ func (g *Guard) policyRefused(err error) {
 func (g *Guard) applyPolicy(s *policyfile.Set, sum [32]byte, why string) {
 	g.pol.mu.Lock()
 	defer g.pol.mu.Unlock()
+	g.applyPolicyLocked(s, sum, why)
+}
+
+// applyPolicyLocked is applyPolicy with pol.mu held.
+func (g *Guard) applyPolicyLocked(s *policyfile.Set, sum [32]byte, why string) {
 	if sum != ([32]byte{}) {
 		g.pol.sum = sum
 	}

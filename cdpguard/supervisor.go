@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cdpguard/cdpguard/internal/policyfile"
 )
 
 // Supervisor keeps a managed browser guarded for a long-lived service
@@ -181,6 +183,7 @@ func (s *Supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // watch relaunches the browser each time the current guard stops by itself.
 func (s *Supervisor) watch(g *Guard) {
 	var failures []time.Time
+	var lastPolicy *policyfile.Set // the policy in force when the browser died
 	for {
 		if g != nil {
 			select {
@@ -188,6 +191,7 @@ func (s *Supervisor) watch(g *Guard) {
 			case <-s.ctx.Done():
 				return
 			}
+			lastPolicy = g.rules() // as reloaded until the browser died
 			s.cur.CompareAndSwap(g, nil)
 			s.log.Error("the browser died; every agent connection was closed; relaunching it", "exit", g.proc.ExitErr())
 		}
@@ -204,7 +208,7 @@ func (s *Supervisor) watch(g *Guard) {
 			return
 		}
 		lctx, cancel := context.WithTimeout(s.ctx, 60*time.Second)
-		next, err := launchGuard(lctx, s.cfg, launchOptions{endpoint: s.ln.Addr().String(), metrics: s.metrics})
+		next, err := launchGuard(lctx, s.cfg, launchOptions{endpoint: s.ln.Addr().String(), metrics: s.metrics, lastPolicy: lastPolicy})
 		cancel()
 		if err != nil {
 			if s.ctx.Err() != nil {
