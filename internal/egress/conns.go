@@ -222,6 +222,7 @@ type checked struct {
 	scope *scope // the client's ServeScoped listener, if any
 	host  string // the judged host and port, for Recheck
 	port  int
+	gen   uint64 // Proxy.policyGen when the host was judged
 }
 
 // ErrUncheckedDial is returned when a dial is attempted without, or
@@ -260,6 +261,12 @@ func (p *Proxy) dialChecked(ctx context.Context, ck *checked, addr string) (net.
 		}
 		if !p.conns.add(tc, ck.kind) {
 			return nil, ErrClosed
+		}
+		// A Recheck that listed the tunnels while this dial was under way
+		// did not see it: judge it again by the policy now in force.
+		if ck.kind == kindTunnel && p.policyGen.Load() != ck.gen && !p.stillAllowed(ck) {
+			_ = tc.Close()
+			return nil, fmt.Errorf("egress: dial %s: the policy changed while dialling and no longer allows %s", addr, ck.host)
 		}
 		return tc, nil
 	}

@@ -33,6 +33,9 @@ func (p *Proxy) judge(ctx context.Context, method string, t target) (*checked, *
 			Host: t.host, Port: t.port, Addr: addr, Reason: reason, Method: method,
 		}}
 	}
+	// The policy generation is read before the decision: a reload that
+	// lands after it is seen by dialChecked (Recheck bumps it first).
+	gen := p.policyGen.Load()
 	decide, sc := p.opts.Decide, scopeOf(ctx)
 	if sc != nil {
 		decide = sc.decide
@@ -69,7 +72,7 @@ func (p *Proxy) judge(ctx context.Context, method string, t target) (*checked, *
 		addrs = answer
 	}
 
-	ck := &checked{name: t.String(), scope: sc, host: t.host, port: t.port}
+	ck := &checked{name: t.String(), scope: sc, host: t.host, port: t.port, gen: gen}
 	seen := make(map[netip.Addr]bool, len(addrs))
 	for _, a := range addrs {
 		a = a.Unmap().WithZone("")

@@ -106,6 +106,9 @@ type Proxy struct {
 
 	allowed atomic.Uint64
 	refused atomic.Uint64
+	// policyGen counts Rechecks (policy reloads); a tunnel judged under
+	// one generation and registered under another is judged again.
+	policyGen atomic.Uint64
 
 	self      *selfaddr.Set // our own addresses, never a destination
 	closeOnce sync.Once

@@ -7,6 +7,9 @@ package egress
 // instead of keeping them for as long as the page does. Pooled plain-HTTP
 // connections are not closed: each request on them is judged anew.
 func (p *Proxy) Recheck() int {
+	// Bumped before the tunnels are listed: a dial judged before it and
+	// registered after the listing judges itself again (dialChecked).
+	p.policyGen.Add(1)
 	type open struct {
 		c      *trackedConn
 		decide DecideFunc
@@ -37,4 +40,18 @@ func (p *Proxy) Recheck() int {
 		p.log.Info("egress tunnel closed: the policy no longer allows it", "host", t.c.host, "port", t.c.port)
 	}
 	return closed
+}
+
+// stillAllowed judges ck's host again by the DecideFunc of the listener it
+// came through, as Recheck does.
+func (p *Proxy) stillAllowed(ck *checked) bool {
+	decide := p.opts.Decide
+	if ck.scope != nil {
+		decide = ck.scope.decide
+	}
+	if decide == nil {
+		return false
+	}
+	ok, _ := decide(ck.host, ck.port)
+	return ok
 }

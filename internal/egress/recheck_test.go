@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"context"
 	"net"
 	"net/netip"
 	"testing"
@@ -75,5 +76,44 @@ func TestScopeAllowAddrs(t *testing.T) {
 		if ok, _ := p.addrPermitted(netip.MustParseAddr(c.addr), false, c.sc); ok != c.want {
 			t.Errorf("scope %v addr %s: permitted %v, want %v", c.sc != nil, c.addr, ok, c.want)
 		}
+	}
+}
+
+// TestRecheckDuringDial: a reload whose Recheck runs while a tunnel's dial
+// is under way (judged by the old policy, not yet registered, so Recheck
+// cannot see it) still costs the tunnel its host: the dial judges it again.
+func TestRecheckDuringDial(t *testing.T) {
+	echo := startEcho(t)
+	allow := newAllow("late.test")
+	p, err := New(Options{Decide: allow.decide, HostMap: testMap(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	realDial := p.dial
+	p.dial = func(ctx context.Context, network, a string) (net.Conn, error) {
+		allow.mu.Lock()
+		delete(allow.hosts, "late.test")
+		allow.mu.Unlock()
+		if n := p.Recheck(); n != 0 {
+			t.Errorf("Recheck closed %d tunnels; none was registered yet", n)
+		}
+		return realDial(ctx, network, a)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(l) }()
+	defer func() {
+		_ = p.Close()
+		<-done
+	}()
+	r := rawConnect(t, l.Addr().String(), hostPort("late.test", echo.port()))
+	if r.status == 200 {
+		t.Fatal("a tunnel judged before a reload and dialled after it stayed open to the removed host")
+	}
+	if got := p.Stats().ActiveTunnels; got != 0 {
+		t.Errorf("active tunnels %d, want 0", got)
 	}
 }
