@@ -13,22 +13,9 @@ import (
 func TestRecheckClosesRefusedTunnels(t *testing.T) {
 	echo := startEcho(t)
 	allow := newAllow("kept.test", "removed.test")
-	p, err := New(Options{Decide: allow.decide, HostMap: testMap(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Serve(l) }()
-	defer func() {
-		_ = p.Close()
-		<-done
-	}()
-	kept := rawConnect(t, l.Addr().String(), hostPort("kept.test", echo.port()))
-	removed := rawConnect(t, l.Addr().String(), hostPort("removed.test", echo.port()))
+	p, addr := startProxy(t, Options{Decide: allow.decide, HostMap: testMap(t)})
+	kept := rawConnect(t, addr, hostPort("kept.test", echo.port()))
+	removed := rawConnect(t, addr, hostPort("removed.test", echo.port()))
 	if kept.status != 200 || removed.status != 200 {
 		t.Fatalf("status %d, %d", kept.status, removed.status)
 	}
@@ -85,31 +72,19 @@ func TestScopeAllowAddrs(t *testing.T) {
 func TestRecheckDuringDial(t *testing.T) {
 	echo := startEcho(t)
 	allow := newAllow("late.test")
-	p, err := New(Options{Decide: allow.decide, HostMap: testMap(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	realDial := p.dial
-	p.dial = func(ctx context.Context, network, a string) (net.Conn, error) {
-		allow.mu.Lock()
-		delete(allow.hosts, "late.test")
-		allow.mu.Unlock()
-		if n := p.Recheck(); n != 0 {
-			t.Errorf("Recheck closed %d tunnels; none was registered yet", n)
+	p, addr := startProxy(t, Options{Decide: allow.decide, HostMap: testMap(t)}, func(p *Proxy) {
+		realDial := p.dial
+		p.dial = func(ctx context.Context, network, a string) (net.Conn, error) {
+			allow.mu.Lock()
+			delete(allow.hosts, "late.test")
+			allow.mu.Unlock()
+			if n := p.Recheck(); n != 0 {
+				t.Errorf("Recheck closed %d tunnels; none was registered yet", n)
+			}
+			return realDial(ctx, network, a)
 		}
-		return realDial(ctx, network, a)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Serve(l) }()
-	defer func() {
-		_ = p.Close()
-		<-done
-	}()
-	r := rawConnect(t, l.Addr().String(), hostPort("late.test", echo.port()))
+	})
+	r := rawConnect(t, addr, hostPort("late.test", echo.port()))
 	if r.status == 200 {
 		t.Fatal("a tunnel judged before a reload and dialled after it stayed open to the removed host")
 	}
