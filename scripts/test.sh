@@ -49,11 +49,8 @@ export GOPROXY=off GOFLAGS=-mod=readonly
 # The longest packages are named first: go test starts packages in the order
 # given (then ./... adds the rest once each), so e2e, the longest by far,
 # starts at once and the others fill the second slot around it.
-# -parallel 4: most of an e2e test's time is spent waiting on Chromium and
-# the network, not on CPU (the tests use about half of two cores at
-# -parallel 2); timing-sensitive suites are not parallel.
 test_rc=0
-unshare --net -- bash -c 'set -o pipefail; ip link set lo up && (cd deploy && go test -count=1 -timeout 5m ./...) && go test -json -race -count=1 -timeout 30m -parallel 4 "$@" ./e2e/ ./cdpguard/ ./e2e/bench/ ./... | go run ./scripts/testreport' _ "$@" || test_rc=$?
+unshare --net -- bash -c 'set -o pipefail; ip link set lo up && (cd deploy && go test -count=1 -timeout 5m ./...) && go test -json -race -count=1 -timeout 30m "$@" ./e2e/ ./cdpguard/ ./e2e/bench/ ./... | go run ./scripts/testreport' _ "$@" || test_rc=$?
 lint_rc=0
 wait "$lint_pid" || lint_rc=$?
 if [ "$lint_rc" -ne 0 ]; then

@@ -124,7 +124,7 @@ func (a *Agent) waitRoom(ctx context.Context) bool {
 			if pressed, wake = a.owesTooMuch(b.AgentQueueBytes); pressed {
 				// A command that never ends (an evaluate awaiting a promise
 				// only a later command resolves) must not stall the agent.
-				owe = time.NewTimer(oweWait)
+				owe = time.NewTimer(b.OweWait)
 			}
 		}
 		if !pressed {
@@ -177,11 +177,11 @@ func (a *Agent) stopped(ctx context.Context) bool {
 // browser before the average exists.
 const unknownInFlight = 16
 
-// oweWait bounds a wait for a reply when the agent's commands in the
-// browser owe more than its mark: past it the next command goes out, so a
-// client waiting on a command that only a later one ends is slowed, never
+// DefaultOweWait bounds a wait for a reply when the agent's commands in
+// the browser owe more than its mark: past it the next command goes out, so
+// a client waiting on a command that only a later one ends is slowed, never
 // stalled.
-const oweWait = time.Second
+const DefaultOweWait = time.Second
 
 // noteReply keeps the running average of the agent's reply sizes: a
 // quarter of each new reply, the first one whole. Only the mux read loop

@@ -56,6 +56,9 @@ type Bounds struct {
 	MaxMessage                     int64
 	MaxInFlight                    int
 	PauseBound                     time.Duration
+	// OweWait bounds a wait for a reply while the agent's commands in the
+	// browser owe more than its mark (zero: DefaultOweWait).
+	OweWait time.Duration
 }
 
 // withDefaults fills zero fields.
@@ -76,6 +79,9 @@ func (b Bounds) withDefaults() Bounds {
 	}
 	if b.PauseBound == 0 {
 		b.PauseBound = DefaultPauseBound
+	}
+	if b.OweWait == 0 {
+		b.OweWait = DefaultOweWait
 	}
 	return b
 }

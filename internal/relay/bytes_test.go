@@ -211,9 +211,10 @@ func waitBytes(t *testing.T, what string, load func() int64, want int64) {
 
 // TestOwedReplies: once an agent's replies are known to be big, its
 // commands in the browser are bounded by what their replies would add to
-// its queue: past the mark the next command waits for a reply, or oweWait
+// its queue: past the mark the next command waits for a reply, or OweWait
 // at most (a command that never ends must not stall the agent).
 func TestOwedReplies(t *testing.T) {
+	const owe = 3 * time.Second
 	h := newHarness(t)
 	h.b.setResponder(func(e *cdpmsg.Envelope) ([][]byte, bool) {
 		switch e.Method {
@@ -226,7 +227,9 @@ func TestOwedReplies(t *testing.T) {
 		return nil, false
 	})
 	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1,
-		Bounds: Bounds{AgentQueueBytes: 5000, AgentMaxBytes: -1, UserMaxBytes: -1, PauseBound: -1}})
+		// OweWait well above the 300 ms probe below, so a loaded machine
+		// cannot let the wait run out before the probe starts.
+		Bounds: Bounds{AgentQueueBytes: 5000, AgentMaxBytes: -1, UserMaxBytes: -1, PauseBound: -1, OweWait: owe}})
 	x.call(t, 1, "", "Big.get", "") // the average reply is now about 2 kB
 	for i := range 3 {              // 2 owe 4 kB, under the mark; the third takes them over it
 		x.send(t, fmt.Sprintf(`{"id":%d,"method":"Big.hold"}`, 10+i))
@@ -236,10 +239,10 @@ func TestOwedReplies(t *testing.T) {
 	}
 	start := time.Now()
 	if !x.trySend(`{"id":21,"method":"Big.hold"}`, wait) {
-		t.Fatal("the agent stayed stalled past oweWait")
+		t.Fatal("the agent stayed stalled past OweWait")
 	}
-	if d := time.Since(start); d > oweWait+time.Second {
-		t.Errorf("the next command waited %v, oweWait is %v", d, oweWait)
+	if d := time.Since(start); d > owe+time.Second {
+		t.Errorf("the next command waited %v, OweWait is %v", d, owe)
 	}
 }
 
