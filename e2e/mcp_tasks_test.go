@@ -218,6 +218,15 @@ func TestMCPModelTasks(t *testing.T) {
 			t.Errorf("forbidden listener saw %d hits", n-before)
 		}
 	})
+	t.Run("scriptRendered", func(t *testing.T) {
+		// A page that renders its article by script after the load event
+		// is read once it settled, not as "Loading...".
+		out := call(t, s, "browser_read", map[string]any{"url": slow + "/script"}, false)
+		mustContain(t, "script-rendered read", out, "SCRIPTMARKER1", "SCRIPTMARKER2")
+		if strings.Contains(out, "Loading...") {
+			t.Errorf("the read did not wait for the page to settle:\n%s", out)
+		}
+	})
 	t.Run("hugeSnapshot", func(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": slow + "/huge"}, false)
 		t0 := time.Now()
@@ -241,6 +250,7 @@ func TestMCPModelTasks(t *testing.T) {
 }
 
 // slowHost serves /slow, which answers only when the test ends, and
+// /script, a page that renders by script after its load event,
 // /huge, a page of 50,000 buttons (100,000 DOM nodes), as http://allowed.test:PORT (the guard
 // maps *.test to loopback).
 func slowHost(t *testing.T) string {
@@ -254,9 +264,13 @@ func slowHost(t *testing.T) string {
 	// test is about the node bound, not about layout speed.
 	huge := `<!doctype html><title>huge</title><body><div style="display:none">` + strings.Repeat("<button>b</button>", 50_000) + "</div>"
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/huge" {
+		switch r.URL.Path {
+		case "/huge":
 			w.Header().Set("Content-Type", "text/html")
 			_, _ = w.Write([]byte(huge))
+			return
+		case "/script": // renders its article by script after the load event
+			http.ServeFile(w, r, "testdata/reader/script.html")
 			return
 		}
 		select {

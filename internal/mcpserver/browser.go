@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -49,6 +51,11 @@ type user struct {
 	blocks  []blockEntry    // the guard's blocks of this user's requests (last netKeep)
 	popups  []string        // page targets created meanwhile (target ids), for the next result
 	front   string          // the tab last brought to the front
+	// loopClosed holds the tabs the tools closed for a dialog loop
+	// (target ids) until Chrome stops listing them: the close is
+	// asynchronous and a page looping on dialogs may take a while to go,
+	// so the tools never pick such a tab again and answer its dialogs.
+	loopClosed map[string]bool
 
 	callStop context.CancelCauseFunc // ends the running call (a dialog opened)
 	callName string
@@ -271,10 +278,18 @@ func (u *user) pages(ctx context.Context) ([]*target.Info, error) {
 	for i, id := range u.order {
 		rank[id] = i
 	}
+	u.mu.Lock()
+	closed := maps.Clone(u.loopClosed)
+	for id := range u.loopClosed { // Chrome no longer lists it: gone
+		if !slices.ContainsFunc(res.TargetInfos, func(t *target.Info) bool { return string(t.TargetID) == id }) {
+			delete(u.loopClosed, id)
+		}
+	}
+	u.mu.Unlock()
 	var out []*target.Info
 	for i := len(res.TargetInfos) - 1; i >= 0; i-- {
 		t := res.TargetInfos[i]
-		if t.Type != "page" {
+		if t.Type != "page" || closed[string(t.TargetID)] {
 			continue
 		}
 		if _, ok := rank[string(t.TargetID)]; !ok {

@@ -77,6 +77,15 @@ func (u *user) dialogOpening(session string, params []byte) {
 		u.mu.Unlock()
 		return // not a tab the tools attached: the guard answers it
 	}
+	if u.loopClosed[t.id] {
+		// Closed for a dialog loop and not gone yet: answer and close again.
+		p := u.evPipe
+		u.mu.Unlock()
+		if p != nil {
+			u.closeLooping(p, session, t.id)
+		}
+		return
+	}
 	now := time.Now()
 	if now.Sub(t.lastDialog) < loopGap {
 		t.streak++
@@ -90,6 +99,14 @@ func (u *user) dialogOpening(session string, params []byte) {
 	if loop {
 		cause.loop = t.streak
 		t.dlg = nil
+		if u.loopClosed == nil {
+			u.loopClosed = map[string]bool{}
+		}
+		u.loopClosed[t.id] = true
+		if u.gone == nil {
+			u.gone = map[string]bool{}
+		}
+		u.gone[t.s.ID] = true // the tools forget the tab now, not when Chrome closes it
 	}
 	stop := u.callStop
 	if t.id != u.front && !loop {
@@ -101,11 +118,7 @@ func (u *user) dialogOpening(session string, params []byte) {
 	p := u.evPipe
 	u.mu.Unlock()
 	if loop && p != nil {
-		id := t.id
-		u.srv.goBounded(func(ctx context.Context) {
-			_ = p.Call(ctx, session, page.CommandHandleJavaScriptDialog, &page.HandleJavaScriptDialogParams{Accept: false}, nil)
-			_ = p.Call(ctx, "", target.CommandCloseTarget, &target.CloseTargetParams{TargetID: target.ID(id)}, nil)
-		})
+		u.closeLooping(p, session, t.id)
 	}
 	if stop != nil {
 		stop(cause)
@@ -118,6 +131,15 @@ func (u *user) dialogOpening(session string, params []byte) {
 			u.note(fmt.Sprintf("Meanwhile the page at %s opened %s; it waits for browser_handle_dialog (select its tab first), or cdpguard dismisses it after %s.", clip(d.URL, 300), info.describe(), roundDur(u.srv.opts.DialogWait)))
 		}
 	}
+}
+
+// closeLooping dismisses the dialog of a tab that keeps opening them and
+// closes the tab, off the guard's writer (bounded).
+func (u *user) closeLooping(p *Pipe, session, id string) {
+	u.srv.goBounded(func(ctx context.Context) {
+		_ = p.Call(ctx, session, page.CommandHandleJavaScriptDialog, &page.HandleJavaScriptDialogParams{Accept: false}, nil)
+		_ = p.Call(ctx, "", target.CommandCloseTarget, &target.CloseTargetParams{TargetID: target.ID(id)}, nil)
+	})
 }
 
 // dialogClosed clears a tab's dialog; one the model did not answer was
