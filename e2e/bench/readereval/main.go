@@ -172,15 +172,9 @@ func run(corpora string, set readeval.Set, final bool, limit int, only, chrome, 
 			fmt.Fprintf(os.Stderr, "page %s/%s: %v\n", p.Corpus, p.ID, err)
 			continue
 		}
-		if w != nil {
-			if !keepTexts {
-				r.Text = nil
-			}
-			if err := w.Encode(r); err != nil {
-				return err
-			}
+		if err := emit(w, &r, keepTexts); err != nil {
+			return err
 		}
-		r.Text = nil
 		results = append(results, r)
 		if (i+1)%25 == 0 {
 			fmt.Fprintf(os.Stderr, "%d/%d pages\n", i+1, len(pages))
@@ -435,17 +429,26 @@ func offline(pages []readeval.Page, outPath string, keepTexts bool) error {
 			r.Shingle[c] = readeval.Match(p.Truth, text, 4)
 			r.Word[c] = readeval.Match(p.Truth, text, 1)
 		}
-		if w != nil {
-			if !keepTexts {
-				r.Text = nil
-			}
-			if err := w.Encode(r); err != nil {
-				return err
-			}
+		if err := emit(w, &r, keepTexts); err != nil {
+			return err
 		}
-		r.Text = nil
 		results = append(results, r)
 	}
 	report(os.Stdout, results, "offline", cands)
+	return nil
+}
+
+// emit writes r to w (nil: no output file), with its texts only when
+// keepTexts, and then drops the texts from r, which stays in memory.
+func emit(w *json.Encoder, r *result, keepTexts bool) error {
+	if w != nil {
+		if !keepTexts {
+			r.Text = nil
+		}
+		if err := w.Encode(r); err != nil {
+			return err
+		}
+	}
+	r.Text = nil
 	return nil
 }
