@@ -12,50 +12,17 @@ import (
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
-// intercept applies the method firewall (internal/firewall) to one agent
-// command. Refusals name the rule; the connection stays usable. Outright
-// refusals come before per-user isolation; checks and rewrites after it, on
-// the params isolation produced (e.g. with the user's browserContextId).
+// intercept judges one agent command: it runs the command through
+// commandStages (pipeline.go). Refusals name the rule; the connection stays
+// usable.
 func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
-	v := g.agentWatch(st, cmd, g.judgeCommand(ctx, a, st, cmd))
+	v := g.judgeCommand(ctx, a, st, cmd)
 	if v.Refuse != "" || cmd.Browser {
 		// Debug: which methods clients send on the browser session, and
 		// what the guard refused (e2e TestClients records them).
 		g.log.Debug("agent command", "method", cmd.Method, "browserLevel", cmd.Browser, "refused", v.Refuse, "user", st.user.Key)
 	}
 	return v
-}
-
-// judgeCommand runs the rules of one command in order: the firewall's
-// outright refusals, then per-user isolation, then the firewall's checks
-// and rewrites on the params isolation produced; the verdicts combine
-// explicitly (relay.Combine).
-func (g *Guard) judgeCommand(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) (v relay.Verdict) {
-	if v, done := g.attachBrowserTarget(cmd); done {
-		return v
-	}
-	wv := g.worldCommand(ctx, a, cmd)
-	if wv.Refuse != "" {
-		return wv
-	}
-	defer func() { v = withNamed(wv, v) }() // controls_taint.go
-	rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
-	switch rule.Action {
-	case firewall.Refuse:
-		return refusal(name, rule.Why)
-	case firewall.RefuseParams:
-		if v := refuseParams(cmd, name, rule); v.Refuse != "" {
-			return v
-		}
-	}
-	iso := g.iso.Command(ctx, st.iso, a, cmd, rule.Scope)
-	if iso.Refuse != "" || iso.Local != nil {
-		return iso
-	}
-	if iso.Params != nil {
-		cmd.Params = iso.Params
-	}
-	return relay.Combine(iso, g.applyRule(ctx, a, st, cmd, name, rule))
 }
 
 // refuseParams refuses cmd if it carries one of rule.Params.

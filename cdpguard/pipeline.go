@@ -1,0 +1,123 @@
+package cdpguard
+
+import (
+	"context"
+
+	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/relay"
+)
+
+// commandStages is the one path of every agent command, in order. The
+// firewall's row of the command is looked up once, before the first stage
+// (agentCommand). Each stage either ends the command with its verdict (a
+// refusal, a local answer, a rewrite that is the whole verdict) or calls
+// c.next for the verdict of the stages after it and returns that, possibly
+// combined with its own (relay.Combine). So a stage listed earlier sees
+// the verdict of every stage after it: controls watch what really reaches
+// the browser, worlds end their taint notes when a later stage refuses.
+//
+// The table is never modified; its order is the order of the rules.
+var commandStages = [...]stage{
+	{"controls", (*Guard).controlsStage},            // input, debugger: the human's quiet window (controls_grant.go)
+	{"browser target", (*Guard).browserTargetStage}, // attach to the browser's own target (browsertarget.go)
+	{"worlds", (*Guard).worldsStage},                // the guard's hidden worlds (worlds_refuse.go)
+	{"firewall", (*Guard).refusalStage},             // the row's outright refusals
+	{"isolation", (*Guard).isolationStage},          // the user's own targets and contexts (internal/isolation)
+	{"rule", (*Guard).ruleStage},                    // the row's check or rewrite (intercept.go)
+}
+
+// stage is one step of commandStages.
+type stage struct {
+	name string
+	run  func(g *Guard, ctx context.Context, c *agentCommand) relay.Verdict
+}
+
+// agentCommand is one agent command on its way through commandStages.
+type agentCommand struct {
+	relay.Command
+	agent *relay.Agent
+	st    *agentState
+	rule  firewall.Rule
+	name  string // the rule's name: the method, or the wildcard row it matched
+
+	stages []stage // commandStages
+	at     int     // the next stage to run
+}
+
+// next runs the stages after the current one and returns their verdict;
+// after the last stage the command passes as it is.
+func (c *agentCommand) next(g *Guard, ctx context.Context) relay.Verdict {
+	if c.at >= len(c.stages) {
+		return relay.Verdict{}
+	}
+	s := c.stages[c.at]
+	c.at++
+	return s.run(g, ctx, c)
+}
+
+// judgeCommand runs cmd through commandStages.
+func (g *Guard) judgeCommand(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
+	c := &agentCommand{Command: cmd, agent: a, st: st, stages: commandStages[:]}
+	c.rule, c.name = firewall.Lookup(cmd.Method, cmd.Browser)
+	return c.next(g, ctx)
+}
+
+// controlsStage lets the controls follow the commands a grant depends on
+// once the later stages let them through (agentWatch).
+func (g *Guard) controlsStage(ctx context.Context, c *agentCommand) relay.Verdict {
+	return g.agentWatch(c.st, c.Command, c.next(g, ctx))
+}
+
+// browserTargetStage turns an attach to the browser's own target into a
+// browser session of the agent's own (attachBrowserTarget).
+func (g *Guard) browserTargetStage(ctx context.Context, c *agentCommand) relay.Verdict {
+	if v, done := g.attachBrowserTarget(c.Command); done {
+		return v
+	}
+	return c.next(g, ctx)
+}
+
+// worldsStage refuses commands that name one of the guard's hidden worlds
+// and keeps the note of the context ids a passed command names until its
+// reply (worldCommand, withNamed).
+func (g *Guard) worldsStage(ctx context.Context, c *agentCommand) relay.Verdict {
+	wv := g.worldCommand(ctx, c.agent, c.Command)
+	if wv.Refuse != "" {
+		return wv
+	}
+	return withNamed(wv, c.next(g, ctx))
+}
+
+// refusalStage applies the row's outright refusals: the whole method, or
+// the params it names.
+func (g *Guard) refusalStage(ctx context.Context, c *agentCommand) relay.Verdict {
+	switch c.rule.Action {
+	case firewall.Refuse:
+		return refusal(c.name, c.rule.Why)
+	case firewall.RefuseParams:
+		if v := refuseParams(c.Command, c.name, c.rule); v.Refuse != "" {
+			return v
+		}
+	}
+	return c.next(g, ctx)
+}
+
+// isolationStage keeps the command to the user's own targets, contexts and
+// windows; the later stages see the params it produced (e.g. with the
+// user's browserContextId).
+func (g *Guard) isolationStage(ctx context.Context, c *agentCommand) relay.Verdict {
+	iso := g.iso.Command(ctx, c.st.iso, c.agent, c.Command, c.rule.Scope)
+	if iso.Refuse != "" || iso.Local != nil {
+		return iso
+	}
+	if iso.Params != nil {
+		c.Params = iso.Params
+	}
+	return relay.Combine(iso, c.next(g, ctx))
+}
+
+// ruleStage applies the row's check or rewrite (applyRule). It is the last
+// stage: its verdict is the whole verdict of the stages after isolation.
+func (g *Guard) ruleStage(ctx context.Context, c *agentCommand) relay.Verdict {
+	return g.applyRule(ctx, c.agent, c.st, c.Command, c.name, c.rule)
+}
