@@ -298,7 +298,11 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 // start sets up the guard's own browser session and then the endpoint. The
 // endpoint reports ready only after interception covers every target.
 func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
-	g.mux = relay.NewMux(conn, g.log, g.onGuardEvent)
+	bus, err := g.eventBus()
+	if err != nil {
+		return setupError("route browser events", err)
+	}
+	g.mux = relay.NewMux(conn, g.log, bus.Publish)
 	g.judge = fetchdomain.New(g.mux, fetchdomain.Options{
 		Rules:               g.rulesForFrame,
 		OnShed:              g.metrics.pausesShed.Inc,

@@ -18,43 +18,11 @@ type (
 	attachedToTarget = cdpmsg.Attached
 )
 
-// onGuardEvent handles events on the guard's root session and on the
-// sessions its auto-attach created. It runs on the mux read loop: anything
-// that waits for a reply runs in a goroutine owned by the guard.
-func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
+// onTargetEvent keeps the guard's record of the browser's targets: their
+// users, the pages and their setup (eventBus routes the Target events of
+// the guard's root session here). It runs on the mux read loop.
+func (g *Guard) onTargetEvent(e *cdpmsg.Envelope) {
 	switch e.Method {
-	case "Fetch.requestPaused":
-		g.judge.Paused(e.SessionID, e.Params)
-	case "Page.javascriptDialogOpening":
-		g.dialogs.Opening(e.SessionID, e.Params)
-	case "Page.javascriptDialogClosed":
-		g.dialogs.Closed(e.SessionID)
-	case "Page.frameAttached":
-		g.grantScopes.frames.onEvent(e.SessionID, e.Method, e.Params)
-	case "Page.frameDetached":
-		g.grantScopes.frames.onEvent(e.SessionID, e.Method, e.Params)
-		g.worlds.frameDetached(e.Params)
-	case "Page.frameNavigated":
-		// A new document: the guard's worlds of the old one are gone, and
-		// their context ids may be the new page's own (a new renderer
-		// process numbers its contexts from 1 again).
-		var p struct {
-			Frame struct {
-				ID  string `json:"id"`
-				URL string `json:"url"`
-			} `json:"frame"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) == nil && p.Frame.ID != "" {
-			g.worlds.frameGone(p.Frame.ID)
-			if g.ctl != nil {
-				g.ctl.frameNavigated(e.SessionID, p.Frame.ID, p.Frame.URL)
-			}
-		}
-	case "Runtime.executionContextCreated", "Runtime.executionContextDestroyed", "Runtime.executionContextsCleared",
-		"Runtime.bindingCalled":
-		if g.ctl != nil {
-			g.ctl.onEvent(e)
-		}
 	case "Target.attachedToTarget":
 		if e.SessionID != "" {
 			return // only the root session's auto-attach is the guard's
@@ -74,13 +42,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 				g.setupDone(a.TargetInfo.TargetID)
 				return
 			}
-			g.judge.AddPage(a.TargetInfo.TargetID)
-			g.rd.pageAttached(a.TargetInfo.TargetID, a.SessionID)
-			g.grantScopes.frames.pageSession(a.SessionID, a.TargetInfo.TargetID)
-			g.dialogs.Attach(a.SessionID, a.TargetInfo.TargetID)
-			if g.ctl != nil {
-				g.ctl.setupPage(a.TargetInfo.TargetID, a.SessionID)
-			}
+			g.pageAttached(a.TargetInfo.TargetID, a.SessionID)
 		}
 		g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
 		g.markWeb(a.TargetInfo, false)
@@ -111,13 +73,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			TargetID string `json:"targetId"`
 		}
 		if jsonv2.Unmarshal(e.Params, &p) == nil {
-			g.judge.RemovePage(p.TargetID)
-			g.rd.pageGone(p.TargetID)
-			g.grantScopes.frames.pageGone(p.TargetID)
-			g.dialogs.Forget(p.TargetID)
-			if g.ctl != nil {
-				g.ctl.pageGone(p.TargetID)
-			}
+			g.pageGone(p.TargetID)
 			g.users.ForgetTarget(p.TargetID)
 			g.setups.mu.Lock()
 			delete(g.setups.done, p.TargetID)

@@ -69,23 +69,27 @@ func TestRemoteContextID(t *testing.T) {
 
 // TestWorldsFrameDetached: the guard's worlds of a removed subframe are
 // forgotten, under the frame and under its page, when the guard's page
-// session reports Page.frameDetached; a swap (the frame moves to another
+// session reports Page.frameDetached (routed by the event bus); a swap (the frame moves to another
 // process) keeps them, and the page's end forgets the rest. Before, a page
 // that kept adding and removing iframes grew made without end.
 func TestWorldsFrameDetached(t *testing.T) {
 	g := &Guard{worlds: newGuardWorlds(), grantScopes: newGrantState()}
+	bus, err := g.eventBus()
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := g.worlds
 	w.madeIn("T", "T", 1)
 	for i := range 100 {
 		f := "F" + strconv.Itoa(i)
 		w.madeIn("T", f, int64(10+i))
-		g.onGuardEvent(&cdpmsg.Envelope{SessionID: "S", Method: "Page.frameDetached", Params: []byte(`{"frameId":"` + f + `","reason":"remove"}`)})
+		bus.Publish(&cdpmsg.Envelope{SessionID: "S", Method: "Page.frameDetached", Params: []byte(`{"frameId":"` + f + `","reason":"remove"}`)})
 	}
 	if len(w.made) != 1 || len(w.made["T"]) != 1 || !w.made["T"][1] || len(w.owner) != 0 {
 		t.Fatalf("after 100 iframes came and went: made %v, owner %v; want only the main frame's world", w.made, w.owner)
 	}
 	w.madeIn("T", "FS", 50)
-	g.onGuardEvent(&cdpmsg.Envelope{SessionID: "S", Method: "Page.frameDetached", Params: []byte(`{"frameId":"FS","reason":"swap"}`)})
+	bus.Publish(&cdpmsg.Envelope{SessionID: "S", Method: "Page.frameDetached", Params: []byte(`{"frameId":"FS","reason":"swap"}`)})
 	if !w.made["FS"][50] || !w.madeInTarget("T", []int64{50}) {
 		t.Fatal("a swapped frame's worlds were forgotten")
 	}
