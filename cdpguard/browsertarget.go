@@ -5,6 +5,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
@@ -38,8 +39,8 @@ func (g *Guard) isBrowserTarget(id string) bool {
 // of its own, under the browser-level rules, as Chrome would give it a
 // browser session. Any other target goes through isolation as before.
 // done is true when v is the whole verdict.
-func (g *Guard) attachBrowserTarget(cmd relay.Command) (v relay.Verdict, done bool) {
-	if cmd.Method != "Target.attachToTarget" {
+func (g *Guard) attachBrowserTarget(cmd relay.Command, action firewall.Action) (v relay.Verdict, done bool) {
+	if action != firewall.AttachTarget {
 		return relay.Verdict{}, false
 	}
 	var p struct {

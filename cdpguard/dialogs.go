@@ -8,6 +8,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/dialogs"
+	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
@@ -27,19 +28,19 @@ func dialogGrace(d time.Duration) time.Duration {
 // on: Page.enable and Page.disable say whether the agent listens for
 // dialogs on a page, and Page.handleJavaScriptDialog is the agent's answer,
 // which must not race the guard's own (exactly one answer per dialog).
-// It is the firewall table's Dialogs rule (intercept.go).
-func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
-	switch cmd.Method {
-	case "Page.enable":
+// It applies the firewall table's dialog rows (intercept.go).
+func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Command, action firewall.Action) relay.Verdict {
+	switch action {
+	case firewall.DialogsListen:
 		// Registered before Chrome enables the domain, so that a dialog
 		// opening in between already waits for this agent. The target is
 		// the agent's own record of the session (no browser round trip).
 		if id := g.sessionTarget(ctx, a, cmd.SessionID); id != "" {
 			g.dialogs.Listen(a, cmd.SessionID, id, true)
 		}
-	case "Page.disable":
+	case firewall.DialogsUnlisten:
 		g.dialogs.Listen(a, cmd.SessionID, "", false)
-	case "Page.handleJavaScriptDialog":
+	case firewall.DialogsAnswer:
 		answered, late := g.dialogs.Claim(a, cmd.SessionID)
 		if answered == nil && late == "" {
 			return relay.Verdict{}
@@ -54,7 +55,7 @@ func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Com
 			}
 			return result, errRaw
 		}}
-	case "Target.detachFromTarget":
+	case firewall.Detach:
 		var p struct {
 			SessionID string `json:"sessionId"`
 		}

@@ -41,13 +41,13 @@ func refuseParams(cmd relay.Command, name string, rule firewall.Rule) relay.Verd
 
 func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command, name string, rule firewall.Rule) relay.Verdict {
 	switch rule.Action {
-	case firewall.CheckURL:
+	case firewall.CheckURL, firewall.CheckNavigation:
 		u, err := urlParam(cmd.Params)
 		if err != nil {
 			return refusal(name, "unreadable params: "+err.Error())
 		}
 		if msg := urlRefusal(name, u); msg != "" {
-			if cmd.Method == "Page.navigate" && !cmd.Browser {
+			if rule.Action == firewall.CheckNavigation && !cmd.Browser {
 				return g.refusedNavigation(ctx, a, st, cmd, msg)
 			}
 			return relay.Verdict{Refuse: msg}
@@ -76,16 +76,24 @@ func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, c
 		if why := firewall.SizeRefusal(cmd.Params, rule.Sizes); why != "" {
 			return refusal(name, why+": "+rule.Why)
 		}
-	case firewall.Guard:
-		return g.guardMethod(ctx, st, cmd)
-	case firewall.Dialogs:
-		return g.dialogCommand(ctx, a, cmd)
-	case firewall.Rewrite:
-		switch cmd.Method {
-		case "Browser.close":
-			g.closeOwnTargets(ctx, st)
-			return relay.Verdict{Local: []byte("{}")}
+	case firewall.GuardRead:
+		return g.guardRead(ctx, st, cmd)
+	case firewall.GuardPolicy:
+		b, err := jsonv2.Marshal(g.policyViewFor(st.user.Key, g.scopeOfUser(st.user)))
+		if err != nil {
+			return refusal(name, err.Error())
 		}
+		return relay.Verdict{Local: b}
+	case firewall.GuardEnable, firewall.GuardDisable:
+		st.guardEvents.Store(rule.Action == firewall.GuardEnable)
+		return relay.Verdict{Local: []byte("{}")}
+	case firewall.Guard:
+		return refusal(cmd.Method, rule.Why)
+	case firewall.DialogsListen, firewall.DialogsUnlisten, firewall.DialogsAnswer, firewall.Detach:
+		return g.dialogCommand(ctx, a, cmd, rule.Action)
+	case firewall.CloseOwnTargets:
+		g.closeOwnTargets(ctx, st)
+		return relay.Verdict{Local: []byte("{}")}
 	}
 	return relay.Verdict{}
 }
@@ -138,26 +146,6 @@ func localNetworkGrant(cmd relay.Command) string {
 		return fmt.Sprintf("permission %q set to %q", n, p.Setting)
 	}
 	return ""
-}
-
-func (g *Guard) guardMethod(ctx context.Context, st *agentState, cmd relay.Command) relay.Verdict {
-	switch cmd.Method {
-	case "Guard.read":
-		return g.guardRead(ctx, st, cmd)
-	case "Guard.getPolicy":
-		b, err := jsonv2.Marshal(g.policyViewFor(st.user.Key, g.scopeOfUser(st.user)))
-		if err != nil {
-			return refusal(cmd.Method, err.Error())
-		}
-		return relay.Verdict{Local: b}
-	case "Guard.enable":
-		st.guardEvents.Store(true)
-		return relay.Verdict{Local: []byte("{}")}
-	case "Guard.disable":
-		st.guardEvents.Store(false)
-		return relay.Verdict{Local: []byte("{}")}
-	}
-	return refusal(cmd.Method, "it is not a Guard method (Guard.getPolicy, Guard.enable, Guard.disable, Guard.read)")
 }
 
 // closeOwnTargets closes the user's targets: Browser.close from one agent

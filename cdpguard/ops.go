@@ -106,12 +106,23 @@ func (g *Guard) onTargetCrashed(params []byte) {
 func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
 	if v.Refuse != "" {
 		rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
-		if name == "" || rule.Action == firewall.Pass || rule.Action == firewall.Dialogs {
+		if name == "" || !refusesOnItsOwn(rule.Action) {
 			name = "isolation"
 		}
 		g.metrics.cdpRefused.WithLabelValues(name).Inc()
 	}
 	return v
+}
+
+// refusesOnItsOwn reports whether a row with action can be the reason of
+// a refusal; the rows that only let the guard follow a command (dialogs,
+// attach, detach) never refuse, so their refusals are isolation's.
+func refusesOnItsOwn(a firewall.Action) bool {
+	switch a {
+	case firewall.Pass, firewall.DialogsListen, firewall.DialogsUnlisten, firewall.DialogsAnswer, firewall.Detach, firewall.AttachTarget:
+		return false
+	}
+	return true
 }
 
 // closeAgents ends every agent connection with code and reason (shutdown,

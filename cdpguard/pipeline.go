@@ -71,7 +71,7 @@ func (g *Guard) controlsStage(ctx context.Context, c *agentCommand) relay.Verdic
 // browserTargetStage turns an attach to the browser's own target into a
 // browser session of the agent's own (attachBrowserTarget).
 func (g *Guard) browserTargetStage(ctx context.Context, c *agentCommand) relay.Verdict {
-	if v, done := g.attachBrowserTarget(c.Command); done {
+	if v, done := g.attachBrowserTarget(c.Command, c.rule.Action); done {
 		return v
 	}
 	return c.next(g, ctx)

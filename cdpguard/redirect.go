@@ -53,7 +53,8 @@ func (g *Guard) failPaused(ctx context.Context, cmd relay.Command, requestID, in
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var err error
-	if cmd.Method == "Network.continueInterceptedRequest" {
+	if interceptionID != "" { // Network.continueInterceptedRequest's
+
 		_, err = g.mux.Call(ctx, cmd.SessionID, cmd.Method, map[string]any{"interceptionId": interceptionID, "errorReason": "BlockedByClient"})
 	} else {
 		_, err = g.mux.Call(ctx, cmd.SessionID, "Fetch.failRequest", map[string]any{"requestId": requestID, "errorReason": "BlockedByClient"})

@@ -38,17 +38,37 @@ const (
 	// CheckFiles refuses the command unless every file path in it resolves
 	// inside the guard's upload directory.
 	CheckFiles
-	// Guard marks the guard's own domain, answered by cdpguard.
+	// Guard marks the guard's own domain: a Guard method the guard does not
+	// have is refused, naming the ones it has.
 	Guard
-	// Rewrite marks methods the guard answers or changes itself.
-	Rewrite
-	// Dialogs marks the commands the dialog handler must see: Page.enable
-	// and Page.disable say whether the agent listens for dialogs on a page
-	// (and so gets the grace to answer them), Target.detachFromTarget ends
-	// that, and Page.handleJavaScriptDialog is the agent's answer, which
+	// GuardRead, GuardPolicy, GuardEnable and GuardDisable are the guard's
+	// own methods (Guard.read, Guard.getPolicy, Guard.enable,
+	// Guard.disable), answered by cdpguard without the browser.
+	GuardRead
+	GuardPolicy
+	GuardEnable
+	GuardDisable
+	// CloseOwnTargets answers Browser.close by closing only the user's own
+	// targets: one agent must not take the browser down for other users.
+	CloseOwnTargets
+	// DialogsListen, DialogsUnlisten and DialogsAnswer are the commands the
+	// dialog handler must see: Page.enable and Page.disable say whether the
+	// agent listens for dialogs on a page (and so gets the grace to answer
+	// them), and Page.handleJavaScriptDialog is the agent's answer, which
 	// must not race the guard's own (exactly one answer per dialog; an
 	// answer after the guard's gets a CDP error naming cdpguard).
-	Dialogs
+	DialogsListen
+	DialogsUnlisten
+	DialogsAnswer
+	// Detach is Target.detachFromTarget: the agent no longer answers the
+	// dialogs of the session it leaves.
+	Detach
+	// CheckNavigation is CheckURL for Page.navigate: a refused navigation
+	// on a page session is answered as Chrome answers a blocked one.
+	CheckNavigation
+	// AttachTarget is Target.attachToTarget: aimed at the browser's own
+	// target it becomes an attach to a browser session of the agent's own.
+	AttachTarget
 	// CheckSizes refuses the command when a number in its params is over
 	// one of Rule.Sizes (SizeRefusal in sizes.go): surfaces so big that
 	// rendering them stalls the browser for every user.
@@ -78,10 +98,28 @@ func (a Action) String() string {
 		return "CheckFiles"
 	case Guard:
 		return "Guard"
-	case Rewrite:
-		return "Rewrite"
-	case Dialogs:
-		return "Dialogs"
+	case GuardRead:
+		return "GuardRead"
+	case GuardPolicy:
+		return "GuardPolicy"
+	case GuardEnable:
+		return "GuardEnable"
+	case GuardDisable:
+		return "GuardDisable"
+	case CloseOwnTargets:
+		return "CloseOwnTargets"
+	case DialogsListen:
+		return "DialogsListen"
+	case DialogsUnlisten:
+		return "DialogsUnlisten"
+	case DialogsAnswer:
+		return "DialogsAnswer"
+	case Detach:
+		return "Detach"
+	case CheckNavigation:
+		return "CheckNavigation"
+	case AttachTarget:
+		return "AttachTarget"
 	case CheckSizes:
 		return "CheckSizes"
 	}
@@ -153,7 +191,7 @@ var rules = map[string]Rule{
 	"Input.dispatchDragEvent":     {Action: CheckFiles, Why: "only files inside the upload directory may be dropped"},
 
 	// URLs.
-	"Page.navigate":                      {Action: CheckURL, Why: whyURL},
+	"Page.navigate":                      {Action: CheckNavigation, Why: whyURL},
 	"Target.createTarget":                {Action: CheckURL, Why: whyURL},
 	"Network.loadNetworkResource":        {Action: CheckPolicy, Why: "it bypasses request interception, so only allowed URLs may be loaded"},
 	"Fetch.continueRequest":              {Action: CheckRedirect, Why: "a request may only be redirected to an allowed URL"},
@@ -166,14 +204,21 @@ var rules = map[string]Rule{
 	"Page.captureScreenshot":             {Action: CheckSizes, Sizes: screenshotSizes, Why: "the screenshot clip is bounded"},
 
 	// Answered or changed by the guard.
-	"Browser.close": {Action: Rewrite, Why: "closes only this connection's own targets"},
+	"Browser.close":         {Action: CloseOwnTargets, Why: "closes only this connection's own targets"},
+	"Target.attachToTarget": {Action: AttachTarget, Why: "the browser's own target is attached as a browser session of the agent's own"},
 
 	// Seen by the dialog handler on their way to Chrome.
-	"Page.handleJavaScriptDialog": {Action: Dialogs, Why: "an agent's answer after the guard's is refused, naming --dialog-grace"},
-	"Page.enable":                 {Action: Dialogs, Why: "an agent listening for dialogs gets --dialog-grace to answer them"},
-	"Page.disable":                {Action: Dialogs, Why: "an agent no longer listening for dialogs gets no grace"},
-	"Target.detachFromTarget":     {Action: Dialogs, Why: "an agent detached from a page no longer answers its dialogs"},
-	"Guard.*":                     {Action: Guard, Why: "the guard's own domain"},
+	"Page.handleJavaScriptDialog": {Action: DialogsAnswer, Why: "an agent's answer after the guard's is refused, naming --dialog-grace"},
+	"Page.enable":                 {Action: DialogsListen, Why: "an agent listening for dialogs gets --dialog-grace to answer them"},
+	"Page.disable":                {Action: DialogsUnlisten, Why: "an agent no longer listening for dialogs gets no grace"},
+	"Target.detachFromTarget":     {Action: Detach, Why: "an agent detached from a page no longer answers its dialogs"},
+
+	// The guard's own domain.
+	"Guard.read":      {Action: GuardRead, Why: "the guard reads the page"},
+	"Guard.getPolicy": {Action: GuardPolicy, Why: "the guard's policy for this user"},
+	"Guard.enable":    {Action: GuardEnable, Why: "Guard.requestBlocked events for this connection"},
+	"Guard.disable":   {Action: GuardDisable, Why: "no more Guard events for this connection"},
+	"Guard.*":         {Action: Guard, Why: "it is not a Guard method (Guard.getPolicy, Guard.enable, Guard.disable, Guard.read)"},
 }
 
 // Lookup returns the rule for method on a session; browser tells whether the
