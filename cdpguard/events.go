@@ -25,19 +25,22 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 	}
 	on("fetch judge", func(e *cdpmsg.Envelope) { g.judge.Paused(e.SessionID, e.Params) },
 		"Fetch.requestPaused")
-	on("dialogs", g.dialogEvent,
-		"Page.javascriptDialogOpening", "Page.javascriptDialogClosed")
+	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Opening(e.SessionID, e.Params) }, "Page.javascriptDialogOpening")
+	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Closed(e.SessionID) }, "Page.javascriptDialogClosed")
 	on("grant frames", func(e *cdpmsg.Envelope) { g.grantScopes.frames.onEvent(e.SessionID, e.Method, e.Params) },
 		"Page.frameAttached", "Page.frameDetached")
-	on("worlds", g.worldsEvent,
-		"Page.frameDetached", "Page.frameNavigated")
+	on("worlds", func(e *cdpmsg.Envelope) { g.worlds.frameDetached(e.Params) }, "Page.frameDetached")
+	on("worlds", g.worldsNavigated, "Page.frameNavigated")
+	on("controls", g.controlsNavigated, "Page.frameNavigated")
 	on("controls", g.controlsEvent,
-		"Page.frameNavigated",
 		"Runtime.executionContextCreated", "Runtime.executionContextDestroyed", "Runtime.executionContextsCleared",
 		"Runtime.bindingCalled")
-	on("pages", g.onTargetEvent, // the targets and their users (session.go)
-		"Target.attachedToTarget", "Target.targetCreated", "Target.targetInfoChanged",
-		"Target.targetCrashed", "Target.targetDestroyed")
+	// The targets, their users and their pages (session.go, ops.go).
+	on("targets", g.targetAttached, "Target.attachedToTarget")
+	on("targets", func(e *cdpmsg.Envelope) { g.targetChanged(e, true) }, "Target.targetCreated")
+	on("targets", func(e *cdpmsg.Envelope) { g.targetChanged(e, false) }, "Target.targetInfoChanged")
+	on("targets", func(e *cdpmsg.Envelope) { g.onTargetCrashed(e.Params) }, "Target.targetCrashed")
+	on("targets", g.targetDestroyed, "Target.targetDestroyed")
 	if err != nil {
 		return nil, err
 	}
@@ -68,38 +71,28 @@ func (g *Guard) pageGone(targetID string) {
 	}
 }
 
-func (g *Guard) dialogEvent(e *cdpmsg.Envelope) {
-	if e.Method == "Page.javascriptDialogOpening" {
-		g.dialogs.Opening(e.SessionID, e.Params)
-		return
-	}
-	g.dialogs.Closed(e.SessionID)
-}
-
-// worldsEvent forgets the guard's worlds of a frame that is gone, and of
-// a frame's old document: their context ids may be the new page's own (a
-// new renderer process numbers its contexts from 1 again).
-func (g *Guard) worldsEvent(e *cdpmsg.Envelope) {
-	if e.Method == "Page.frameDetached" {
-		g.worlds.frameDetached(e.Params)
-		return
-	}
+// worldsNavigated forgets the guard's worlds of a frame's old document:
+// their context ids may be the new page's own (a new renderer process
+// numbers its contexts from 1 again).
+func (g *Guard) worldsNavigated(e *cdpmsg.Envelope) {
 	if id, _, ok := navigatedFrame(e); ok {
 		g.worlds.frameGone(id)
 	}
 }
 
+// controlsNavigated tells the controls a frame has a new document.
+func (g *Guard) controlsNavigated(e *cdpmsg.Envelope) {
+	if id, url, ok := navigatedFrame(e); ok && g.ctl != nil {
+		g.ctl.frameNavigated(e.SessionID, id, url)
+	}
+}
+
+// controlsEvent hands the controls the runtime events of the guard's
+// sessions: their worlds and the binding the "Allow" button calls.
 func (g *Guard) controlsEvent(e *cdpmsg.Envelope) {
-	if g.ctl == nil {
-		return
+	if g.ctl != nil {
+		g.ctl.onEvent(e)
 	}
-	if e.Method == "Page.frameNavigated" {
-		if id, url, ok := navigatedFrame(e); ok {
-			g.ctl.frameNavigated(e.SessionID, id, url)
-		}
-		return
-	}
-	g.ctl.onEvent(e)
 }
 
 // navigatedFrame reads a Page.frameNavigated event's frame.

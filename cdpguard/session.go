@@ -18,68 +18,72 @@ type (
 	attachedToTarget = cdpmsg.Attached
 )
 
-// onTargetEvent keeps the guard's record of the browser's targets: their
-// users, the pages and their setup (eventBus routes the Target events of
-// the guard's root session here). It runs on the mux read loop.
-func (g *Guard) onTargetEvent(e *cdpmsg.Envelope) {
-	switch e.Method {
-	case "Target.attachedToTarget":
-		if e.SessionID != "" {
-			return // only the root session's auto-attach is the guard's
-		}
-		if e.Attached == nil {
-			g.log.Error("unreadable attachedToTarget")
+// targetAttached keeps the guard's record of a target its root session's
+// auto-attach reached (Target.attachedToTarget): its user, whether it is a
+// page, and its setup, which releases it. It runs on the mux read loop.
+func (g *Guard) targetAttached(e *cdpmsg.Envelope) {
+	if e.SessionID != "" {
+		return // only the root session's auto-attach is the guard's
+	}
+	if e.Attached == nil {
+		g.log.Error("unreadable attachedToTarget")
+		return
+	}
+	a := *e.Attached
+	if a.TargetInfo.Type == "browser" {
+		return // an agent's own browser session
+	}
+	if a.TargetInfo.Type == "page" {
+		g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
+		g.users.MarkPage(a.TargetInfo.TargetID)
+		if g.tabOverCap(a.TargetInfo, a.SessionID, a.WaitingForDebugger) { // closed at once, never released
+			g.setupDone(a.TargetInfo.TargetID)
 			return
 		}
-		a := *e.Attached
-		if a.TargetInfo.Type == "browser" {
-			return // an agent's own browser session
-		}
-		if a.TargetInfo.Type == "page" {
-			g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
-			g.users.MarkPage(a.TargetInfo.TargetID)
-			if g.tabOverCap(a.TargetInfo, a.SessionID, a.WaitingForDebugger) { // closed at once, never released
-				g.setupDone(a.TargetInfo.TargetID)
-				return
-			}
-			g.pageAttached(a.TargetInfo.TargetID, a.SessionID)
-		}
-		g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
-		g.markWeb(a.TargetInfo, false)
-		g.wg.Add(1)
-		go func() {
-			defer g.wg.Done()
-			g.setupTarget(a)
-		}()
-	case "Target.targetCreated", "Target.targetInfoChanged":
-		var p struct {
-			TargetInfo targetInfo `json:"targetInfo"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) == nil {
-			g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
-			g.markWeb(p.TargetInfo, e.Method == "Target.targetInfoChanged")
-			if p.TargetInfo.Type == "page" {
-				g.users.MarkPage(p.TargetInfo.TargetID)
-				g.judge.AddPage(p.TargetInfo.TargetID)
-				if e.Method == "Target.targetCreated" && g.ctl != nil {
-					g.ctl.windowOpened()
-				}
-			}
-		}
-	case "Target.targetCrashed":
-		g.onTargetCrashed(e.Params)
-	case "Target.targetDestroyed":
-		var p struct {
-			TargetID string `json:"targetId"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) == nil {
-			g.pageGone(p.TargetID)
-			g.users.ForgetTarget(p.TargetID)
-			g.setups.mu.Lock()
-			delete(g.setups.done, p.TargetID)
-			g.setups.mu.Unlock()
+		g.pageAttached(a.TargetInfo.TargetID, a.SessionID)
+	}
+	g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
+	g.markWeb(a.TargetInfo, false)
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		g.setupTarget(a)
+	}()
+}
+
+// targetChanged keeps the record of a target discovery reported, created
+// (a new window: the controls' quiet window) or changed (a new URL).
+func (g *Guard) targetChanged(e *cdpmsg.Envelope, created bool) {
+	var p struct {
+		TargetInfo targetInfo `json:"targetInfo"`
+	}
+	if jsonv2.Unmarshal(e.Params, &p) != nil {
+		return
+	}
+	g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
+	g.markWeb(p.TargetInfo, !created)
+	if p.TargetInfo.Type == "page" {
+		g.users.MarkPage(p.TargetInfo.TargetID)
+		g.judge.AddPage(p.TargetInfo.TargetID)
+		if created && g.ctl != nil {
+			g.ctl.windowOpened()
 		}
 	}
+}
+
+// targetDestroyed ends the record of a target.
+func (g *Guard) targetDestroyed(e *cdpmsg.Envelope) {
+	var p struct {
+		TargetID string `json:"targetId"`
+	}
+	if jsonv2.Unmarshal(e.Params, &p) != nil {
+		return
+	}
+	g.pageGone(p.TargetID)
+	g.users.ForgetTarget(p.TargetID)
+	g.setups.mu.Lock()
+	delete(g.setups.done, p.TargetID)
+	g.setups.mu.Unlock()
 }
 
 // setupTarget prepares a target the guard auto-attached and then releases
