@@ -17,7 +17,7 @@ import (
 // refusals come before per-user isolation; checks and rewrites after it, on
 // the params isolation produced (e.g. with the user's browserContextId).
 func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
-	v := g.agentWatch(st, cmd, g.judgeCommand(ctx, a, st, cmd))
+	v := g.agentWatch(a, st, cmd, g.judgeCommand(ctx, a, st, cmd)) // wire_controls.go
 	if v.Refuse != "" || cmd.Browser {
 		// Debug: which methods clients send on the browser session, and
 		// what the guard refused (e2e TestClients records them).
@@ -38,7 +38,7 @@ func (g *Guard) judgeCommand(ctx context.Context, a *relay.Agent, st *agentState
 	if wv.Refuse != "" {
 		return wv
 	}
-	defer func() { v = withNamed(wv, v) }() // controls_taint.go
+	defer func() { v = withNamed(wv, v) }() // wire_controls.go
 	rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
 	switch rule.Action {
 	case firewall.Refuse:
@@ -46,6 +46,10 @@ func (g *Guard) judgeCommand(ctx context.Context, a *relay.Agent, st *agentState
 	case firewall.RefuseParams:
 		if v := refuseParams(cmd, name, rule); v.Refuse != "" {
 			return v
+		}
+	case firewall.RefuseReserved:
+		if why := firewall.ReservedRefusal(cmd.Params, rule.Params); why != "" {
+			return refusal(name, why)
 		}
 	}
 	iso := g.iso.Command(ctx, st.iso, a, cmd, rule.Scope)
@@ -113,6 +117,10 @@ func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, c
 		return g.guardMethod(ctx, st, cmd)
 	case firewall.Dialogs:
 		return g.dialogCommand(ctx, a, cmd)
+	case firewall.Controls:
+		if why := g.ctl.Refusal(rule.Controls, cmd.Params); why != "" {
+			return refusal(name, why)
+		}
 	case firewall.Rewrite:
 		switch cmd.Method {
 		case "Browser.close":

@@ -101,12 +101,12 @@ func (g *Guard) onTargetCrashed(params []byte) {
 
 // countRefusal counts an agent command the guard refused, by firewall rule
 // name; refusals without a refusing rule of their own (per-user isolation;
-// the dialog rows never refuse) count as "isolation". Label values come from the firewall table only, so the
+// the dialog rows and most controls rows never refuse) count as "isolation". Label values come from the firewall table only, so the
 // metric's cardinality stays bounded.
 func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
 	if v.Refuse != "" {
 		rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
-		if name == "" || rule.Action == firewall.Pass || rule.Action == firewall.Dialogs {
+		if name == "" || rule.Action == firewall.Pass || rule.Action == firewall.Dialogs || rule.Action == firewall.Controls && !rule.Controls.Refuses() {
 			name = "isolation"
 		}
 		g.metrics.cdpRefused.WithLabelValues(name).Inc()

@@ -46,15 +46,11 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		}
 		if jsonv2.Unmarshal(e.Params, &p) == nil && p.Frame.ID != "" {
 			g.worlds.frameGone(p.Frame.ID)
-			if g.ctl != nil {
-				g.ctl.frameNavigated(e.SessionID, p.Frame.ID, p.Frame.URL)
-			}
+			g.ctl.FrameNavigated(e.SessionID, p.Frame.ID, p.Frame.URL)
 		}
 	case "Runtime.executionContextCreated", "Runtime.executionContextDestroyed", "Runtime.executionContextsCleared",
 		"Runtime.bindingCalled":
-		if g.ctl != nil {
-			g.ctl.onEvent(e)
-		}
+		g.ctl.OnEvent(e)
 	case "Target.attachedToTarget":
 		if e.SessionID != "" {
 			return // only the root session's auto-attach is the guard's
@@ -78,9 +74,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			g.rd.pageAttached(a.TargetInfo.TargetID, a.SessionID)
 			g.grantScopes.frames.pageSession(a.SessionID, a.TargetInfo.TargetID)
 			g.dialogs.Attach(a.SessionID, a.TargetInfo.TargetID)
-			if g.ctl != nil {
-				g.ctl.setupPage(a.TargetInfo.TargetID, a.SessionID)
-			}
+			g.ctl.SetupPage(a.TargetInfo.TargetID, a.SessionID)
 		}
 		g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
 		g.markWeb(a.TargetInfo, false)
@@ -99,8 +93,8 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			if p.TargetInfo.Type == "page" {
 				g.users.MarkPage(p.TargetInfo.TargetID)
 				g.judge.AddPage(p.TargetInfo.TargetID)
-				if e.Method == "Target.targetCreated" && g.ctl != nil {
-					g.ctl.windowOpened()
+				if e.Method == "Target.targetCreated" {
+					g.ctl.WindowOpened()
 				}
 			}
 		}
@@ -115,9 +109,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			g.rd.pageGone(p.TargetID)
 			g.grantScopes.frames.pageGone(p.TargetID)
 			g.dialogs.Forget(p.TargetID)
-			if g.ctl != nil {
-				g.ctl.pageGone(p.TargetID)
-			}
+			g.ctl.PageGone(p.TargetID)
 			g.users.ForgetTarget(p.TargetID)
 			g.setups.mu.Lock()
 			delete(g.setups.done, p.TargetID)
@@ -194,9 +186,7 @@ func (g *Guard) onBlock(b fetchdomain.Block) {
 	g.metrics.fetchBlocked.WithLabelValues(b.ResourceType).Inc()
 	key, ok := g.users.OwnerKey(b.FrameID)
 	g.logFetchBlock(b, key, ok)
-	if g.ctl != nil {
-		g.ctl.blocked(b)
-	}
+	g.ctl.Blocked(b.FrameID, b.URL, b.Reason, b.TopLevel)
 	if ok {
 		g.notifyBlock(key, b)
 	}
