@@ -65,7 +65,7 @@ func (g *Guard) dropAgent(a *relay.Agent) {
 		st.unshare()
 	}
 	g.dialogs.ForgetOwner(a)
-	g.debuggerGone(st)
+	g.ctl.AgentGone(a)
 }
 
 // newIsolator wires per-user isolation (internal/isolation) to the guard:

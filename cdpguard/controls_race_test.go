@@ -17,7 +17,7 @@ import (
 // controls world (Runtime.evaluate with guessed contextIds while its tab
 // navigates to a blocked URL, before the guard has read the world's
 // executionContextCreated) and forges a "trusted" click through the
-// binding gets no grant (controls_taint.go). Before that fix it got
+// binding gets no grant (internal/controls, taint.go). Before that fix it got
 // evil.test granted on the first navigation. The test stops once the
 // forged report was sent from inside the world and two more navigations
 // passed, and skips, saying so, when the race was never won.

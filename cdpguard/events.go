@@ -32,7 +32,7 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 	on("worlds", func(e *cdpmsg.Envelope) { g.worlds.frameDetached(e.Params) }, "Page.frameDetached")
 	on("worlds", g.worldsNavigated, "Page.frameNavigated")
 	on("controls", g.controlsNavigated, "Page.frameNavigated")
-	on("controls", g.controlsEvent,
+	on("controls", func(e *cdpmsg.Envelope) { g.ctl.OnEvent(e) }, // nil when off: its methods do nothing
 		"Runtime.executionContextCreated", "Runtime.executionContextDestroyed", "Runtime.executionContextsCleared",
 		"Runtime.bindingCalled")
 	// The targets, their users and their pages (session.go, ops.go).
@@ -55,9 +55,7 @@ func (g *Guard) pageAttached(targetID, sessionID string) {
 	g.rd.pageAttached(targetID, sessionID)
 	g.grantScopes.frames.pageSession(sessionID, targetID)
 	g.dialogs.Attach(sessionID, targetID)
-	if g.ctl != nil {
-		g.ctl.setupPage(targetID, sessionID)
-	}
+	g.ctl.SetupPage(targetID, sessionID)
 }
 
 // pageGone is pageAttached's end: the target was destroyed.
@@ -66,9 +64,7 @@ func (g *Guard) pageGone(targetID string) {
 	g.rd.pageGone(targetID)
 	g.grantScopes.frames.pageGone(targetID)
 	g.dialogs.Forget(targetID)
-	if g.ctl != nil {
-		g.ctl.pageGone(targetID)
-	}
+	g.ctl.PageGone(targetID)
 }
 
 // worldsNavigated forgets the guard's worlds of a frame's old document:
@@ -82,16 +78,8 @@ func (g *Guard) worldsNavigated(e *cdpmsg.Envelope) {
 
 // controlsNavigated tells the controls a frame has a new document.
 func (g *Guard) controlsNavigated(e *cdpmsg.Envelope) {
-	if id, url, ok := navigatedFrame(e); ok && g.ctl != nil {
-		g.ctl.frameNavigated(e.SessionID, id, url)
-	}
-}
-
-// controlsEvent hands the controls the runtime events of the guard's
-// sessions: their worlds and the binding the "Allow" button calls.
-func (g *Guard) controlsEvent(e *cdpmsg.Envelope) {
-	if g.ctl != nil {
-		g.ctl.onEvent(e)
+	if id, url, ok := navigatedFrame(e); ok {
+		g.ctl.FrameNavigated(e.SessionID, id, url)
 	}
 }
 

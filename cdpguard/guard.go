@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cdpguard/cdpguard/internal/browser"
+	"github.com/cdpguard/cdpguard/internal/controls"
 	"github.com/cdpguard/cdpguard/internal/dialogs"
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
@@ -56,7 +57,7 @@ type Guard struct {
 	about       browserAbout // what agents are told about the browser
 	ep          endpoint     // where agents connect
 	grantScopes *grantState  // per-user session grants and proxy listeners (grants.go)
-	ctl         *controls
+	ctl         *controls.Controls
 
 	ready atomic.Bool
 	ctx   context.Context // ends at Close; owns every goroutine below
@@ -116,9 +117,6 @@ type agentState struct {
 	iso         *isolation.Conn // the targets this connection holds
 	guardEvents atomic.Bool     // Guard.enable was called
 	lastTouch   atomic.Int64    // unix seconds of the last activity recorded
-
-	mu       sync.Mutex
-	debugger map[string]bool
 }
 
 // touch records the agent's activity for idle disposal, at most once a

@@ -94,6 +94,10 @@ func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, c
 	case firewall.CloseOwnTargets:
 		g.closeOwnTargets(ctx, st)
 		return relay.Verdict{Local: []byte("{}")}
+	case firewall.Controls:
+		if why := g.ctl.Refusal(rule.Controls, cmd.Params); why != "" {
+			return refusal(name, why)
+		}
 	}
 	return relay.Verdict{}
 }

@@ -101,12 +101,12 @@ func (g *Guard) onTargetCrashed(params []byte) {
 
 // countRefusal counts an agent command the guard refused, by firewall rule
 // name; refusals without a refusing rule of their own (per-user isolation;
-// the dialog rows never refuse) count as "isolation". Label values come from the firewall table only, so the
+// the dialog rows and most controls rows never refuse) count as "isolation". Label values come from the firewall table only, so the
 // metric's cardinality stays bounded.
 func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
 	if v.Refuse != "" {
 		rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
-		if name == "" || !refusesOnItsOwn(rule.Action) {
+		if name == "" || !refusesOnItsOwn(rule) {
 			name = "isolation"
 		}
 		g.metrics.cdpRefused.WithLabelValues(name).Inc()
@@ -114,13 +114,15 @@ func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
 	return v
 }
 
-// refusesOnItsOwn reports whether a row with action can be the reason of
+// refusesOnItsOwn reports whether row r can be the reason of
 // a refusal; the rows that only let the guard follow a command (dialogs,
 // attach, detach) never refuse, so their refusals are isolation's.
-func refusesOnItsOwn(a firewall.Action) bool {
-	switch a {
+func refusesOnItsOwn(r firewall.Rule) bool {
+	switch r.Action {
 	case firewall.Pass, firewall.DialogsListen, firewall.DialogsUnlisten, firewall.DialogsAnswer, firewall.Detach, firewall.AttachTarget:
 		return false
+	case firewall.Controls:
+		return r.Controls.Refuses()
 	}
 	return true
 }

@@ -21,7 +21,7 @@ var commandStages = [...]stage{
 	{"controls", (*Guard).controlsStage},            // input, debugger: the human's quiet window (controls_grant.go)
 	{"browser target", (*Guard).browserTargetStage}, // attach to the browser's own target (browsertarget.go)
 	{"worlds", (*Guard).worldsStage},                // the guard's hidden worlds (worlds_refuse.go)
-	{"firewall", (*Guard).refusalStage},             // the row's outright refusals
+	{"firewall", (*Guard).refusalStage},             // the row's outright refusals, the reserved names
 	{"isolation", (*Guard).isolationStage},          // the user's own targets and contexts (internal/isolation)
 	{"rule", (*Guard).ruleStage},                    // the row's check or rewrite (intercept.go)
 }
@@ -65,7 +65,7 @@ func (g *Guard) judgeCommand(ctx context.Context, a *relay.Agent, st *agentState
 // controlsStage lets the controls follow the commands a grant depends on
 // once the later stages let them through (agentWatch).
 func (g *Guard) controlsStage(ctx context.Context, c *agentCommand) relay.Verdict {
-	return g.agentWatch(c.st, c.Command, c.next(g, ctx))
+	return g.agentWatch(c.agent, c.st, c.Command, c.rule, c.next(g, ctx))
 }
 
 // browserTargetStage turns an attach to the browser's own target into a
@@ -97,6 +97,10 @@ func (g *Guard) refusalStage(ctx context.Context, c *agentCommand) relay.Verdict
 	case firewall.RefuseParams:
 		if v := refuseParams(c.Command, c.name, c.rule); v.Refuse != "" {
 			return v
+		}
+	case firewall.RefuseReserved:
+		if why := firewall.ReservedRefusal(c.Params, c.rule.Params); why != "" {
+			return refusal(c.name, why)
 		}
 	}
 	return c.next(g, ctx)

@@ -65,8 +65,8 @@ func (g *Guard) targetChanged(e *cdpmsg.Envelope, created bool) {
 	if p.TargetInfo.Type == "page" {
 		g.users.MarkPage(p.TargetInfo.TargetID)
 		g.judge.AddPage(p.TargetInfo.TargetID)
-		if created && g.ctl != nil {
-			g.ctl.windowOpened()
+		if created {
+			g.ctl.WindowOpened()
 		}
 	}
 }
@@ -154,9 +154,7 @@ func (g *Guard) onBlock(b fetchdomain.Block) {
 	g.metrics.fetchBlocked.WithLabelValues(b.ResourceType).Inc()
 	key, ok := g.users.OwnerKey(b.FrameID)
 	g.logFetchBlock(b, key, ok)
-	if g.ctl != nil {
-		g.ctl.blocked(b)
-	}
+	g.ctl.Blocked(b.FrameID, b.URL, b.Reason, b.TopLevel)
 	if ok {
 		g.notifyBlock(key, b)
 	}

@@ -25,9 +25,6 @@ import (
 func (g *Guard) worldCommand(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
 	// A key may be spelt with escapes ("cont\u0065xtId"): Chrome reads it
 	// as contextId, so params with a backslash are decoded too.
-	if v := g.worldNameCommand(cmd); v.Refuse != "" {
-		return v
-	}
 	if cmd.Browser || !mentionsWorld(cmd.Params) {
 		return relay.Verdict{}
 	}

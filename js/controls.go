@@ -3,7 +3,7 @@ package js
 import _ "embed"
 
 // Controls is a script the guard injects into its hidden controls world of
-// every page (cdpguard/controls.go): the badge, its panel and, on the
+// every page (internal/controls): the badge, its panel and, on the
 // explanation page of a blocked navigation, the "Allow <host>" button.
 //
 //go:embed controls.js

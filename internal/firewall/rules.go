@@ -73,6 +73,15 @@ const (
 	// one of Rule.Sizes (SizeRefusal in sizes.go): surfaces so big that
 	// rendering them stalls the browser for every user.
 	CheckSizes
+	// Controls marks a command the human controls (internal/controls) must
+	// see; Rule.Controls says what they do with it. Rows of other actions
+	// may carry a Rule.Controls too.
+	Controls
+	// RefuseReserved refuses the command when one of Rule.Params is a name
+	// the guard keeps for its own isolated worlds and binding
+	// (ReservedPrefix): Chrome reuses a world by name, so a guessed name
+	// would reach the world itself (ReservedRefusal in reserved.go).
+	RefuseReserved
 )
 
 // String names the action, for test and log output.
@@ -122,6 +131,10 @@ func (a Action) String() string {
 		return "AttachTarget"
 	case CheckSizes:
 		return "CheckSizes"
+	case Controls:
+		return "Controls"
+	case RefuseReserved:
+		return "RefuseReserved"
 	}
 	return "Action(?)"
 }
@@ -139,6 +152,9 @@ type Rule struct {
 	Why string
 	// Scope is the method's isolation rule (isolation.go); Lookup fills it.
 	Scope Scope
+	// Controls is what the human controls do with the command (controls.go);
+	// CtlNone on most rows.
+	Controls ControlsRule
 }
 
 // whyURL is the reason of the URL rows.
@@ -188,19 +204,19 @@ var rules = map[string]Rule{
 	"Browser.setDownloadBehavior": {Action: RewriteDownloads, Why: "downloads go to the user's own directory, or are denied"},
 	"Page.setDownloadBehavior":    {Action: RewriteDownloads, Why: "downloads go to the user's own directory, or are denied"},
 	"DOM.setFileInputFiles":       {Action: CheckFiles, Why: "only files inside the upload directory may be uploaded"},
-	"Input.dispatchDragEvent":     {Action: CheckFiles, Why: "only files inside the upload directory may be dropped"},
+	"Input.dispatchDragEvent":     {Action: CheckFiles, Controls: CtlInput, Why: "only files inside the upload directory may be dropped"},
 
 	// URLs.
 	"Page.navigate":                      {Action: CheckNavigation, Why: whyURL},
-	"Target.createTarget":                {Action: CheckURL, Why: whyURL},
+	"Target.createTarget":                {Action: CheckURL, Controls: CtlWindow, Why: whyURL},
 	"Network.loadNetworkResource":        {Action: CheckPolicy, Why: "it bypasses request interception, so only allowed URLs may be loaded"},
 	"Fetch.continueRequest":              {Action: CheckRedirect, Why: "a request may only be redirected to an allowed URL"},
 	"Network.continueInterceptedRequest": {Action: CheckRedirect, Why: "a request may only be redirected to an allowed URL"},
 
 	// Bounded sizes: an emulated viewport of 1e7 pixels at scale 10 and a
 	// screenshot of it kept the browser busy past 15 s (issue #20 item 7).
-	"Emulation.setDeviceMetricsOverride": {Action: CheckSizes, Sizes: viewportSizes, Why: "the emulated viewport is bounded"},
-	"Emulation.setVisibleSize":           {Action: CheckSizes, Sizes: viewportSizes, Why: "the emulated viewport is bounded"},
+	"Emulation.setDeviceMetricsOverride": {Action: CheckSizes, Sizes: viewportSizes, Controls: CtlInput, Why: "the emulated viewport is bounded"},
+	"Emulation.setVisibleSize":           {Action: CheckSizes, Sizes: viewportSizes, Controls: CtlInput, Why: "the emulated viewport is bounded"},
 	"Page.captureScreenshot":             {Action: CheckSizes, Sizes: screenshotSizes, Why: "the screenshot clip is bounded"},
 
 	// Answered or changed by the guard.
@@ -211,7 +227,7 @@ var rules = map[string]Rule{
 	"Page.handleJavaScriptDialog": {Action: DialogsAnswer, Why: "an agent's answer after the guard's is refused, naming --dialog-grace"},
 	"Page.enable":                 {Action: DialogsListen, Why: "an agent listening for dialogs gets --dialog-grace to answer them"},
 	"Page.disable":                {Action: DialogsUnlisten, Why: "an agent no longer listening for dialogs gets no grace"},
-	"Target.detachFromTarget":     {Action: Detach, Why: "an agent detached from a page no longer answers its dialogs"},
+	"Target.detachFromTarget":     {Action: Detach, Controls: CtlDetach, Why: "an agent detached from a page no longer answers its dialogs"},
 
 	// The guard's own domain.
 	"Guard.read":      {Action: GuardRead, Why: "the guard reads the page"},
@@ -219,6 +235,28 @@ var rules = map[string]Rule{
 	"Guard.enable":    {Action: GuardEnable, Why: "Guard.requestBlocked events for this connection"},
 	"Guard.disable":   {Action: GuardDisable, Why: "no more Guard events for this connection"},
 	"Guard.*":         {Action: Guard, Why: "it is not a Guard method (Guard.getPolicy, Guard.enable, Guard.disable, Guard.read)"},
+
+	// Names of the guard's hidden worlds and binding (cdpguard_...).
+	"Page.createIsolatedWorld":              {Action: RefuseReserved, Params: []string{"worldName"}, Why: whyReserved},
+	"Page.addScriptToEvaluateOnNewDocument": {Action: RefuseReserved, Params: []string{"worldName"}, Why: whyReserved},
+	"Runtime.addBinding":                    {Action: RefuseReserved, Params: []string{"name", "executionContextName"}, Why: whyReserved},
+	"Runtime.removeBinding":                 {Action: RefuseReserved, Params: []string{"name", "executionContextName"}, Why: whyReserved},
+
+	// Seen by the human controls (controls.go, docs/decisions/2026-12-01-controls.md).
+	"Input.*":                              {Action: Controls, Controls: CtlInput, Why: "an agent's input is trusted by the page: no grant while it is in flight or just answered"},
+	"Emulation.setPageScaleFactor":         {Action: Controls, Controls: CtlInput, Why: whyMoves},
+	"Target.activateTarget":                {Action: Controls, Controls: CtlWindow, Why: whyMoves},
+	"Target.closeTarget":                   {Action: Controls, Controls: CtlWindow, Why: whyMoves},
+	"Page.bringToFront":                    {Action: Controls, Controls: CtlWindow, Why: whyMoves},
+	"Page.close":                           {Action: Controls, Controls: CtlWindow, Why: whyMoves},
+	"Browser.setWindowBounds":              {Action: Controls, Controls: CtlWindow, Why: whyMoves},
+	"Debugger.enable":                      {Action: Controls, Controls: CtlDebuggerOn, Why: whyDebugger},
+	"Debugger.disable":                     {Action: Controls, Controls: CtlDebuggerOff, Why: whyDebugger},
+	"Debugger.getScriptSource":             {Action: Controls, Controls: CtlScriptSource, Why: "the guard's own scripts (controls, reader) are not handed out"},
+	"Debugger.setBreakpoint":               {Action: Controls, Controls: CtlCondition, Why: whyCondition},
+	"Debugger.setBreakpointByUrl":          {Action: Controls, Controls: CtlCondition, Why: whyCondition},
+	"Debugger.setBreakpointOnFunctionCall": {Action: Controls, Controls: CtlCondition, Why: whyCondition},
+	"Debugger.setScriptSource":             {Action: Controls, Controls: CtlScriptEdit, Why: "with the controls on, live-editing scripts could rewrite the controls' own code"},
 }
 
 // Lookup returns the rule for method on a session; browser tells whether the

@@ -68,6 +68,25 @@ var rowCases = []struct {
 	{"Browser.getHistograms", "Browser.getHistograms", false, Refuse},
 	{"Browser.getHistogram", "Browser.getHistogram", true, Refuse},
 	{"Browser.getBrowserCommandLine", "Browser.getBrowserCommandLine", false, Refuse},
+	{"Page.createIsolatedWorld", "Page.createIsolatedWorld", false, RefuseReserved},
+	{"Page.addScriptToEvaluateOnNewDocument", "Page.addScriptToEvaluateOnNewDocument", false, RefuseReserved},
+	{"Runtime.addBinding", "Runtime.addBinding", false, RefuseReserved},
+	{"Runtime.removeBinding", "Runtime.removeBinding", false, RefuseReserved},
+	{"Input.*", "Input.dispatchMouseEvent", false, Controls},
+	{"Input.*", "Input.insertText", false, Controls},
+	{"Emulation.setPageScaleFactor", "Emulation.setPageScaleFactor", false, Controls},
+	{"Target.activateTarget", "Target.activateTarget", true, Controls},
+	{"Target.closeTarget", "Target.closeTarget", false, Controls},
+	{"Page.bringToFront", "Page.bringToFront", false, Controls},
+	{"Page.close", "Page.close", false, Controls},
+	{"Browser.setWindowBounds", "Browser.setWindowBounds", true, Controls},
+	{"Debugger.enable", "Debugger.enable", false, Controls},
+	{"Debugger.disable", "Debugger.disable", false, Controls},
+	{"Debugger.getScriptSource", "Debugger.getScriptSource", false, Controls},
+	{"Debugger.setBreakpoint", "Debugger.setBreakpoint", false, Controls},
+	{"Debugger.setBreakpointByUrl", "Debugger.setBreakpointByUrl", false, Controls},
+	{"Debugger.setBreakpointOnFunctionCall", "Debugger.setBreakpointOnFunctionCall", false, Controls},
+	{"Debugger.setScriptSource", "Debugger.setScriptSource", false, Controls},
 }
 
 // passCases are methods the table must let through.
@@ -109,6 +128,20 @@ func TestFirewallRows(t *testing.T) {
 	for _, c := range passCases {
 		if r, name := Lookup(c.method, c.browser); r.Action != Pass || name != "" {
 			t.Errorf("Lookup(%q, browser=%v) = %v %q, want Pass", c.method, c.browser, r.Action, name)
+		}
+	}
+	// The controls column, on rows of other actions too.
+	for method, want := range map[string]ControlsRule{
+		"Input.dispatchKeyEvent":             CtlInput,
+		"Input.dispatchDragEvent":            CtlInput,
+		"Emulation.setDeviceMetricsOverride": CtlInput,
+		"Emulation.setVisibleSize":           CtlInput,
+		"Target.createTarget":                CtlWindow,
+		"Target.detachFromTarget":            CtlDetach,
+		"Runtime.evaluate":                   CtlNone,
+	} {
+		if r, _ := Lookup(method, false); r.Controls != want {
+			t.Errorf("Lookup(%q).Controls = %v, want %v", method, r.Controls, want)
 		}
 	}
 	r, _ := Lookup("Target.createBrowserContext", true)

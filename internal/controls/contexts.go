@@ -1,4 +1,4 @@
-package cdpguard
+package controls
 
 import "time"
 
@@ -6,11 +6,11 @@ import "time"
 // uniqueId (docs/decisions/2026-12-02-controls-contexts.md).
 
 // contextCreated records a controls context: every one is a guard world
-// agents must not name (worlds_refuse.go), recorded under its frame and
+// agents must not name (Worlds.MadeIn), recorded under its frame and
 // under the target (a subframe's context is named on the page's session);
 // the main frame's is where the guard pushes and the only one whose
 // binding calls count.
-func (c *controls) contextCreated(session, frameID string, id int64, uniq string) {
+func (c *Controls) contextCreated(session, frameID string, id int64, uniq string) {
 	c.mu.Lock()
 	target, ok := c.sessions[session]
 	p := c.pages[target]
@@ -29,7 +29,7 @@ func (c *controls) contextCreated(session, frameID string, id int64, uniq string
 		c.dirty[target] = true
 	}
 	c.mu.Unlock()
-	c.g.worlds.madeIn(target, frameID, id)
+	c.d.Worlds.MadeIn(target, frameID, id)
 	c.taint.created(target, id, time.Now())
 	if main {
 		c.poke()
@@ -39,7 +39,7 @@ func (c *controls) contextCreated(session, frameID string, id int64, uniq string
 // contextDestroyed forgets one controls context. With its uniqueId (every
 // Chrome this guard supports sends one) only that context goes; a context
 // id alone also matches a context of another process with the same id.
-func (c *controls) contextDestroyed(session string, id int64, uniq string) {
+func (c *Controls) contextDestroyed(session string, id int64, uniq string) {
 	if uniq == "" {
 		c.contextGone(session, func(i int64, _ string) bool { return i == id })
 		return
@@ -50,7 +50,7 @@ func (c *controls) contextDestroyed(session string, id int64, uniq string) {
 // contextGone forgets the controls contexts of a session that match (by id
 // and uniqueId; a recovered context has no uniqueId). An id stays known
 // (worlds, taint) while another live context still has it.
-func (c *controls) contextGone(session string, match func(int64, string) bool) {
+func (c *Controls) contextGone(session string, match func(int64, string) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	target := c.sessions[session]

@@ -1,11 +1,9 @@
-package cdpguard
+package controls
 
 import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
 // TestWorldTaint: a controls context named by an agent command still in
@@ -93,51 +91,38 @@ func TestWorldTaint(t *testing.T) {
 	}
 }
 
-// TestNamedVerdict: a command refused or answered by a later rule ends its
-// note at once; one that goes to the browser ends it with its reply.
-func TestNamedVerdict(t *testing.T) {
-	ended := 0
-	wv := namedVerdict(func() { ended++ })
-	if v := withNamed(wv, relay.Verdict{Refuse: "no"}); v.Refuse != "no" || ended != 1 {
-		t.Errorf("refused: %+v, ended %d", v, ended)
+// TestNamed: a command the guard lets through that names a live controls
+// context of its target taints that context; one naming an id the target
+// has no controls context for, or a page the guard has not set up, taints
+// nothing and does not fail.
+func TestNamed(t *testing.T) {
+	c := newTest(t)
+	c.SetupPage("T1", "S1")
+	c.SetupPage("T2", "S2")
+	c.pages["T1"].worlds[7] = "T1"
+	a := &fakeAgent{} // no sessions it was told of: the target is unknown
+	done := c.Note(a, "S", []int64{7})
+	if done == nil {
+		t.Error("no end for the note of a command naming ids")
 	}
-	v := withNamed(wv, relay.Verdict{})
-	if ended != 1 || v.OnReply == nil {
-		t.Fatalf("forwarded: ended %d before the reply, hook %v", ended, v.OnReply != nil)
+	c.Named(a, "S", "", []int64{7})
+	if c.taint.refusal("T1", 7) == "" {
+		t.Error("a live controls context named through the guard's check was not tainted")
 	}
-	v.OnReply([]byte(`{}`), nil)
-	if ended != 2 {
-		t.Errorf("the reply did not end the note (%d)", ended)
-	}
-	if v := withNamed(namedVerdict(nil), relay.Verdict{Params: []byte(`{}`)}); string(v.Params) != `{}` || v.OnReply != nil {
-		t.Errorf("without controls: %+v", v)
-	}
-}
-
-// TestPassNamed: a command worldCommand lets through that names a live
-// controls context of its target taints that context; one naming an id
-// the target has no controls context for, or a page the guard has not set
-// up, taints nothing and does not fail.
-func TestPassNamed(t *testing.T) {
-	g := &Guard{ctl: &controls{pages: map[string]*ctlPage{
-		"T1": {worlds: map[int64]string{7: "T1"}},
-		"T2": {worlds: map[int64]string{}},
-	}}}
-	var a relay.Agent // no sessions it was told of: the target is unknown
-	v := g.passNamed(&a, "S", "", []int64{7}, func() {})
-	if v.OnReply == nil {
-		t.Error("no reply hook ending the note")
-	}
-	if g.ctl.taint.refusal("T1", 7) == "" {
-		t.Error("a live controls context named through worldCommand was not tainted")
-	}
-	g.passNamed(&a, "S", "", []int64{8}, nil)
-	g.passNamed(&a, "S", "T2", []int64{7}, nil) // another target's context 7
-	g.passNamed(&a, "S", "T9", []int64{7}, nil) // a page the guard has not set up
-	if g.ctl.taint.refusal("T1", 8) != "" || g.ctl.taint.refusal("T2", 7) != "" {
+	c.Named(a, "S", "", []int64{8})
+	c.Named(a, "S", "T2", []int64{7}) // another target's context 7
+	c.Named(a, "S", "T9", []int64{7}) // a page the guard has not set up
+	if c.taint.refusal("T1", 8) != "" || c.taint.refusal("T2", 7) != "" {
 		t.Error("an id with no controls context was tainted")
 	}
-	if v := (&Guard{}).passNamed(&a, "S", "", []int64{7}, nil); v.OnReply != nil {
-		t.Error("without controls passNamed added a hook")
+	// The agent knows the session's target: only that page's contexts count.
+	c.pages["T2"].worlds[9] = "T2"
+	c.pages["T1"].worlds[9] = "T1"
+	c.Named(&fakeAgent{targets: map[string]string{"S2": "T2"}}, "S2", "", []int64{9})
+	if c.taint.refusal("T2", 9) == "" || c.taint.refusal("T1", 9) != "" {
+		t.Error("the agent's own target was not the one tainted")
+	}
+	if c.Note(a, "S", nil) != nil {
+		t.Error("a note for a command naming no id")
 	}
 }

@@ -1,4 +1,4 @@
-package cdpguard
+package controls
 
 import (
 	"context"
@@ -9,39 +9,39 @@ import (
 	"github.com/cdpguard/cdpguard/js"
 )
 
-// controlsRecoverTries bounds how often the guard asks Chrome for the
-// controls world of one explanation page.
-const controlsRecoverTries = 3
+// recoverTries bounds how often the guard asks Chrome for the controls
+// world of one explanation page.
+const recoverTries = 3
 
-// ctlRecover is one page's state of asking Chrome for its lost main-frame
+// recovery is one page's state of asking Chrome for its lost main-frame
 // controls context (docs/decisions/2026-12-02-controls-contexts.md): a
 // committed explanation page with no controls context would show no Allow
 // button, because some event (an executionContextsCleared, which names no
 // context, from a process the page just left) took the context away.
-type ctlRecover struct {
+type recovery struct {
 	gen   uint64 // bumped whenever the main-frame context changes
 	busy  bool   // a request is in flight
 	tries int    // requests for this document
 	// tainted holds the ids of tainted controls contexts forgotten in this
-	// document (controls_taint.go): an event that names no context (a late
+	// document (taint.go): an event that names no context (a late
 	// executionContextsCleared) may have forgotten a world that still
 	// lives, and a recovery that finds it again must not make it clean.
 	tainted map[int64]bool
 }
 
-func (r *ctlRecover) changed() { r.gen++ }
+func (r *recovery) changed() { r.gen++ }
 
-func (r *ctlRecover) navigated() { r.gen++; r.tries = 0; r.tainted = nil }
+func (r *recovery) navigated() { r.gen++; r.tries = 0; r.tainted = nil }
 
-func (r *ctlRecover) wasTainted(id int64) {
+func (r *recovery) wasTainted(id int64) {
 	if r.tainted == nil {
 		r.tainted = map[int64]bool{}
 	}
 	r.tainted[id] = true
 }
 
-// ctlRecovery is one request for a page's controls world.
-type ctlRecovery struct {
+// recoveryAsk is one request for a page's controls world.
+type recoveryAsk struct {
 	target, session string
 	gen             uint64
 }
@@ -50,13 +50,13 @@ type ctlRecovery struct {
 // controls context, or nil: only a committed explanation page needs one
 // (the button is what matters), one request at a time, a few per
 // document. The caller holds c.mu.
-func (c *controls) needsRecovery(target string, p *ctlPage) *ctlRecovery {
-	if p.ctxID != 0 || p.explain == nil || !p.explain.committed || p.recover.busy || p.recover.tries >= controlsRecoverTries {
+func (c *Controls) needsRecovery(target string, p *page) *recoveryAsk {
+	if p.ctxID != 0 || p.explain == nil || !p.explain.committed || p.recover.busy || p.recover.tries >= recoverTries {
 		return nil
 	}
 	p.recover.busy = true
 	p.recover.tries++
-	return &ctlRecovery{target: target, session: p.session, gen: p.recover.gen}
+	return &recoveryAsk{target: target, session: p.session, gen: p.recover.gen}
 }
 
 // recoverWorld asks Chrome for the main frame's controls world:
@@ -66,19 +66,19 @@ func (c *controls) needsRecovery(target string, p *ctlPage) *ctlRecovery {
 // only if no event changed the page's main-frame context meanwhile; it has
 // no uniqueId, so pushes name it by id, and the page's next navigation
 // drops it.
-func (c *controls) recoverWorld(ctx context.Context, r ctlRecovery) {
+func (c *Controls) recoverWorld(ctx context.Context, r recoveryAsk) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	var id int64
-	res, err := c.g.mux.Call(cctx, r.session, "Page.createIsolatedWorld", map[string]any{"frameId": r.target, "worldName": c.world})
+	res, err := c.d.Browser.Call(cctx, r.session, "Page.createIsolatedWorld", map[string]any{"frameId": r.target, "worldName": c.d.World})
 	if err == nil {
 		var w struct {
 			ID int64 `json:"executionContextId"`
 		}
 		if err = jsonv2.Unmarshal(res, &w); err == nil {
 			id = w.ID
-			c.g.worlds.madeIn(r.target, r.target, id)
-			_, err = c.g.mux.Call(cctx, r.session, "Runtime.evaluate", map[string]any{"expression": js.Controls, "contextId": id})
+			c.d.Worlds.MadeIn(r.target, r.target, id)
+			_, err = c.d.Browser.Call(cctx, r.session, "Runtime.evaluate", map[string]any{"expression": js.Controls, "contextId": id})
 		}
 	}
 	c.mu.Lock()
@@ -89,15 +89,15 @@ func (c *controls) recoverWorld(ctx context.Context, r ctlRecovery) {
 	}
 	p.recover.busy = false
 	if err != nil {
-		c.g.log.Debug("controls world recovery failed", "target", r.target, "err", err)
-		c.dirty[r.target] = true // tried again on a later round, up to controlsRecoverTries
+		c.d.Log.Debug("controls world recovery failed", "target", r.target, "err", err)
+		c.dirty[r.target] = true // tried again on a later round, up to recoverTries
 		c.poke()
 		return
 	}
 	if p.recover.gen != r.gen || p.ctxID != 0 {
 		return // an event gave the page its context meanwhile
 	}
-	c.g.log.Info("controls: the explanation page had no controls context; recovered it from Chrome", "target", r.target)
+	c.d.Log.Info("controls: the explanation page had no controls context; recovered it from Chrome", "target", r.target)
 	p.ctxID, p.ctxUniq = id, ""
 	p.worlds[id] = r.target
 	c.taint.created(r.target, id, time.Now())

@@ -1,12 +1,10 @@
-package cdpguard
+package controls
 
 import (
 	"fmt"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
 // worldTaintWindow bounds how long an agent command naming a context id
@@ -29,17 +27,17 @@ const worldTaintReplyGrace = time.Second
 const maxContextNotes = 4096
 
 // worldTaint keeps agents out of the controls world's binding despite a
-// race worldCommand alone loses: context ids are small integers, so an
+// race the guard's check of named contexts alone loses: context ids are small integers, so an
 // agent can name the controls world's id before the guard has read the
 // world's Runtime.executionContextCreated; Chrome then runs the agent's
 // code in the new world, where it finds the binding and reports a forged
 // "trusted" click (seen with Chromium 156: an agent spamming
 // Runtime.evaluate{contextId: 1..6} while navigating to a blocked URL got
 // a grant on the first try). Every id an agent command names is noted,
-// with the target of the command's session, before worldCommand checks it,
+// with the target of the command's session, before the guard checks it (Note),
 // and stays in flight until the command's reply; a controls context named
 // by a command in flight when the guard sees it created, or by a command
-// worldCommand let through while it lives, is tainted: its binding calls
+// the guard let through while it lives (Named), is tainted: its binding calls
 // are refused.
 type worldTaint struct {
 	mu      sync.Mutex
@@ -63,79 +61,6 @@ func (n *contextNote) inFlight(now time.Time) bool {
 		return now.Sub(n.at) <= worldTaintWindow
 	}
 	return now.Sub(n.done) <= worldTaintReplyGrace
-}
-
-// noteNamed records the execution context ids an agent's command names,
-// before worldCommand checks them. It returns what ends the note (the
-// command's reply, or its refusal); nil without controls.
-func (g *Guard) noteNamed(a *relay.Agent, session string, ids []int64) (done func()) {
-	if g.ctl == nil || len(ids) == 0 {
-		return nil
-	}
-	target, _ := a.TargetOf(session)
-	return g.ctl.taint.note(target, ids, time.Now())
-}
-
-// passNamed is called as worldCommand lets a command naming ids through:
-// a live controls context among them (one the guard's worlds had
-// forgotten for a moment, as on a frame's navigation) is tainted at once.
-// target is the session's target when worldCommand looked it up, "" when
-// not. It returns worldCommand's verdict for the command.
-func (g *Guard) passNamed(a *relay.Agent, session, target string, ids []int64, done func()) relay.Verdict {
-	if g.ctl == nil {
-		return namedVerdict(done)
-	}
-	if target == "" {
-		target, _ = a.TargetOf(session)
-	}
-	c := g.ctl
-	var hit []string
-	live := func(t string, p *ctlPage) {
-		for _, id := range ids {
-			if _, ok := p.worlds[id]; ok {
-				hit = append(hit, t)
-			}
-		}
-	}
-	c.mu.Lock()
-	if p := c.pages[target]; target != "" && p != nil {
-		live(target, p)
-	} else if target == "" {
-		for t, p := range c.pages {
-			live(t, p)
-		}
-	}
-	c.mu.Unlock()
-	for _, t := range hit {
-		c.taint.mark(t, ids)
-	}
-	return namedVerdict(done)
-}
-
-// namedVerdict is worldCommand's verdict for a command it lets through:
-// its reply ends the note of the ids it names.
-func namedVerdict(done func()) relay.Verdict {
-	if done == nil {
-		return relay.Verdict{}
-	}
-	return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
-		done()
-		return result, errRaw
-	}}
-}
-
-// withNamed gives v, the verdict of the rules after worldCommand, the
-// reply hook of worldCommand's verdict wv; a command those rules refuse or
-// answer never reaches the browser, so its note ends now.
-func withNamed(wv, v relay.Verdict) relay.Verdict {
-	if wv.OnReply == nil {
-		return v
-	}
-	if v.Refuse != "" || v.Local != nil {
-		wv.OnReply(nil, nil)
-		return v
-	}
-	return relay.Combine(wv, v)
 }
 
 // note records ids named on target at now, dropping notes no longer in
@@ -176,7 +101,7 @@ func (w *worldTaint) note(target string, ids []int64, now time.Time) (done func(
 // created taints the controls context id of target if an agent command
 // naming it (on target, or on a session the guard cannot place) is in
 // flight at now. Call it after the context is recorded as a guard world
-// (worlds.madeIn): a command checked before that was noted before.
+// (Worlds.MadeIn): a command checked before that was noted before.
 func (w *worldTaint) created(target string, id int64, now time.Time) {
 	w.mu.Lock()
 	named := !w.lost.IsZero() && now.Sub(w.lost) <= worldTaintWindow
@@ -229,5 +154,53 @@ func (w *worldTaint) gone(target string, match func(int64) bool) {
 	}
 	if len(w.tainted[target]) == 0 {
 		delete(w.tainted, target)
+	}
+}
+
+// Note records the execution context ids a command of agent a on session
+// names, with the session's target ("" when a cannot tell: a page
+// connection's own session), before the guard checks them against its
+// worlds. It returns what ends the note (the command's reply, or its
+// refusal); nil when off or no id is named.
+func (c *Controls) Note(a Agent, session string, ids []int64) (done func()) {
+	if c == nil || len(ids) == 0 {
+		return nil
+	}
+	target, _ := a.TargetOf(session)
+	return c.taint.note(target, ids, time.Now())
+}
+
+// Named is called as the guard lets a command of agent a on session
+// naming ids through: a live controls context among them (one the guard's
+// worlds had forgotten for a moment, as on a frame's navigation) is
+// tainted at once. target is the session's target when the guard looked
+// it up, "" when not; when neither the guard nor a knows it, every page's
+// contexts count.
+func (c *Controls) Named(a Agent, session, target string, ids []int64) {
+	if c == nil || len(ids) == 0 {
+		return
+	}
+	if target == "" {
+		target, _ = a.TargetOf(session)
+	}
+	var hit []string
+	live := func(t string, p *page) {
+		for _, id := range ids {
+			if _, ok := p.worlds[id]; ok {
+				hit = append(hit, t)
+			}
+		}
+	}
+	c.mu.Lock()
+	if p := c.pages[target]; target != "" && p != nil {
+		live(target, p)
+	} else if target == "" {
+		for t, p := range c.pages {
+			live(t, p)
+		}
+	}
+	c.mu.Unlock()
+	for _, t := range hit {
+		c.taint.mark(t, ids)
 	}
 }

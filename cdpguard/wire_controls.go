@@ -1,0 +1,123 @@
+package cdpguard
+
+import (
+	"slices"
+
+	"github.com/cdpguard/cdpguard/internal/controls"
+	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/relay"
+)
+
+// startControls builds the human controls (internal/controls) when
+// Config.Controls is on; g.ctl stays nil, the controls off, otherwise.
+// Their push loop ends with the guard.
+func (g *Guard) startControls() {
+	if !g.cfg.Controls {
+		return
+	}
+	g.ctl = controls.New(g.ctx, controls.Deps{
+		Browser:        g.mux,
+		Worlds:         ctlWorlds{g.worlds},
+		Grants:         ctlGrants{g},
+		World:          g.worlds.newName("controls"),
+		PageOf:         g.grantScopes.frames.pageOf,
+		OwnerOf:        g.users.OwnerKey,
+		ExplainBlocked: g.cfg.BlockedNavigation != "error",
+		Go: func(f func()) {
+			g.wg.Add(1)
+			go func() {
+				defer g.wg.Done()
+				f()
+			}()
+		},
+		Log: g.log,
+	})
+	g.dialogs.SetHuman(true, g.ctl.DialogAnswered)
+	g.wg.Add(1)
+	go func() { // the push loop: ends with the guard
+		defer g.wg.Done()
+		g.ctl.Run()
+	}()
+}
+
+// ctlWorlds records the controls' contexts among the guard's worlds.
+type ctlWorlds struct{ w *guardWorlds }
+
+func (w ctlWorlds) MadeIn(target, frameID string, id int64) { w.w.madeIn(target, frameID, id) }
+
+// ctlGrants is the guard's session grants as the controls use them.
+type ctlGrants struct{ g *Guard }
+
+func (c ctlGrants) GrantHost(target, host, via string) (string, error) {
+	return c.g.grantHost(target, host, via)
+}
+
+func (c ctlGrants) Grantable(target, host string) error {
+	_, err := c.g.grantable(target, host)
+	return err
+}
+
+func (c ctlGrants) Reachable(target string) []string {
+	return slices.Concat(c.g.policyOfTarget(target).Origins(), c.g.grantedHosts(target))
+}
+
+// agentWatch shows the controls an agent command about to reach the
+// browser, as the firewall table's controls column says (Rule.Controls).
+func (g *Guard) agentWatch(a *relay.Agent, st *agentState, cmd relay.Command, rule firewall.Rule, v relay.Verdict) relay.Verdict {
+	if v.Refuse != "" || v.Local != nil {
+		return v
+	}
+	if rule.Controls == firewall.CtlNone {
+		return v
+	}
+	var user string
+	if st.user != nil {
+		user = st.user.Key
+	}
+	hook := g.ctl.AgentCommand(controls.Command{Agent: a, User: user, Session: cmd.SessionID, Params: cmd.Params}, rule.Controls)
+	if hook == nil {
+		return v
+	}
+	return relay.Combine(relay.Verdict{OnReply: hook}, v)
+}
+
+// noteNamed records the execution context ids an agent's command names,
+// before worldCommand checks them (internal/controls, taint.go). It
+// returns what ends the note; nil without controls.
+func (g *Guard) noteNamed(a *relay.Agent, session string, ids []int64) (done func()) {
+	return g.ctl.Note(a, session, ids)
+}
+
+// passNamed is called as worldCommand lets a command naming ids through
+// (target: the session's target when worldCommand looked it up, "" when
+// not). It returns worldCommand's verdict for the command.
+func (g *Guard) passNamed(a *relay.Agent, session, target string, ids []int64, done func()) relay.Verdict {
+	g.ctl.Named(a, session, target, ids)
+	return namedVerdict(done)
+}
+
+// namedVerdict is worldCommand's verdict for a command it lets through:
+// its reply ends the note of the ids it names.
+func namedVerdict(done func()) relay.Verdict {
+	if done == nil {
+		return relay.Verdict{}
+	}
+	return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
+		done()
+		return result, errRaw
+	}}
+}
+
+// withNamed gives v, the verdict of the rules after worldCommand, the
+// reply hook of worldCommand's verdict wv; a command those rules refuse or
+// answer never reaches the browser, so its note ends now.
+func withNamed(wv, v relay.Verdict) relay.Verdict {
+	if wv.OnReply == nil {
+		return v
+	}
+	if v.Refuse != "" || v.Local != nil {
+		wv.OnReply(nil, nil)
+		return v
+	}
+	return relay.Combine(wv, v)
+}

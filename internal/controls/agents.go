@@ -1,0 +1,263 @@
+package controls
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/quiet"
+	"github.com/cdpguard/cdpguard/js"
+)
+
+// Agent is one agent connection as the controls see it.
+type Agent interface {
+	// Owns reports whether sessionID is one of the agent's live sessions
+	// (a detached session's debugger went with it).
+	Owns(sessionID string) bool
+	// TargetOf returns the target of one of the agent's sessions.
+	TargetOf(sessionID string) (target string, ok bool)
+}
+
+// Command is an agent command as the controls see it, once the guard's
+// other rules let it through to the browser.
+type Command struct {
+	Agent   Agent
+	User    string // the agent's user key ("" is the shared fallback user)
+	Session string // the session it was sent on
+	Params  []byte
+}
+
+// ReplyHook sees a command's reply (a relay.Verdict's OnReply).
+type ReplyHook = func(result, errRaw []byte) ([]byte, []byte)
+
+// AgentCommand follows an agent command the grants depend on, as the
+// firewall table's controls column says (kind): input and window moves
+// until their reply and for the quiet window after it (internal/quiet),
+// the debugger's sessions (a breakpoint's condition runs in the frame it
+// pauses, so an agent with the debugger on can run code in the controls
+// world), and it scrubs the guard's own scripts from
+// Debugger.getScriptSource replies, with the controls off too. It returns
+// the hook to run on the command's reply, or nil. Call it only for a
+// command about to reach the browser.
+func (c *Controls) AgentCommand(cmd Command, kind firewall.ControlsRule) ReplyHook {
+	if kind == firewall.CtlScriptSource {
+		return scrubGuardScript
+	}
+	if c == nil {
+		return nil
+	}
+	now := time.Now()
+	switch kind {
+	case firewall.CtlDebuggerOn:
+		c.dbg.set(cmd.Agent, cmd.User, cmd.Session, true)
+	case firewall.CtlDebuggerOff:
+		c.dbg.set(cmd.Agent, cmd.User, cmd.Session, false)
+		// A handler the agent kept paused runs on now: as right after
+		// input (e2e TestRedTeamControls/debugger-pause).
+		c.input.Begin(quiet.User(cmd.User), now)()
+	case firewall.CtlDetach:
+		// Detaching a session with the debugger on resumes what it kept
+		// paused, like Debugger.disable: the quiet window starts at the
+		// reply (e2e TestRedTeamControls/debugger-pause ended by disable).
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		if len(cmd.Params) > 0 && jsonv2.Unmarshal(cmd.Params, &p) != nil {
+			return nil
+		}
+		if c.dbg.detach(cmd.Agent, p.SessionID) {
+			return endOnReply(c.input.Begin(quiet.User(cmd.User), now))
+		}
+	case firewall.CtlInput:
+		return endOnReply(c.input.Begin(quiet.User(cmd.User), now))
+	case firewall.CtlWindow:
+		// A window opened, closed, raised or moved can cover or reveal any
+		// user's button (e2e TestRedTeamControls/other-window: an agent
+		// raised a window it had kept behind another until the button was
+		// armed; the page saw neither a focus nor a visibility change).
+		return endOnReply(c.input.Begin(quiet.Everywhere, now))
+	}
+	return nil
+}
+
+func endOnReply(done func()) ReplyHook {
+	return func(result, errRaw []byte) ([]byte, []byte) {
+		done()
+		return result, errRaw
+	}
+}
+
+// Refusal returns why, with the controls on, an agent command of kind is
+// refused, or "": the Debugger commands that run or install an agent's
+// code in whatever world a script belongs to. A breakpoint condition is
+// evaluated in the paused frame, and Debugger.setScriptSource rewrites a
+// live script; script ids are small integers (Debugger.getScriptSource
+// with guessed ids reads the controls' script), and a condition in the
+// controls' code could call the binding with a forged report of a human's
+// click (e2e TestRedTeamControls, debugger-condition: it granted a host
+// with no human at all).
+func (c *Controls) Refusal(kind firewall.ControlsRule, params []byte) string {
+	if c == nil {
+		return ""
+	}
+	switch kind {
+	case firewall.CtlScriptEdit:
+		return "with cdpguard's controls on, live-editing scripts is refused: it could rewrite the controls' own code"
+	case firewall.CtlCondition:
+		var p struct {
+			Condition string `json:"condition"`
+		}
+		if len(params) > 0 {
+			if err := jsonv2.Unmarshal(params, &p); err != nil {
+				return "unreadable params: " + err.Error()
+			}
+		}
+		if p.Condition != "" {
+			return "with cdpguard's controls on, breakpoint conditions are refused: a condition runs in the paused script's world, which may be the controls' own"
+		}
+	}
+	return ""
+}
+
+// WindowOpened starts the quiet window everywhere when any page target
+// appears: a new tab or popup can cover or reveal any user's button, and a
+// page's own window.open (after its agent's input, which counts only
+// against its own user) is seen by no agent command.
+func (c *Controls) WindowOpened() {
+	if c == nil {
+		return
+	}
+	c.input.Begin(quiet.Everywhere, time.Now())()
+}
+
+// AgentGone forgets an agent that disconnected. One that had the debugger
+// on starts the quiet window: a script it kept paused runs on now, with no
+// debugger left to see.
+func (c *Controls) AgentGone(a Agent) {
+	if c == nil {
+		return
+	}
+	if user, on := c.dbg.gone(a); on {
+		c.input.Begin(quiet.User(user), time.Now())()
+	}
+}
+
+// debuggers records, per agent, the sessions where it has the Debugger
+// domain enabled.
+type debuggers struct {
+	mu sync.Mutex
+	m  map[Agent]*agentDebugger
+}
+
+type agentDebugger struct {
+	user     string
+	sessions map[string]bool
+}
+
+// set records whether agent a (of user) has the debugger on in session.
+func (d *debuggers) set(a Agent, user, session string, on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ad := d.m[a]
+	if !on {
+		if ad != nil {
+			delete(ad.sessions, session)
+		}
+		return
+	}
+	if d.m == nil {
+		d.m = map[Agent]*agentDebugger{}
+	}
+	if ad == nil {
+		ad = &agentDebugger{user: user, sessions: map[string]bool{}}
+		d.m[a] = ad
+	}
+	ad.sessions[session] = true
+}
+
+// detach forgets session's debugger and reports whether it was on.
+func (d *debuggers) detach(a Agent, session string) bool {
+	if session == "" {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ad := d.m[a]
+	if ad == nil {
+		return false
+	}
+	on := ad.sessions[session]
+	delete(ad.sessions, session)
+	return on
+}
+
+// gone forgets agent a and reports its user and whether it had the
+// debugger on anywhere.
+func (d *debuggers) gone(a Agent) (user string, on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ad := d.m[a]
+	delete(d.m, a)
+	if ad == nil {
+		return "", false
+	}
+	return ad.user, len(ad.sessions) > 0
+}
+
+// debugging returns why a grant on a page of user owner must wait while
+// one of that user's agents has the JavaScript debugger enabled, or "".
+// Another user's debugger cannot reach the page (users never share a
+// renderer); on a page of no user (known false) every agent's counts.
+// Agents are asked whether they still own a session outside d.mu.
+func (d *debuggers) debugging(owner string, known bool) string {
+	type held struct {
+		a        Agent
+		sessions []string
+	}
+	var all []held
+	d.mu.Lock()
+	for a, ad := range d.m {
+		if known && ad.user != owner {
+			continue
+		}
+		h := held{a: a}
+		for s := range ad.sessions {
+			h.sessions = append(h.sessions, s)
+		}
+		all = append(all, h)
+	}
+	d.mu.Unlock()
+	for _, h := range all {
+		for _, s := range h.sessions {
+			if h.a.Owns(s) { // a detached session's debugger went with it
+				return "an agent has the JavaScript debugger enabled (Debugger.enable): its breakpoints can run code in any script, the controls' too"
+			}
+		}
+	}
+	return ""
+}
+
+// scrubGuardScript answers Debugger.getScriptSource with an error when the
+// script is one of the guard's own (script ids are small integers an agent
+// can guess; the guard's scripts run in worlds agents must not study).
+func scrubGuardScript(result, errRaw []byte) ([]byte, []byte) {
+	if len(errRaw) > 0 {
+		return result, errRaw
+	}
+	var r struct {
+		Source string `json:"scriptSource"`
+	}
+	if jsonv2.Unmarshal(result, &r) != nil {
+		return result, errRaw
+	}
+	for _, s := range []string{js.Controls, js.ControlsUpdate, js.Read} { // js.ReadyState is too common a line
+		if strings.Contains(r.Source, strings.TrimSpace(s)) {
+			return nil, cdpmsg.AppendErrorObject(nil, cdpmsg.CodeServerError, cdpmsg.Refusal("Debugger.getScriptSource", "the script is one of cdpguard's own, run in its hidden isolated worlds"))
+		}
+	}
+	return result, errRaw
+}

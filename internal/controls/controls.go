@@ -1,0 +1,454 @@
+// Package controls is the guard's in-page UI for a human (Config.Controls):
+// a badge and panel in a hidden isolated world of every page, and the
+// "Allow <host> for this session" button on the explanation page of a
+// blocked main-frame navigation. State flows one way, from the guard into
+// the world (one push loop, Run); the only way back is the world's binding,
+// whose calls are checked (grant.go) before a host is granted. Because CDP
+// input is trusted by the page, the controls also follow every agent
+// command that could stand in for a human's click or reach their world
+// (agents.go, the firewall table's controls column) and refuse a grant
+// while one might have (docs/decisions/2026-12-01-controls.md,
+// 2026-12-01-controls-red-team.md, 2026-12-01-controls-world-race.md,
+// 2026-12-02-controls-contexts.md).
+//
+// Events observed, on the guard's own page sessions (OnEvent,
+// FrameNavigated): Runtime.executionContextCreated,
+// Runtime.executionContextDestroyed, Runtime.executionContextsCleared,
+// Runtime.bindingCalled, Page.frameNavigated; and, from the guard's wiring,
+// a page's attachment (SetupPage), a page target's creation (WindowOpened)
+// and destruction (PageGone), a blocked request (Blocked) and a dialog the
+// guard answered (DialogAnswered).
+//
+// A nil *Controls is the controls switched off: every method is safe on it
+// and does nothing, except that AgentCommand still keeps the guard's own
+// scripts out of Debugger.getScriptSource replies.
+package controls
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/quiet"
+	"github.com/cdpguard/cdpguard/js"
+)
+
+// pushEvery throttles what the guard pushes into a page's controls world:
+// at most one update per page this often.
+const pushEvery = 150 * time.Millisecond
+
+// recentBlocks is how many blocks of a page the panel lists.
+const recentBlocks = 20
+
+// pushRetries bounds the retries of a failed push into one context: a
+// context that is gone fails for good, and its successor is pushed anew.
+const pushRetries = 5
+
+// Caller is the guard's browser connection.
+type Caller interface {
+	// Call sends a command and waits for its reply.
+	Call(ctx context.Context, sessionID, method string, params any) (jsonv2.Value, error)
+	// Send writes a command without waiting for its reply.
+	Send(sessionID, method string, params any) error
+}
+
+// Worlds records the guard's isolated worlds, which agents may not name.
+type Worlds interface {
+	// MadeIn records a guard world's context in a frame of page target.
+	MadeIn(target, frameID string, contextID int64)
+}
+
+// Grants are the per-user session grants a click on "Allow" makes.
+type Grants interface {
+	// GrantHost grants host to the user of target's page for the session
+	// and returns the user's key.
+	GrantHost(target, host, via string) (user string, err error)
+	// Grantable returns why no grant can cover host on target's page, nil
+	// when one can.
+	Grantable(target, host string) error
+	// Reachable lists what target's page may reach (the allowlist's origins
+	// and the hosts granted), for the panel.
+	Reachable(target string) []string
+}
+
+// Deps is what the controls need from the guard.
+type Deps struct {
+	Browser Caller
+	Worlds  Worlds
+	Grants  Grants
+	// World is the controls world's name: random, starting with
+	// firewall.ReservedPrefix, hidden from agents.
+	World string
+	// PageOf returns the page target of a subframe, "" when unknown.
+	PageOf func(frameID string) string
+	// OwnerOf returns the user key of target's page; known is false when
+	// the page is no user's (a human's own tab).
+	OwnerOf func(target string) (user string, known bool)
+	// ExplainBlocked is true when a blocked main-frame navigation is
+	// answered with the explanation page (the only page with a button).
+	ExplainBlocked bool
+	// Go runs f in a goroutine its owner waits for before it ends.
+	Go  func(f func())
+	Log *slog.Logger
+}
+
+// Controls is the controls of one guard. Build it with New; nil is off.
+type Controls struct {
+	d       Deps
+	ctx     context.Context // ends the push loop and bounds grants' reloads
+	binding string          // the binding's random name, exposed in the controls world only
+	input   quiet.Tracker   // agents' input, debugger and window moves (internal/quiet)
+	taint   worldTaint      // controls contexts agents may have reached (taint.go)
+	dbg     debuggers       // agents' debugger sessions (agents.go)
+	wake    chan struct{}
+
+	mu       sync.Mutex        // before dbg.mu and the Deps' own locks
+	pages    map[string]*page  // page target id → its state
+	sessions map[string]string // the guard's page session → target id
+	dirty    map[string]bool   // targets whose state changed since the last push
+}
+
+// page is what the guard knows and shows about one page target.
+type page struct {
+	session string
+	ctxID   int64            // the controls world's context in the main frame; 0: none yet
+	ctxUniq string           // ctxID's uniqueId; "" when it was recovered (recover.go)
+	worlds  map[int64]string // every controls context of the target → its frame
+	// uniq holds the uniqueId of every controls context in worlds. Context
+	// ids are small integers per renderer process: across a process swap
+	// the old process's late executionContextDestroyed can carry the id of
+	// the new document's context, and only the uniqueId tells them apart.
+	uniq    map[string]int64
+	recover recovery // asking Chrome for a lost main-frame context
+	blocked int
+	recent  []block
+	explain *explained
+	note    string
+	// lastRefusal is when a refused grant was last logged at warning level.
+	lastRefusal time.Time
+	// failedPushes counts pushes in a row that failed into ctxID (a busy
+	// renderer timing out): retried up to pushRetries times.
+	failedPushes int
+}
+
+func newPage(session string) *page {
+	return &page{session: session, worlds: map[int64]string{}, uniq: map[string]int64{}}
+}
+
+// block is one line of the panel.
+type block struct {
+	Host   string `json:"host"`
+	Reason string `json:"reason"`
+}
+
+// explained is a main-frame navigation the guard answered with the
+// explanation page: the only thing a grant can be for.
+type explained struct {
+	url       string
+	host      string
+	committed bool // the explanation page is the frame's current document
+	granted   bool
+	refused   int
+	busy      bool // a grant is being made
+}
+
+// state is what the world draws (js/controls.js).
+type state struct {
+	Blocked int            `json:"blocked"`
+	Recent  []block        `json:"recent"`
+	Origins []string       `json:"origins"`
+	Explain *explainedView `json:"explain"`
+	Note    string         `json:"note"`
+	Binding string         `json:"binding"`
+}
+
+type explainedView struct {
+	Host    string `json:"host"`
+	Granted bool   `json:"granted"`
+	Refused int    `json:"refused"`
+	// NoGrant says why no grant can cover Host (drawn instead of the
+	// button); "" when one can.
+	NoGrant string `json:"noGrant,omitempty"`
+}
+
+// New builds the controls; ctx ends them (Run returns, reloads after a
+// grant are cut short).
+func New(ctx context.Context, d Deps) *Controls {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Controls{
+		d:        d,
+		ctx:      ctx,
+		binding:  firewall.ReservedPrefix + hex.EncodeToString(b),
+		wake:     make(chan struct{}, 1),
+		pages:    map[string]*page{},
+		sessions: map[string]string{},
+		dirty:    map[string]bool{},
+	}
+}
+
+// World returns the controls world's name ("" when off).
+func (c *Controls) World() string {
+	if c == nil {
+		return ""
+	}
+	return c.d.World
+}
+
+// Session returns the guard's session to page target, "" when the
+// controls do not know the page.
+func (c *Controls) Session(target string) string {
+	if c == nil {
+		return ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.pages[target]; p != nil {
+		return p.session
+	}
+	return ""
+}
+
+// SetupPage installs the controls on the guard's new session to a page.
+// The commands are written in order before the page is released, so the
+// binding and the script are in place for its first document; their
+// replies are not awaited (controls are UI: a page whose controls failed is
+// still guarded). runImmediately covers documents already loaded when the
+// guard attached.
+func (c *Controls) SetupPage(targetID, session string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.sessions[session] = targetID
+	if c.pages[targetID] == nil {
+		c.pages[targetID] = newPage(session)
+	}
+	c.mu.Unlock()
+	for _, cmd := range []struct {
+		method string
+		params any
+	}{
+		{"Runtime.addBinding", map[string]any{"name": c.binding, "executionContextName": c.d.World}},
+		{"Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": js.Controls, "worldName": c.d.World, "runImmediately": true}},
+		{"Runtime.enable", nil},
+	} {
+		if err := c.d.Browser.Send(session, cmd.method, cmd.params); err != nil {
+			c.d.Log.Debug("controls setup failed", "target", targetID, "step", cmd.method, "err", err)
+			return
+		}
+	}
+}
+
+// PageGone forgets a destroyed page.
+func (c *Controls) PageGone(targetID string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.pages[targetID]; p != nil {
+		delete(c.sessions, p.session)
+	}
+	delete(c.pages, targetID)
+	delete(c.dirty, targetID)
+	c.taint.gone(targetID, func(int64) bool { return true })
+}
+
+// OnEvent takes the guard's page-session events the controls follow
+// (Runtime.executionContextCreated, executionContextDestroyed,
+// executionContextsCleared, bindingCalled; others are ignored). It runs on
+// the browser connection's read loop and never blocks.
+func (c *Controls) OnEvent(e *cdpmsg.Envelope) {
+	if c == nil {
+		return
+	}
+	switch e.Method {
+	case "Runtime.executionContextCreated":
+		var p struct {
+			Context struct {
+				ID       int64  `json:"id"`
+				UniqueID string `json:"uniqueId"`
+				Name     string `json:"name"`
+				AuxData  struct {
+					FrameID string `json:"frameId"`
+				} `json:"auxData"`
+			} `json:"context"`
+		}
+		if !strings.Contains(string(e.Params), c.d.World) || jsonv2.Unmarshal(e.Params, &p) != nil || p.Context.Name != c.d.World {
+			return
+		}
+		c.contextCreated(e.SessionID, p.Context.AuxData.FrameID, p.Context.ID, p.Context.UniqueID)
+	case "Runtime.executionContextDestroyed":
+		var p struct {
+			ID       int64  `json:"executionContextId"`
+			UniqueID string `json:"executionContextUniqueId"`
+		}
+		if jsonv2.Unmarshal(e.Params, &p) == nil {
+			c.contextDestroyed(e.SessionID, p.ID, p.UniqueID)
+		}
+	case "Runtime.executionContextsCleared":
+		c.contextGone(e.SessionID, func(int64, string) bool { return true })
+	case "Runtime.bindingCalled":
+		c.bindingCalled(e.SessionID, e.Params)
+	}
+}
+
+// FrameNavigated (Page.frameNavigated on the guard's page session) starts
+// a page's count afresh on a new main-frame document and keeps the
+// explained block only if the new document is its explanation page. The
+// guard's worlds of the frame were just forgotten: the live controls
+// contexts are recorded again, since the new document's may have been
+// reported before the navigation.
+func (c *Controls) FrameNavigated(session, frameID, frameURL string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	target := c.sessions[session]
+	p := c.pages[target]
+	if p == nil {
+		c.mu.Unlock()
+		return
+	}
+	var live []int64
+	for id, f := range p.worlds {
+		if f == frameID {
+			live = append(live, id)
+		}
+	}
+	if frameID == target {
+		p.recover.navigated()
+		if p.ctxID != 0 && p.ctxUniq == "" {
+			// A recovered context is the previous document's.
+			if id := p.ctxID; !slices.Contains(slices.Collect(maps.Values(p.uniq)), id) {
+				delete(p.worlds, id)
+				c.taint.gone(target, func(i int64) bool { return i == id })
+			}
+			p.ctxID = 0
+		}
+		p.blocked, p.recent, p.note = 0, nil, ""
+		if x := p.explain; x != nil {
+			if x.url == frameURL && !x.committed {
+				x.committed = true
+				p.blocked = 1
+				p.recent = []block{{Host: x.host, Reason: "not on the allowlist (this page)"}}
+			} else {
+				p.explain = nil
+			}
+		}
+		c.dirty[target] = true
+	}
+	c.mu.Unlock()
+	for _, id := range live {
+		c.d.Worlds.MadeIn(target, frameID, id)
+	}
+	c.poke()
+}
+
+// Blocked counts a refused request of frameID on its page; a main-frame
+// navigation (topLevel) answered with the explanation page is recorded as
+// explained.
+func (c *Controls) Blocked(frameID, rawURL, reason string, topLevel bool) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	target := frameID
+	p := c.pages[target]
+	if p == nil && c.d.PageOf != nil {
+		target = c.d.PageOf(frameID) // a subframe
+		p = c.pages[target]
+	}
+	if p == nil {
+		return
+	}
+	host := rawURL
+	if u, err := url.Parse(rawURL); err == nil && u.Hostname() != "" {
+		host = u.Hostname()
+	}
+	if topLevel && target == frameID && c.d.ExplainBlocked {
+		p.explain = &explained{url: rawURL, host: host}
+		return // counted when its page commits (FrameNavigated)
+	}
+	p.blocked++
+	p.recent = append(p.recent, block{Host: host, Reason: reason})
+	if len(p.recent) > recentBlocks {
+		p.recent = p.recent[len(p.recent)-recentBlocks:]
+	}
+	c.dirty[target] = true
+	c.poke()
+}
+
+// DialogAnswered shows on a page's badge that the guard answered one of
+// its dialogs (session is the guard's session to the page).
+func (c *Controls) DialogAnswered(session, typ, why string) {
+	if c == nil {
+		return
+	}
+	verb := "declined"
+	if typ == "beforeunload" {
+		verb = "accepted"
+	}
+	c.mu.Lock()
+	target := c.sessions[session]
+	c.mu.Unlock()
+	c.noteOn(target, "cdpguard "+verb+" this page's "+typ+" dialog: "+why)
+}
+
+// noteOn shows a line on a page's badge (a declined dialog, a refused grant).
+func (c *Controls) noteOn(target, note string) {
+	c.mu.Lock()
+	if p := c.pages[target]; p != nil {
+		p.note = note
+		c.dirty[target] = true
+	}
+	c.mu.Unlock()
+	c.poke()
+}
+
+// poke asks Run for a flush without blocking, because its callers include
+// event handlers on the read loop: wake holds one signal, so pokes that
+// come while one is pending merge into a single flush.
+func (c *Controls) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run pushes changed state into pages, at most once per pushEvery, until
+// the controls' context ends.
+func (c *Controls) Run() {
+	if c == nil {
+		return
+	}
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.wake:
+		}
+		c.flush(c.ctx)
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-time.After(pushEvery):
+		}
+	}
+}

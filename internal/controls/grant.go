@@ -1,0 +1,162 @@
+package controls
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+)
+
+// allowClick is what js/controls.js reports about a click on "Allow".
+type allowClick struct {
+	Action  string `json:"action"`
+	Label   string `json:"label"`
+	Trusted bool   `json:"trusted"`
+	Active  bool   `json:"active"`
+	Armed   bool   `json:"armed"`
+	Visible *bool  `json:"visible"`
+}
+
+// bindingCalled takes Runtime.bindingCalled on the guard's page session
+// (read loop; never blocks). A call is honoured only when every check
+// passes; the host granted is the guard's own record of the explained
+// block, whatever the payload says.
+func (c *Controls) bindingCalled(session string, params []byte) {
+	var p struct {
+		Name      string `json:"name"`
+		Payload   string `json:"payload"`
+		ContextID int64  `json:"executionContextId"`
+	}
+	if jsonv2.Unmarshal(params, &p) != nil || p.Name != c.binding {
+		return
+	}
+	now := time.Now()
+	c.mu.Lock()
+	target := c.sessions[session]
+	pg := c.pages[target]
+	var why string
+	var x *explained
+	switch {
+	case pg == nil:
+		why = "not a page the guard set up"
+	case p.ContextID == 0 || p.ContextID != pg.ctxID:
+		why = fmt.Sprintf("execution context %d is not the guard's controls world of the page's main frame", p.ContextID)
+	case c.taint.refusal(target, p.ContextID) != "":
+		why = c.taint.refusal(target, p.ContextID)
+	case pg.explain == nil || !pg.explain.committed:
+		why = "the page is not the explanation page of a blocked navigation"
+	case pg.explain.granted || pg.explain.busy:
+		why = "already granted"
+	default:
+		x = pg.explain
+	}
+	if why == "" {
+		why = clickRefusal(p.Payload, allowLabel(x.host))
+	}
+	if why == "" {
+		// Only what can reach this page's button counts: its user's input
+		// and debugger, and anyone's window moves (internal/quiet). Lock
+		// order: c.mu, then OwnerOf's and c.dbg.mu (leaves).
+		owner, known := c.d.OwnerOf(target)
+		why = c.input.Busy(owner, known, now)
+		if why == "" {
+			why = c.dbg.debugging(owner, known)
+		}
+	}
+	if why != "" {
+		if x != nil {
+			x.refused++
+		}
+		level := slog.LevelWarn
+		if pg != nil {
+			if now.Sub(pg.lastRefusal) < time.Second {
+				level = slog.LevelDebug // a loop of forged calls logs once a second
+			} else {
+				pg.lastRefusal = now
+			}
+		}
+		c.mu.Unlock()
+		c.d.Log.Log(context.Background(), level, "controls: grant refused", "target", target, "why", why)
+		if pg != nil {
+			c.noteOn(target, "Not allowed: "+why)
+		}
+		return
+	}
+	x.busy = true
+	c.mu.Unlock()
+	c.d.Go(func() { // ends with the grant and the reload (bounded)
+		c.grant(target, session, x)
+	})
+}
+
+// allowLabel is the Allow button's text (js/controls.js draws the same).
+func allowLabel(host string) string { return "Allow " + host + " for this session" }
+
+// clickRefusal returns why the world's report of a click does not show a
+// human's decision, or "". label is what the button must have said: an
+// agent can rewrite its text through the DOM domain, so the world reports
+// the text it saw at the click.
+func clickRefusal(payload, label string) string {
+	var a allowClick
+	if err := jsonv2.Unmarshal([]byte(payload), &a); err != nil {
+		return "unreadable report from the controls world"
+	}
+	switch {
+	case a.Action != "allow":
+		return fmt.Sprintf("unknown action %q", a.Action)
+	case !a.Trusted:
+		return "the click was not a trusted input event (a script's click)"
+	case !a.Active:
+		return "the click came with no user activation"
+	case !a.Armed:
+		return "the button was clicked before it was shown long enough to be read"
+	case a.Visible != nil && !*a.Visible:
+		return "the button was covered or not fully visible when clicked"
+	case a.Label != label:
+		return fmt.Sprintf("the button's text was changed (%q)", truncate(a.Label))
+	}
+	return ""
+}
+
+// truncate shortens a page's string quoted in a refusal, on a rune
+// boundary.
+func truncate(s string) string {
+	const maxLen = 120
+	if len(s) <= maxLen {
+		return s
+	}
+	i := maxLen
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
+
+// grant grants the explained host to the page's user for this session and
+// opens the blocked URL again.
+func (c *Controls) grant(target, session string, x *explained) {
+	user, err := c.d.Grants.GrantHost(target, x.host, "controls")
+	c.mu.Lock()
+	x.busy = false
+	if err == nil {
+		x.granted = true
+	} else {
+		x.refused++
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.d.Log.Warn("controls: grant refused", "target", target, "host", x.host, "why", err)
+		c.noteOn(target, "Not allowed: "+err.Error())
+		return
+	}
+	c.d.Log.Info("controls: host allowed by a human click", "target", target, "host", x.host, "user", user)
+	c.noteOn(target, "")
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	if _, err := c.d.Browser.Call(ctx, session, "Page.navigate", map[string]any{"url": x.url}); err != nil {
+		c.d.Log.Debug("controls: reload after grant failed", "target", target, "err", err)
+	}
+}

@@ -1,0 +1,78 @@
+package controls
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+)
+
+// fakeAgent is an agent connection with the sessions and targets it was
+// told of.
+type fakeAgent struct {
+	owned   map[string]bool
+	targets map[string]string
+}
+
+func (a *fakeAgent) Owns(s string) bool { return a.owned[s] }
+
+func (a *fakeAgent) TargetOf(s string) (string, bool) {
+	t, ok := a.targets[s]
+	return t, ok
+}
+
+// fakeWorlds records what the controls report as guard worlds.
+type fakeWorlds struct {
+	mu   sync.Mutex
+	made map[string]map[int64]bool
+}
+
+func (w *fakeWorlds) MadeIn(target, frameID string, id int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.made == nil {
+		w.made = map[string]map[int64]bool{}
+	}
+	for _, k := range []string{target, frameID} {
+		if w.made[k] == nil {
+			w.made[k] = map[int64]bool{}
+		}
+		w.made[k][id] = true
+	}
+}
+
+// nopBrowser answers every command with an empty result.
+type nopBrowser struct{}
+
+func (nopBrowser) Call(context.Context, string, string, any) (jsonv2.Value, error) {
+	return jsonv2.Value("{}"), nil
+}
+func (nopBrowser) Send(string, string, any) error { return nil }
+
+// newTest builds controls with one page T on the guard's session S.
+func newTest(t *testing.T) *Controls {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c := New(ctx, Deps{
+		Browser: nopBrowser{},
+		Worlds:  &fakeWorlds{},
+		World:   "cdpguard_controls_test",
+		OwnerOf: func(string) (string, bool) { return "", false },
+		Go:      func(f func()) { f() },
+		Log:     slog.New(slog.DiscardHandler),
+	})
+	c.SetupPage("T", "S")
+	return c
+}
+
+func marshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := jsonv2.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

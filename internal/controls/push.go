@@ -1,0 +1,92 @@
+package controls
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cdpguard/cdpguard/js"
+)
+
+// push is one page's state on its way into its controls world.
+type push struct {
+	target  string
+	session string
+	ctxID   int64
+	ctxUniq string
+	state   state
+}
+
+// flush pushes the state of every changed page into its controls world on
+// the guard's own session: the page never supplies any of it.
+func (c *Controls) flush(ctx context.Context) {
+	c.mu.Lock()
+	var pushes []push
+	var recoveries []recoveryAsk
+	for target := range c.dirty {
+		p := c.pages[target]
+		delete(c.dirty, target)
+		if p == nil {
+			continue
+		}
+		if p.ctxID == 0 {
+			if r := c.needsRecovery(target, p); r != nil {
+				recoveries = append(recoveries, *r)
+			}
+			continue
+		}
+		st := state{Blocked: p.blocked, Recent: append([]block{}, p.recent...), Note: p.note, Binding: c.binding}
+		if x := p.explain; x != nil && x.committed {
+			st.Explain = &explainedView{Host: x.host, Granted: x.granted, Refused: x.refused}
+			if err := c.d.Grants.Grantable(target, x.host); err != nil {
+				st.Explain.NoGrant = strings.TrimPrefix(err.Error(), "grant: ")
+			}
+		}
+		st.Origins = slices.Clone(c.d.Grants.Reachable(target))
+		pushes = append(pushes, push{target: target, session: p.session, ctxID: p.ctxID, ctxUniq: p.ctxUniq, state: st})
+	}
+	c.mu.Unlock()
+	for _, r := range recoveries {
+		c.recoverWorld(ctx, r)
+	}
+	for _, p := range pushes {
+		params := map[string]any{
+			"functionDeclaration": js.ControlsUpdate,
+			"arguments":           []any{map[string]any{"value": p.state}},
+			"returnByValue":       true,
+		}
+		// By uniqueId when known: an id alone may name another process's
+		// context (the page's own) after a cross-process navigation.
+		if p.ctxUniq != "" {
+			params["uniqueContextId"] = p.ctxUniq
+		} else {
+			params["executionContextId"] = p.ctxID
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := c.d.Browser.Call(cctx, p.session, "Runtime.callFunctionOn", params)
+		cancel()
+		c.pushed(p, err)
+	}
+}
+
+// pushed records a push's outcome: a failed one is tried again on the next
+// round while its context is still the page's, up to pushRetries.
+func (c *Controls) pushed(p push, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pg := c.pages[p.target]
+	if pg == nil || pg.ctxID != p.ctxID || pg.ctxUniq != p.ctxUniq {
+		return
+	}
+	if err == nil {
+		pg.failedPushes = 0
+		return
+	}
+	pg.failedPushes++
+	c.d.Log.Debug("controls push failed", "target", p.target, "tries", pg.failedPushes, "err", err)
+	if pg.failedPushes <= pushRetries {
+		c.dirty[p.target] = true
+		c.poke()
+	}
+}
