@@ -75,7 +75,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 				return
 			}
 			g.judge.AddPage(a.TargetInfo.TargetID)
-			g.rd.pageAttached(a.TargetInfo.TargetID, a.SessionID)
+			g.rd.PageAttached(a.TargetInfo.TargetID, a.SessionID)
 			g.grantScopes.frames.pageSession(a.SessionID, a.TargetInfo.TargetID)
 			g.dialogs.Attach(a.SessionID, a.TargetInfo.TargetID)
 			if g.ctl != nil {
@@ -112,7 +112,8 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		}
 		if jsonv2.Unmarshal(e.Params, &p) == nil {
 			g.judge.RemovePage(p.TargetID)
-			g.rd.pageGone(p.TargetID)
+			g.rd.PageGone(p.TargetID)
+			g.worlds.pageGone(p.TargetID)
 			g.grantScopes.frames.pageGone(p.TargetID)
 			g.dialogs.Forget(p.TargetID)
 			if g.ctl != nil {

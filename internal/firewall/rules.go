@@ -53,6 +53,9 @@ const (
 	// one of Rule.Sizes (SizeRefusal in sizes.go): surfaces so big that
 	// rendering them stalls the browser for every user.
 	CheckSizes
+	// CheckDropFiles is CheckFiles for the files a drag event drops (in
+	// its data param).
+	CheckDropFiles
 )
 
 // String names the action, for test and log output.
@@ -84,6 +87,8 @@ func (a Action) String() string {
 		return "Dialogs"
 	case CheckSizes:
 		return "CheckSizes"
+	case CheckDropFiles:
+		return "CheckDropFiles"
 	}
 	return "Action(?)"
 }
@@ -150,7 +155,7 @@ var rules = map[string]Rule{
 	"Browser.setDownloadBehavior": {Action: RewriteDownloads, Why: "downloads go to the user's own directory, or are denied"},
 	"Page.setDownloadBehavior":    {Action: RewriteDownloads, Why: "downloads go to the user's own directory, or are denied"},
 	"DOM.setFileInputFiles":       {Action: CheckFiles, Why: "only files inside the upload directory may be uploaded"},
-	"Input.dispatchDragEvent":     {Action: CheckFiles, Why: "only files inside the upload directory may be dropped"},
+	"Input.dispatchDragEvent":     {Action: CheckDropFiles, Why: "only files inside the upload directory may be dropped"},
 
 	// URLs.
 	"Page.navigate":                      {Action: CheckURL, Why: whyURL},
