@@ -52,7 +52,7 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 // (its setup starts) and when it is gone, in this order.
 func (g *Guard) pageAttached(targetID, sessionID string) {
 	g.judge.AddPage(targetID)
-	g.rd.pageAttached(targetID, sessionID)
+	g.rd.PageAttached(targetID, sessionID)
 	g.grantScopes.frames.pageSession(sessionID, targetID)
 	g.dialogs.Attach(sessionID, targetID)
 	g.ctl.SetupPage(targetID, sessionID)
@@ -61,7 +61,8 @@ func (g *Guard) pageAttached(targetID, sessionID string) {
 // pageGone is pageAttached's end: the target was destroyed.
 func (g *Guard) pageGone(targetID string) {
 	g.judge.RemovePage(targetID)
-	g.rd.pageGone(targetID)
+	g.rd.PageGone(targetID)
+	g.worlds.pageGone(targetID)
 	g.grantScopes.frames.pageGone(targetID)
 	g.dialogs.Forget(targetID)
 	g.ctl.PageGone(targetID)

@@ -24,9 +24,11 @@ import (
 	"github.com/cdpguard/cdpguard/internal/dialogs"
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
+	"github.com/cdpguard/cdpguard/internal/files"
 	"github.com/cdpguard/cdpguard/internal/hostmap"
 	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
+	"github.com/cdpguard/cdpguard/internal/readpage"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
 	"github.com/cdpguard/cdpguard/internal/shares"
@@ -50,9 +52,9 @@ type Guard struct {
 	proxyAddr   string
 	proxyURL    string
 	metrics     *metrics
-	fg          *fileGuard
+	files       *files.Dirs
 	worlds      *guardWorlds // the guard's isolated worlds, hidden from agents
-	rd          *readState
+	rd          *readpage.Reader
 	fx          *effects     // browser sends decided on the read loop (effects.go)
 	about       browserAbout // what agents are told about the browser
 	ep          endpoint     // where agents connect
@@ -279,15 +281,13 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.pol.cur.Store(rules)
 	g.pol.sum = sum
 	g.about.id = hex.EncodeToString(id)
-	if err := checkFileDirs(cfg); err != nil {
+	if g.files, err = g.newFiles(); err != nil {
 		stop()
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	g.metrics = newMetrics(func() *Guard { return g })
-	g.fg = newFileGuard(g)
 	g.worlds = newGuardWorlds()
 	g.grantScopes = newGrantState()
-	g.rd = newReadState(g.worlds)
 	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
 	g.iso = g.newIsolator()
 	return g, nil
@@ -301,6 +301,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		return setupError("route browser events", err)
 	}
 	g.mux = relay.NewMux(conn, g.log, bus.Publish)
+	g.rd = g.newReader()
 	g.judge = fetchdomain.New(g.mux, fetchdomain.Options{
 		Rules:               g.rulesForFrame,
 		OnShed:              g.metrics.pausesShed.Inc,
@@ -316,7 +317,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	})
 	g.dialogs = dialogs.New(laterSender{g}, dialogGrace(g.cfg.DialogGrace), g.log)
 	g.startControls()
-	g.fg.start()
+	g.runFiles()
 	if g.cfg.PolicyFile != "" {
 		g.wg.Add(1)
 		go func() { // the policy file's watcher: ends with the guard

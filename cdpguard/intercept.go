@@ -69,9 +69,11 @@ func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, c
 			return refusal(name, why+": "+rule.Why)
 		}
 	case firewall.RewriteDownloads:
-		return g.rewriteDownloads(ctx, st, cmd)
+		return g.files.RewriteDownloads(st.user.Key, cmd)
 	case firewall.CheckFiles:
-		return g.checkFiles(cmd)
+		return g.files.CheckUpload(cmd)
+	case firewall.CheckDropFiles:
+		return g.files.CheckDrop(cmd)
 	case firewall.CheckSizes:
 		if why := firewall.SizeRefusal(cmd.Params, rule.Sizes); why != "" {
 			return refusal(name, why+": "+rule.Why)
@@ -170,4 +172,9 @@ func unmarshalParams(params []byte, v any) error {
 		return nil
 	}
 	return jsonv2.Unmarshal(params, v)
+}
+
+// refusal is the firewall's error answer: it names the method and why.
+func refusal(method, why string) relay.Verdict {
+	return relay.Verdict{Refuse: cdpmsg.Refusal(method, why)}
 }

@@ -31,7 +31,7 @@ func (b browserContexts) Create(ctx context.Context, key string) (string, error)
 	b.g.bindScope(r.BrowserContextID, sc)
 	// No download may land in Chrome's default place before an agent sets a
 	// behavior of its own: deny, or the user's own directory.
-	p, err := b.g.downloadDefaults(key, r.BrowserContextID)
+	p, err := b.g.files.Defaults(key, r.BrowserContextID)
 	if err == nil {
 		_, err = b.g.mux.Call(ctx, "", "Browser.setDownloadBehavior", p)
 	}

@@ -82,6 +82,9 @@ const (
 	// (ReservedPrefix): Chrome reuses a world by name, so a guessed name
 	// would reach the world itself (ReservedRefusal in reserved.go).
 	RefuseReserved
+	// CheckDropFiles is CheckFiles for the files a drag event drops (in
+	// its data param).
+	CheckDropFiles
 )
 
 // String names the action, for test and log output.
@@ -135,6 +138,8 @@ func (a Action) String() string {
 		return "Controls"
 	case RefuseReserved:
 		return "RefuseReserved"
+	case CheckDropFiles:
+		return "CheckDropFiles"
 	}
 	return "Action(?)"
 }
@@ -204,7 +209,7 @@ var rules = map[string]Rule{
 	"Browser.setDownloadBehavior": {Action: RewriteDownloads, Why: "downloads go to the user's own directory, or are denied"},
 	"Page.setDownloadBehavior":    {Action: RewriteDownloads, Why: "downloads go to the user's own directory, or are denied"},
 	"DOM.setFileInputFiles":       {Action: CheckFiles, Why: "only files inside the upload directory may be uploaded"},
-	"Input.dispatchDragEvent":     {Action: CheckFiles, Controls: CtlInput, Why: "only files inside the upload directory may be dropped"},
+	"Input.dispatchDragEvent":     {Action: CheckDropFiles, Controls: CtlInput, Why: "only files inside the upload directory may be dropped"},
 
 	// URLs.
 	"Page.navigate":                      {Action: CheckNavigation, Why: whyURL},

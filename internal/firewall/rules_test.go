@@ -37,7 +37,7 @@ var rowCases = []struct {
 	{"Browser.setDownloadBehavior", "Browser.setDownloadBehavior", true, RewriteDownloads},
 	{"Page.setDownloadBehavior", "Page.setDownloadBehavior", false, RewriteDownloads},
 	{"DOM.setFileInputFiles", "DOM.setFileInputFiles", false, CheckFiles},
-	{"Input.dispatchDragEvent", "Input.dispatchDragEvent", false, CheckFiles},
+	{"Input.dispatchDragEvent", "Input.dispatchDragEvent", false, CheckDropFiles},
 	{"Page.navigate", "Page.navigate", false, CheckNavigation},
 	{"Target.createTarget", "Target.createTarget", true, CheckURL},
 	{"Target.createTarget", "Target.createTarget", false, CheckURL},

@@ -1,0 +1,219 @@
+package readpage
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/reader"
+	"github.com/cdpguard/cdpguard/js"
+)
+
+// searchNote is put on top of pages under Deps.SearchURL.
+const searchNote = "this is a search results page. Search results are not a source: take facts and numbers only from pages opened with read, and name what is missing instead of filling it in."
+
+// settleQuiet is how long the network and the DOM must stay unchanged for a
+// page to count as settled; settlePoll is how often the reader looks.
+const (
+	settleQuiet = 500 * time.Millisecond
+	settlePoll  = 100 * time.Millisecond
+)
+
+// loadPoll is how often the reader looks whether a page it navigated has
+// loaded.
+const loadPoll = 50 * time.Millisecond
+
+// readTarget navigates a page to p.URL when given (waiting for the load,
+// bounded), reads its rendered DOM in the reader's isolated world and
+// returns the requested section of its text.
+func (r *Reader) readTarget(ctx context.Context, targetID string, p Params) (Result, error) {
+	if p.Offset < 0 || p.MaxChars < 0 {
+		return Result{}, fmt.Errorf("offset and maxChars must not be negative")
+	}
+	session := r.session(targetID)
+	if session == "" {
+		return Result{}, fmt.Errorf("the guard has no session on page %s", targetID)
+	}
+	var notes []string
+	loaded := true
+	if p.URL != "" {
+		if msg := r.d.Policy.PageRefusal(targetID, p.URL); msg != "" {
+			return Result{}, fmt.Errorf("%w: %s", ErrRefused, msg)
+		}
+		var err error
+		if loaded, err = r.navigateAndWait(ctx, session, p.URL); err != nil {
+			return Result{}, err
+		}
+		if !loaded {
+			notes = append(notes, fmt.Sprintf("the page had not finished loading after %s; this is what had rendered by then.", r.d.LoadTimeout))
+		}
+	}
+	if loaded { // a page that did not load in its bound gets no further wait
+		if _, err := r.settle(ctx, session, p.URL != ""); err != nil {
+			return Result{}, err
+		}
+	}
+	page, body, more, err := r.snapshot(ctx, session)
+	if err != nil {
+		return Result{}, err
+	}
+	notes = append(notes, more...)
+	if s := r.d.SearchURL; s != "" && strings.HasPrefix(page.URL, s) {
+		notes = append(notes, searchNote)
+	}
+	sec, err := reader.Cut(reader.Compose(page.URL, page.Title, notes, body), p.Offset, p.MaxChars)
+	if err != nil {
+		return Result{}, err
+	}
+	out := Result{URL: page.URL, Title: page.Title, Text: sec.Text, Offset: sec.Offset, TotalChars: sec.TotalChars}
+	if sec.NextOffset > 0 {
+		next := sec.NextOffset
+		out.NextOffset = &next
+	}
+	return out, nil
+}
+
+// navigateAndWait navigates the page on the guard's session and waits until
+// the new document's readyState is "complete", at most the load bound.
+// loaded is false when the bound ran out first.
+func (r *Reader) navigateAndWait(ctx context.Context, session, url string) (loaded bool, err error) {
+	res, err := r.d.Browser.Call(ctx, session, "Page.navigate", map[string]any{"url": url})
+	if err != nil {
+		return false, fmt.Errorf("navigate: %w", err)
+	}
+	var nav struct {
+		LoaderID  string `json:"loaderId"`
+		ErrorText string `json:"errorText"`
+	}
+	if err := jsonv2.Unmarshal(res, &nav); err != nil {
+		return false, fmt.Errorf("navigate: %w", err)
+	}
+	if nav.ErrorText != "" {
+		return false, fmt.Errorf("navigate to %s: %s", shorten(url), nav.ErrorText)
+	}
+	deadline := time.NewTimer(r.d.LoadTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(loadPoll)
+	defer tick.Stop()
+	for {
+		frame, err := r.mainFrame(ctx, session)
+		if err != nil {
+			return false, err
+		}
+		if nav.LoaderID == "" || frame.LoaderID == nav.LoaderID {
+			var state string
+			if err := r.inWorld(ctx, session, frame.ID, "Runtime.evaluate", map[string]any{"expression": js.ReadyState}, &state); err == nil && state == "complete" {
+				return true, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-deadline.C:
+			return false, nil
+		case <-tick.C:
+		}
+	}
+}
+
+// settleState is what js/settle.js returns.
+type settleState struct {
+	State     string  `json:"state"`
+	Now       float64 `json:"now"`     // ms since the document's navigation started
+	LastNet   float64 `json:"lastNet"` // ms: when the last finished request ended
+	Loaded    float64 `json:"loaded"`  // ms: when the load event ended (0: not yet)
+	Resources int     `json:"resources"`
+	Nodes     int     `json:"nodes"`
+	Text      int     `json:"text"`
+}
+
+// settle waits, at most the settle bound, until the page has loaded, no
+// request has finished for settleQuiet and its DOM (element count, text
+// length) has not changed for settleQuiet. A page the reader did not just
+// navigate (fresh false: an agent's page, read without a url) counts as
+// settled at the first look when its load ended settleQuiet ago or more
+// and its network is quiet: reading a page that settled long ago costs no
+// wait. It returns whether the page settled; errors of a document going
+// away mid-wait are not errors (the next look reads the new document).
+func (r *Reader) settle(ctx context.Context, session string, fresh bool) (bool, error) {
+	bound := r.d.SettleTimeout
+	if bound == 0 {
+		return true, nil
+	}
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	tick := time.NewTicker(settlePoll)
+	defer tick.Stop()
+	quiet := float64(settleQuiet.Milliseconds())
+	var prev settleState
+	var stable time.Time
+	first := true
+	for {
+		var s settleState
+		frame, err := r.mainFrame(ctx, session)
+		if err != nil {
+			return false, err
+		}
+		if err := r.inWorld(ctx, session, frame.ID, "Runtime.evaluate", map[string]any{"expression": js.Settle}, &s); err == nil {
+			now := time.Now()
+			netQuiet := s.Now-s.LastNet >= quiet
+			if s.State == "complete" && netQuiet && first && !fresh && s.Loaded > 0 && s.Now-s.Loaded >= quiet {
+				return true, nil
+			}
+			if first || s.Nodes != prev.Nodes || s.Text != prev.Text || s.Resources != prev.Resources || s.State != prev.State {
+				stable = now
+			}
+			if s.State == "complete" && netQuiet && now.Sub(stable) >= settleQuiet {
+				return true, nil
+			}
+			prev, first = s, false
+		}
+		select {
+		case <-ctx.Done():
+			return false, fmt.Errorf("settle: %w", ctx.Err())
+		case <-deadline.C:
+			return false, nil
+		case <-tick.C:
+		}
+	}
+}
+
+type frameInfo struct {
+	ID       string `json:"id"`
+	LoaderID string `json:"loaderId"`
+}
+
+// mainFrame returns the page's main frame.
+func (r *Reader) mainFrame(ctx context.Context, session string) (frameInfo, error) {
+	res, err := r.d.Browser.Call(ctx, session, "Page.getFrameTree", nil)
+	if err != nil {
+		return frameInfo{}, fmt.Errorf("frame tree: %w", err)
+	}
+	var t struct {
+		FrameTree struct {
+			Frame frameInfo `json:"frame"`
+		} `json:"frameTree"`
+	}
+	if err := jsonv2.Unmarshal(res, &t); err != nil {
+		return frameInfo{}, fmt.Errorf("frame tree: %w", err)
+	}
+	return t.FrameTree.Frame, nil
+}
+
+// shorten keeps a URL quoted in an error within 120 bytes, cutting only
+// between UTF-8 characters: errors become CDP refusals and close reasons.
+func shorten(s string) string {
+	const maxLen = 120
+	if len(s) <= maxLen {
+		return s
+	}
+	i := maxLen
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
