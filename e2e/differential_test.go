@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -203,24 +202,11 @@ func TestDifferential(t *testing.T) {
 		}
 		return obs
 	}
-	// The three runs go at once, as goroutine subtests: t.Parallel ones
-	// would wait for go test's -parallel slots (2 on CI) behind the other
-	// suites, while this one holds a slot and mostly waits on browsers.
 	t.Run("clients", func(t *testing.T) {
-		runs := []struct {
-			name, url, only string
-			obs             *map[string]json.RawMessage
-		}{
-			{"direct", direct.URL, "", &obsDirect},
-			{"guard", g.URL(), "", &obsGuard},
-			// Downloads with --download-dir, against the same direct observations.
-			{"guard-download-dir", gdl.URL(), "download", &obsDL},
-		}
-		var wg sync.WaitGroup
-		for _, r := range runs {
-			wg.Go(func() { t.Run(r.name, func(t *testing.T) { *r.obs = collect(t, r.url, r.only) }) })
-		}
-		wg.Wait()
+		t.Run("direct", func(t *testing.T) { t.Parallel(); obsDirect = collect(t, direct.URL, "") })
+		t.Run("guard", func(t *testing.T) { t.Parallel(); obsGuard = collect(t, g.URL(), "") })
+		// Downloads with --download-dir, against the same direct observations.
+		t.Run("guard-download-dir", func(t *testing.T) { t.Parallel(); obsDL = collect(t, gdl.URL(), "download") })
 	})
 	if t.Failed() {
 		return
