@@ -32,7 +32,7 @@ func (g *Guard) admitAgent(ctx context.Context, conn relay.AgentConn, s agentSpe
 		Name:     s.name,
 		TargetID: s.targetID,
 		FilterEvent: func(a *relay.Agent, e *cdpmsg.Envelope) bool {
-			return !g.worlds.hide(e) && g.iso.Event(st.iso, a, e)
+			return !g.worlds.Hide(e) && g.iso.Event(st.iso, a, e)
 		},
 		OnActivity: func() { st.touch(g) },
 		Share:      share,

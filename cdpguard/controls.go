@@ -118,7 +118,7 @@ func (g *Guard) startControls() {
 	_, _ = rand.Read(b)
 	g.ctl = &controls{
 		g:        g,
-		world:    g.worlds.newName("controls"),
+		world:    g.worlds.NewName("controls"),
 		binding:  "cdpguard_" + hex.EncodeToString(b),
 		wake:     make(chan struct{}, 1),
 		pages:    map[string]*ctlPage{},
@@ -256,7 +256,7 @@ func (c *controls) frameNavigated(session, frameID, frameURL string) {
 	}
 	c.mu.Unlock()
 	for _, id := range live {
-		c.g.worlds.madeIn(target, frameID, id)
+		c.g.worlds.MadeIn(target, frameID, id)
 	}
 	c.poke()
 }

@@ -29,7 +29,7 @@ func (c *controls) contextCreated(session, frameID string, id int64, uniq string
 		c.dirty[target] = true
 	}
 	c.mu.Unlock()
-	c.g.worlds.madeIn(target, frameID, id)
+	c.g.worlds.MadeIn(target, frameID, id)
 	c.taint.created(target, id, time.Now())
 	if main {
 		c.poke()

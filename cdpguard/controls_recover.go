@@ -77,7 +77,7 @@ func (c *controls) recoverWorld(ctx context.Context, r ctlRecovery) {
 		}
 		if err = jsonv2.Unmarshal(res, &w); err == nil {
 			id = w.ID
-			c.g.worlds.madeIn(r.target, r.target, id)
+			c.g.worlds.MadeIn(r.target, r.target, id)
 			_, err = c.g.mux.Call(cctx, r.session, "Runtime.evaluate", map[string]any{"expression": js.Controls, "contextId": id})
 		}
 	}

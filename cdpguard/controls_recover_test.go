@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cdpguard/cdpguard/internal/worlds"
 )
 
 // TestControlsContextsByUniqueID: across a process swap the new document's
@@ -17,7 +19,7 @@ import (
 // uniqueId, it forgets only the old context, and the page keeps the one it
 // pushes its button into.
 func TestControlsContextsByUniqueID(t *testing.T) {
-	g := &Guard{worlds: newGuardWorlds(), log: slog.New(slog.DiscardHandler)}
+	g := &Guard{worlds: worlds.New(worlds.Deps{}), log: slog.New(slog.DiscardHandler)}
 	c := &controls{g: g, wake: make(chan struct{}, 1), pages: map[string]*ctlPage{}, sessions: map[string]string{}, dirty: map[string]bool{}}
 	c.sessions["S"] = "T"
 	c.pages["T"] = &ctlPage{session: "S", worlds: map[int64]string{}, uniq: map[string]int64{}}
@@ -145,7 +147,7 @@ func waitAllowButton(ctx context.Context, g *Guard, target string, d time.Durati
 // tainted controls context that may still live; the recovery that finds
 // the same world again keeps it tainted (its binding calls refused).
 func TestRecoveryKeepsTaint(t *testing.T) {
-	g := &Guard{worlds: newGuardWorlds(), log: slog.New(slog.DiscardHandler)}
+	g := &Guard{worlds: worlds.New(worlds.Deps{}), log: slog.New(slog.DiscardHandler)}
 	c := &controls{g: g, wake: make(chan struct{}, 1), pages: map[string]*ctlPage{}, sessions: map[string]string{}, dirty: map[string]bool{}}
 	c.sessions["S"] = "T"
 	c.pages["T"] = &ctlPage{session: "S", worlds: map[int64]string{}, uniq: map[string]int64{}}

@@ -38,7 +38,7 @@ func (g *Guard) worldNameCommand(cmd relay.Command) relay.Verdict {
 		if s == "" {
 			continue
 		}
-		if strings.HasPrefix(s, reservedPrefix) || g.worlds.isName(s) || (g.ctl != nil && s == g.ctl.binding) {
+		if strings.HasPrefix(s, reservedPrefix) || g.worlds.IsName(s) || (g.ctl != nil && s == g.ctl.binding) {
 			return refusal(cmd.Method, k+" "+truncateReason(s)+": names starting with "+reservedPrefix+" belong to cdpguard's own isolated worlds and bindings")
 		}
 	}

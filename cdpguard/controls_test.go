@@ -7,6 +7,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
+	"github.com/cdpguard/cdpguard/internal/worlds"
 )
 
 func TestClickRefusal(t *testing.T) {
@@ -30,9 +31,9 @@ func TestClickRefusal(t *testing.T) {
 }
 
 func TestWorldNameCommand(t *testing.T) {
-	g := &Guard{worlds: newGuardWorlds()}
-	reader := g.worlds.newName("reader")
-	g.ctl = &controls{binding: "cdpguard_0011", world: g.worlds.newName("controls")}
+	g := &Guard{worlds: worlds.New(worlds.Deps{})}
+	reader := g.worlds.NewName("reader")
+	g.ctl = &controls{binding: "cdpguard_0011", world: g.worlds.NewName("controls")}
 	cases := []struct {
 		method, params string
 		refuse         bool
@@ -63,7 +64,7 @@ func TestWorldNameCommand(t *testing.T) {
 // the button's arming), so it starts the input quiet window like
 // Debugger.disable; a session without the debugger changes nothing.
 func TestDetachDebuggerCountsAsInput(t *testing.T) {
-	g := &Guard{worlds: newGuardWorlds()}
+	g := &Guard{worlds: worlds.New(worlds.Deps{})}
 	g.ctl = &controls{}
 	st := &agentState{}
 	st.setDebugger("S1", true)
@@ -110,7 +111,7 @@ func TestQuietWindowScope(t *testing.T) {
 		{"Debugger.disable", "bob", false},
 		{"Debugger.disable", "alice", true},
 	} {
-		g := &Guard{worlds: newGuardWorlds()}
+		g := &Guard{worlds: worlds.New(worlds.Deps{})}
 		g.ctl = &controls{}
 		st := &agentState{user: &users.User{Key: c.user}}
 		v := g.agentWatch(st, relay.Command{Method: c.method, Params: []byte(`{}`)}, relay.Verdict{})

@@ -30,6 +30,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
 	"github.com/cdpguard/cdpguard/internal/shares"
 	"github.com/cdpguard/cdpguard/internal/users"
+	"github.com/cdpguard/cdpguard/internal/worlds"
 )
 
 // Guard is a running guard: a guarded browser and its CDP endpoint.
@@ -50,7 +51,7 @@ type Guard struct {
 	proxyURL    string
 	metrics     *metrics
 	fg          *fileGuard
-	worlds      *guardWorlds // the guard's isolated worlds, hidden from agents
+	worlds      *worlds.Worlds // the guard's isolated worlds, hidden from agents
 	rd          *readState
 	fx          *effects     // browser sends decided on the read loop (effects.go)
 	about       browserAbout // what agents are told about the browser
@@ -287,7 +288,7 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	}
 	g.metrics = newMetrics(func() *Guard { return g })
 	g.fg = newFileGuard(g)
-	g.worlds = newGuardWorlds()
+	g.worlds = g.newWorlds()
 	g.grantScopes = newGrantState()
 	g.rd = newReadState(g.worlds)
 	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)

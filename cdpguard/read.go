@@ -15,6 +15,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/reader"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/worlds"
 	"github.com/cdpguard/cdpguard/js"
 )
 
@@ -53,8 +54,7 @@ type readParams struct {
 
 // readState is the reader's part of a Guard.
 type readState struct {
-	world  string // the reader's isolated world name (hidden from agents)
-	worlds *guardWorlds
+	world string // the reader's isolated world name (hidden from agents)
 
 	mu       sync.Mutex
 	sessions map[string]string     // page target id → the guard's session on it
@@ -68,8 +68,8 @@ type readerTab struct {
 	targetID string // written under mu and readState.mu
 }
 
-func newReadState(w *guardWorlds) *readState {
-	return &readState{world: w.newName("reader"), worlds: w, sessions: map[string]string{}, tabs: map[string]*readerTab{}}
+func newReadState(w *worlds.Worlds) *readState {
+	return &readState{world: w.NewName("reader"), sessions: map[string]string{}, tabs: map[string]*readerTab{}}
 }
 
 // pageAttached records the guard's own session on a page.
@@ -84,7 +84,6 @@ func (r *readState) pageGone(targetID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.sessions, targetID)
-	r.worlds.pageGone(targetID)
 	for user, tab := range r.tabs {
 		if tab.targetID == targetID {
 			delete(r.tabs, user)
@@ -434,7 +433,7 @@ func (g *Guard) inWorld(ctx context.Context, session, frameID, method string, pa
 	if err := jsonv2.Unmarshal(res, &w); err != nil {
 		return fmt.Errorf("reader world: %w", err)
 	}
-	g.worlds.madeIn("", frameID, w.ID)
+	g.worlds.MadeIn("", frameID, w.ID)
 	if method == "Runtime.evaluate" {
 		params["contextId"] = w.ID
 	} else {

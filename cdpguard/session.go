@@ -33,11 +33,9 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		g.grantScopes.frames.onEvent(e.SessionID, e.Method, e.Params)
 	case "Page.frameDetached":
 		g.grantScopes.frames.onEvent(e.SessionID, e.Method, e.Params)
-		g.worlds.frameDetached(e.Params)
+		g.worlds.OnEvent(e)
 	case "Page.frameNavigated":
-		// A new document: the guard's worlds of the old one are gone, and
-		// their context ids may be the new page's own (a new renderer
-		// process numbers its contexts from 1 again).
+		g.worlds.OnEvent(e) // before the controls record their live worlds again
 		var p struct {
 			Frame struct {
 				ID  string `json:"id"`
@@ -45,7 +43,6 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			} `json:"frame"`
 		}
 		if jsonv2.Unmarshal(e.Params, &p) == nil && p.Frame.ID != "" {
-			g.worlds.frameGone(p.Frame.ID)
 			if g.ctl != nil {
 				g.ctl.frameNavigated(e.SessionID, p.Frame.ID, p.Frame.URL)
 			}
@@ -113,6 +110,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 		if jsonv2.Unmarshal(e.Params, &p) == nil {
 			g.judge.RemovePage(p.TargetID)
 			g.rd.pageGone(p.TargetID)
+			g.worlds.PageGone(p.TargetID)
 			g.grantScopes.frames.pageGone(p.TargetID)
 			g.dialogs.Forget(p.TargetID)
 			if g.ctl != nil {
