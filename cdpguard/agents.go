@@ -78,8 +78,8 @@ func (g *Guard) newIsolator() *isolation.Isolator {
 		Users:   g.users,
 		Browser: muxCaller{g},
 		ContextParams: func(u *users.User, in map[string]jsonv2.Value) (map[string]any, error) {
-			sc := g.scopeOfUser(u)
-			if sc == nil || (g.proxyURL != "" && sc.proxyURL == "") {
+			sc := g.scopes.OfUser(u)
+			if sc == nil || (g.proxyURL != "" && sc.ProxyURL() == "") {
 				return nil, errors.New("this user's session has no egress proxy listener")
 			}
 			return g.contextParams(in, sc), nil

@@ -269,7 +269,7 @@ func (c *controls) blocked(b fetchdomain.Block) {
 	target := b.FrameID
 	p := c.pages[target]
 	if p == nil {
-		target = c.g.grantScopes.frames.pageOf(b.FrameID) // a subframe
+		target = c.g.scopes.PageOf(b.FrameID) // a subframe
 		p = c.pages[target]
 	}
 	if p == nil {
@@ -367,11 +367,11 @@ func (c *controls) flush(ctx context.Context) {
 		st := controlsState{Blocked: p.blocked, Recent: append([]ctlBlock{}, p.recent...), Note: p.note, Binding: c.binding}
 		if x := p.explain; x != nil && x.committed {
 			st.Explain = &explainedView{Host: x.host, Granted: x.granted, Refused: x.refused}
-			if _, err := c.g.grantable(target, x.host); err != nil {
+			if _, err := c.g.scopes.Grantable(target, x.host); err != nil {
 				st.Explain.NoGrant = strings.TrimPrefix(err.Error(), "grant: ")
 			}
 		}
-		st.Origins = slices.Concat(c.g.policyOfTarget(target).Origins(), c.g.grantedHosts(target))
+		st.Origins = slices.Concat(c.g.policyOfTarget(target).Origins(), c.g.scopes.Hosts(target))
 		pushes = append(pushes, ctlPush{target: target, session: p.session, ctxID: p.ctxID, ctxUniq: p.ctxUniq, state: st})
 	}
 	c.mu.Unlock()

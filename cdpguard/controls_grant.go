@@ -221,7 +221,7 @@ func clickRefusal(payload, label string) string {
 // grant grants the explained host to the page's user for this session and
 // opens the blocked URL again.
 func (c *controls) grant(target, session string, x *explained) {
-	user, err := c.g.grantHost(target, x.host, "controls")
+	user, err := c.g.scopes.Grant(target, x.host, "controls")
 	c.mu.Lock()
 	x.busy = false
 	if err == nil {

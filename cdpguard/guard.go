@@ -27,6 +27,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
 	"github.com/cdpguard/cdpguard/internal/shares"
 	"github.com/cdpguard/cdpguard/internal/users"
@@ -35,29 +36,29 @@ import (
 
 // Guard is a running guard: a guarded browser and its CDP endpoint.
 type Guard struct {
-	cfg         Config
-	log         *slog.Logger
-	pol         policyState // the policy in force (policystate.go)
-	hosts       *hostmap.Map
-	proc        *browser.Process // nil when attached
-	mux         *relay.Mux
-	judge       *fetchdomain.Judge
-	dialogs     *dialogs.Handler
-	attached    bool
-	users       *users.Registry
-	iso         *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
-	proxy       *egress.Proxy
-	proxyAddr   string
-	proxyURL    string
-	metrics     *metrics
-	fg          *fileGuard
-	worlds      *worlds.Worlds // the guard's isolated worlds, hidden from agents
-	rd          *readState
-	fx          *effects     // browser sends decided on the read loop (effects.go)
-	about       browserAbout // what agents are told about the browser
-	ep          endpoint     // where agents connect
-	grantScopes *grantState  // per-user session grants and proxy listeners (grants.go)
-	ctl         *controls
+	cfg       Config
+	log       *slog.Logger
+	pol       policyState // the policy in force (policystate.go)
+	hosts     *hostmap.Map
+	proc      *browser.Process // nil when attached
+	mux       *relay.Mux
+	judge     *fetchdomain.Judge
+	dialogs   *dialogs.Handler
+	attached  bool
+	users     *users.Registry
+	iso       *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
+	proxy     *egress.Proxy
+	proxyAddr string
+	proxyURL  string
+	metrics   *metrics
+	fg        *fileGuard
+	worlds    *worlds.Worlds // the guard's isolated worlds, hidden from agents
+	rd        *readState
+	fx        *effects      // browser sends decided on the read loop (effects.go)
+	about     browserAbout  // what agents are told about the browser
+	ep        endpoint      // where agents connect
+	scopes    *scopes.Table // per-user session grants and proxy listeners (wire_scopes.go)
+	ctl       *controls
 
 	ready atomic.Bool
 	ctx   context.Context // ends at Close; owns every goroutine below
@@ -289,9 +290,9 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.metrics = newMetrics(func() *Guard { return g })
 	g.fg = newFileGuard(g)
 	g.worlds = g.newWorlds()
-	g.grantScopes = newGrantState()
 	g.rd = newReadState(g.worlds)
 	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
+	g.scopes = g.newScopes()
 	g.iso = g.newIsolator()
 	return g, nil
 }
@@ -310,7 +311,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		OnBlock:             g.onBlock,
 		OnAnswer:            g.metrics.decision,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
-		Grants:              g.grantsForFrame,
+		Grants:              g.scopes.ForFrame,
 		Self:                g.isSelfHost,
 	})
 	g.dialogs = dialogs.New(laterSender{g}, dialogGrace(g.cfg.DialogGrace), g.log)
@@ -395,7 +396,7 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 		return fmt.Errorf("auto-attach: %w", err)
 	}
 	g.learnBrowserTarget(ctx)
-	g.learnDefaultContext(ctx)
+	g.scopes.LearnDefaultContext(ctx)
 	if g.about.version.Browser == "" {
 		if res, err := g.mux.Call(ctx, "", "Browser.getVersion", nil); err == nil {
 			g.about.version = versionFromCDP(res)

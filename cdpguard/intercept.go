@@ -178,7 +178,7 @@ func (g *Guard) guardMethod(ctx context.Context, st *agentState, cmd relay.Comma
 	case "Guard.read":
 		return g.guardRead(ctx, st, cmd)
 	case "Guard.getPolicy":
-		b, err := jsonv2.Marshal(g.policyViewFor(st.user.Key, g.scopeOfUser(st.user)))
+		b, err := jsonv2.Marshal(g.policyViewFor(st.user.Key, g.scopes.OfUser(st.user)))
 		if err != nil {
 			return refusal(cmd.Method, err.Error())
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/scopes"
 )
 
 // Block log fields: every refused request is logged once, by the guard, as
@@ -62,7 +63,7 @@ func (g *Guard) logProxyRefusal(r egress.Refusal) {
 	if r.Port != 0 {
 		u = net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
 	}
-	g.logBlocked(u, r.Host, r.Reason, "Connection", refusalUser(r), "", LayerEgressProxy)
+	g.logBlocked(u, r.Host, r.Reason, "Connection", scopes.FromTag(r.Tag).Key(), "", LayerEgressProxy)
 }
 
 func (g *Guard) logBlocked(u, host, reason, resourceType, user, target, layer string) {

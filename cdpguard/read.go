@@ -15,6 +15,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/reader"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/worlds"
 	"github.com/cdpguard/cdpguard/js"
 )
@@ -145,7 +146,7 @@ func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int
 	if url == "" {
 		return ReadResult{}, errors.New("read: a url is needed")
 	}
-	if msg := g.readRefusal(user, g.scopeOfUser(g.users.Lookup(user)), url); msg != "" {
+	if msg := g.readRefusal(user, g.scopes.OfUser(g.users.Lookup(user)), url); msg != "" {
 		return ReadResult{}, fmt.Errorf("%w: %s", ErrReadRefused, msg)
 	}
 	u, err := g.acquireUser(ctx, user)
@@ -191,9 +192,9 @@ func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int
 // readRefusal returns why url may not be read by the user of key (their
 // group's policy) in the session sc (nil: no grants), naming the host and
 // the reachable origins, or "".
-func (g *Guard) readRefusal(key string, sc *grantScope, url string) string {
+func (g *Guard) readRefusal(key string, sc *scopes.Scope, url string) string {
 	p := g.policyOf(key)
-	if msg := readRefusal(p, sc.grantSet(), url); msg != "" {
+	if msg := readRefusal(p, sc.Grants(), url); msg != "" {
 		return msg
 	}
 	if d := g.refuseSelf(p.Decide(url), url); !d.Allowed && d.Reason == fetchdomain.ReasonSelf {
@@ -246,12 +247,8 @@ func (g *Guard) readTarget(ctx context.Context, targetID string, p readParams) (
 	var notes []string
 	loaded := true
 	if p.URL != "" {
-		sc := g.scopeOfTarget(targetID)
-		key := ""
-		if sc != nil {
-			key = sc.key
-		}
-		if msg := g.readRefusal(key, sc, p.URL); msg != "" {
+		sc := g.scopes.OfTarget(targetID)
+		if msg := g.readRefusal(sc.Key(), sc, p.URL); msg != "" {
 			return ReadResult{}, fmt.Errorf("%w: %s", ErrReadRefused, msg)
 		}
 		var err error

@@ -30,9 +30,9 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 	case "Page.javascriptDialogClosed":
 		g.dialogs.Closed(e.SessionID)
 	case "Page.frameAttached":
-		g.grantScopes.frames.onEvent(e.SessionID, e.Method, e.Params)
+		g.scopes.OnEvent(e)
 	case "Page.frameDetached":
-		g.grantScopes.frames.onEvent(e.SessionID, e.Method, e.Params)
+		g.scopes.OnEvent(e)
 		g.worlds.OnEvent(e)
 	case "Page.frameNavigated":
 		g.worlds.OnEvent(e) // before the controls record their live worlds again
@@ -73,7 +73,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			}
 			g.judge.AddPage(a.TargetInfo.TargetID)
 			g.rd.pageAttached(a.TargetInfo.TargetID, a.SessionID)
-			g.grantScopes.frames.pageSession(a.SessionID, a.TargetInfo.TargetID)
+			g.scopes.PageAttached(a.SessionID, a.TargetInfo.TargetID)
 			g.dialogs.Attach(a.SessionID, a.TargetInfo.TargetID)
 			if g.ctl != nil {
 				g.ctl.setupPage(a.TargetInfo.TargetID, a.SessionID)
@@ -111,7 +111,7 @@ func (g *Guard) onGuardEvent(e *cdpmsg.Envelope) {
 			g.judge.RemovePage(p.TargetID)
 			g.rd.pageGone(p.TargetID)
 			g.worlds.PageGone(p.TargetID)
-			g.grantScopes.frames.pageGone(p.TargetID)
+			g.scopes.PageGone(p.TargetID)
 			g.dialogs.Forget(p.TargetID)
 			if g.ctl != nil {
 				g.ctl.pageGone(p.TargetID)
