@@ -71,7 +71,7 @@ func (g *Guard) dropAgent(a *relay.Agent) {
 // newIsolator wires per-user isolation (internal/isolation) to the guard:
 // the users registry, the guard's browser session for window look-ups, the
 // guard's proxy settings for the contexts users create, the browser's own
-// target id, and the effects goroutine for the browser sends an event
+// target id, and the outbox goroutine for the browser sends an event
 // filter decides on (it runs on the read loop and must not send itself).
 func (g *Guard) newIsolator() *isolation.Isolator {
 	return isolation.New(isolation.Options{
@@ -91,7 +91,7 @@ func (g *Guard) newIsolator() *isolation.Isolator {
 			return ""
 		},
 		Undo: func(parent, child string, waiting bool) {
-			g.fx.add(func() {
+			g.fx.Add(func() {
 				if waiting {
 					_ = g.mux.Send(child, "Runtime.runIfWaitingForDebugger", nil)
 				}

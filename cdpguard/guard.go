@@ -25,6 +25,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/hostmap"
 	"github.com/cdpguard/cdpguard/internal/isolation"
+	"github.com/cdpguard/cdpguard/internal/outbox"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/scopes"
@@ -54,7 +55,7 @@ type Guard struct {
 	fg        *fileGuard
 	worlds    *worlds.Worlds // the guard's isolated worlds, hidden from agents
 	rd        *readState
-	fx        *effects      // browser sends decided on the read loop (effects.go)
+	fx        *outbox.Queue // browser sends decided on the read loop (internal/outbox)
 	about     browserAbout  // what agents are told about the browser
 	ep        endpoint      // where agents connect
 	scopes    *scopes.Table // per-user session grants and proxy listeners (wire_scopes.go)
@@ -276,7 +277,7 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 		stop:   stop,
 		setups: setups{done: map[string]chan struct{}{}},
 		agents: agentSet{m: map[*relay.Agent]*agentState{}, shares: newShares()},
-		fx:     newEffects(),
+		fx:     outbox.New(),
 		closed: closeState{done: make(chan struct{})},
 		ep:     endpoint{self: selfaddr.New()},
 	}
@@ -304,7 +305,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	g.judge = fetchdomain.New(g.mux, fetchdomain.Options{
 		Rules:               g.rulesForFrame,
 		OnShed:              g.metrics.pausesShed.Inc,
-		ReadLoopSender:      laterSender{g},
+		ReadLoopSender:      g.fx.Sender(g.mux, g.log),
 		ErrorForNavigation:  g.cfg.BlockedNavigation == "error",
 		PauseTimeout:        g.cfg.PauseTimeout,
 		Logger:              g.log,
@@ -314,7 +315,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		Grants:              g.scopes.ForFrame,
 		Self:                g.isSelfHost,
 	})
-	g.dialogs = dialogs.New(laterSender{g}, dialogGrace(g.cfg.DialogGrace), g.log)
+	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), dialogGrace(g.cfg.DialogGrace), g.log)
 	g.startControls()
 	g.fg.start()
 	if g.cfg.PolicyFile != "" {
@@ -331,7 +332,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	}()
 	go func() { // the read loop's browser sends: end with the browser connection
 		defer g.wg.Done()
-		g.fx.run(g.mux.Done())
+		g.fx.Run(g.mux.Done())
 	}()
 	go func() { // the read loop: ends when the browser connection does
 		defer g.wg.Done()
@@ -520,7 +521,7 @@ func (g *Guard) failHeldPauses() {
 		defer g.wg.Done()
 		defer close(done)
 		g.judge.Stop()
-		g.fx.flush(g.mux.Done())
+		g.fx.Flush(g.mux.Done())
 	}()
 	t := time.NewTimer(heldPausesBound)
 	defer t.Stop()

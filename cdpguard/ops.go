@@ -83,7 +83,7 @@ func (g *Guard) logBlocked(u, host, reason, resourceType, user, target, layer st
 // tells the agents attached to it (Target.detachedFromTarget,
 // Target.targetDestroyed) instead of leaving them waiting. The rest of the
 // browser keeps running. Runs on the read loop: the close is sent by the
-// effects goroutine (effects.go).
+// outbox goroutine (internal/outbox).
 func (g *Guard) onTargetCrashed(params []byte) {
 	var p struct {
 		TargetID  string `json:"targetId"`
@@ -97,7 +97,7 @@ func (g *Guard) onTargetCrashed(params []byte) {
 	g.metrics.rendererCrashes.Inc()
 	user, _ := g.users.OwnerKey(p.TargetID)
 	g.log.Warn("renderer crashed; closing the tab", "target", p.TargetID, "user", user, "status", p.Status, "errorCode", p.ErrorCode)
-	_ = laterSender{g}.Send("", "Target.closeTarget", map[string]any{"targetId": p.TargetID})
+	_ = g.fx.Sender(g.mux, g.log).Send("", "Target.closeTarget", map[string]any{"targetId": p.TargetID})
 }
 
 // countRefusal counts an agent command the guard refused, by firewall rule
