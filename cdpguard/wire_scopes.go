@@ -1,7 +1,6 @@
 package cdpguard
 
 import (
-	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cdpguard/cdpguard/internal/policy"
@@ -55,21 +54,6 @@ func newGrantsCounter(reg *prometheus.Registry) prometheus.Counter {
 	})
 	reg.MustRegister(c)
 	return c
-}
-
-// policyViewFor is policyView for the user key plus the grants of the
-// session sc.
-func (g *Guard) policyViewFor(key string, sc *scopes.Scope) any {
-	v := g.policyView(key)
-	m, ok := v.(map[string]jsonv2.Value)
-	if !ok {
-		return v
-	}
-	b, err := jsonv2.Marshal(sc.List())
-	if err == nil {
-		m["grants"] = b
-	}
-	return m
 }
 
 // decideFor judges a URL an agent of user u names (Page.navigate's
