@@ -32,7 +32,7 @@ func (g *Guard) admitAgent(ctx context.Context, conn relay.AgentConn, s agentSpe
 		Name:     s.name,
 		TargetID: s.targetID,
 		FilterEvent: func(a *relay.Agent, e *cdpmsg.Envelope) bool {
-			return !g.worlds.hide(e) && g.iso.Event(st.iso, a, e)
+			return !g.worlds.Hide(e) && g.iso.Event(st.iso, a, e)
 		},
 		OnActivity: func() { st.touch(g) },
 		Share:      share,
@@ -71,15 +71,15 @@ func (g *Guard) dropAgent(a *relay.Agent) {
 // newIsolator wires per-user isolation (internal/isolation) to the guard:
 // the users registry, the guard's browser session for window look-ups, the
 // guard's proxy settings for the contexts users create, the browser's own
-// target id, and the effects goroutine for the browser sends an event
+// target id, and the outbox goroutine for the browser sends an event
 // filter decides on (it runs on the read loop and must not send itself).
 func (g *Guard) newIsolator() *isolation.Isolator {
 	return isolation.New(isolation.Options{
 		Users:   g.users,
 		Browser: muxCaller{g},
 		ContextParams: func(u *users.User, in map[string]jsonv2.Value) (map[string]any, error) {
-			sc := g.scopeOfUser(u)
-			if sc == nil || (g.proxyURL != "" && sc.proxyURL == "") {
+			sc := g.scopes.OfUser(u)
+			if sc == nil || (g.proxyURL != "" && sc.ProxyURL() == "") {
 				return nil, errors.New("this user's session has no egress proxy listener")
 			}
 			return g.contextParams(in, sc), nil
@@ -91,7 +91,7 @@ func (g *Guard) newIsolator() *isolation.Isolator {
 			return ""
 		},
 		Undo: func(parent, child string, waiting bool) {
-			g.fx.add(func() {
+			g.fx.Add(func() {
 				if waiting {
 					_ = g.mux.Send(child, "Runtime.runIfWaitingForDebugger", nil)
 				}

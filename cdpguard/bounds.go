@@ -131,7 +131,7 @@ func (g *Guard) queuedBytes() (total, most int64) {
 // connections that sent Guard.enable (Guard.targetRefused), logs and
 // counts it. session is the guard's session to it, waiting whether it is
 // held there. It runs on the mux read loop; the close goes through the
-// effects goroutine. It reports whether the page was closed.
+// outbox goroutine. It reports whether the page was closed.
 func (g *Guard) tabOverCap(t targetInfo, session string, waiting bool) bool {
 	u := g.users.OwnerOfContext(t.BrowserContextID)
 	if u == nil || !g.iso.OverTabs(u) {
@@ -141,7 +141,7 @@ func (g *Guard) tabOverCap(t targetInfo, session string, waiting bool) bool {
 	g.metrics.bounds.capped.WithLabelValues(isolation.CapTabs).Inc()
 	g.log.Warn("tab over the per-user cap closed", "user", u.Key, "target", t.TargetID, "opener", t.OpenerID, "cap", g.maxTabs())
 	id := t.TargetID
-	g.fx.add(func() {
+	g.fx.Add(func() {
 		_ = g.mux.Send("", "Target.closeTarget", map[string]any{"targetId": id})
 		if session != "" && waiting {
 			// A popup can share its opener's renderer: held, it would

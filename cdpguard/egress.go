@@ -10,6 +10,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
+	"github.com/cdpguard/cdpguard/internal/scopes"
 )
 
 // startProxy starts the egress proxy on a loopback port. Chrome sends every
@@ -31,10 +32,10 @@ func (g *Guard) startProxy() error {
 		}
 	}
 	p, err := egress.New(egress.Options{
-		Decide:       g.decideHostWith(&g.grantScopes.def), // the shared listener: Chrome's default context
+		Decide:       g.scopes.Decider(g.scopes.Default()), // the shared listener: Chrome's default context
 		HostMap:      g.hosts,
 		AllowPrivate: private,
-		AllowAddrs:   g.allowAddrsOf(defaultContextKey), // the default group's IP entries, as in force
+		AllowAddrs:   g.allowAddrsOf(scopes.DefaultKey), // the default group's IP entries, as in force
 		Logger:       g.log,
 		OnRefuse:     g.onRefuse,
 		Self:         g.ep.self,
@@ -84,8 +85,8 @@ func (g *Guard) proxyFlags() []string {
 func (g *Guard) onRefuse(r egress.Refusal) {
 	g.metrics.proxyRefused.Inc()
 	g.logProxyRefusal(r)
-	if sc, _ := r.Tag.(*grantScope); sc != nil {
-		g.notifyBlock(sc.key, fetchdomain.Block{URL: net.JoinHostPort(r.Host, strconv.Itoa(r.Port)), Reason: r.Reason, ResourceType: "Connection"})
+	if sc := scopes.FromTag(r.Tag); sc != nil {
+		g.notifyBlock(sc.Key(), fetchdomain.Block{URL: net.JoinHostPort(r.Host, strconv.Itoa(r.Port)), Reason: r.Reason, ResourceType: "Connection"})
 	}
 }
 

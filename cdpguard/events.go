@@ -27,10 +27,12 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 		"Fetch.requestPaused")
 	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Opening(e.SessionID, e.Params) }, "Page.javascriptDialogOpening")
 	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Closed(e.SessionID) }, "Page.javascriptDialogClosed")
-	on("grant frames", func(e *cdpmsg.Envelope) { g.grantScopes.frames.onEvent(e.SessionID, e.Method, e.Params) },
+	on("grant scopes", func(e *cdpmsg.Envelope) { g.scopes.OnEvent(e) },
 		"Page.frameAttached", "Page.frameDetached")
-	on("worlds", func(e *cdpmsg.Envelope) { g.worlds.frameDetached(e.Params) }, "Page.frameDetached")
-	on("worlds", g.worldsNavigated, "Page.frameNavigated")
+	// The worlds forget a frame's old document before the controls record
+	// their live worlds again.
+	on("worlds", func(e *cdpmsg.Envelope) { g.worlds.OnEvent(e) },
+		"Page.frameDetached", "Page.frameNavigated")
 	on("controls", g.controlsNavigated, "Page.frameNavigated")
 	on("controls", func(e *cdpmsg.Envelope) { g.ctl.OnEvent(e) }, // nil when off: its methods do nothing
 		"Runtime.executionContextCreated", "Runtime.executionContextDestroyed", "Runtime.executionContextsCleared",
@@ -53,7 +55,7 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 func (g *Guard) pageAttached(targetID, sessionID string) {
 	g.judge.AddPage(targetID)
 	g.rd.PageAttached(targetID, sessionID)
-	g.grantScopes.frames.pageSession(sessionID, targetID)
+	g.scopes.PageAttached(sessionID, targetID)
 	g.dialogs.Attach(sessionID, targetID)
 	g.ctl.SetupPage(targetID, sessionID)
 }
@@ -62,19 +64,10 @@ func (g *Guard) pageAttached(targetID, sessionID string) {
 func (g *Guard) pageGone(targetID string) {
 	g.judge.RemovePage(targetID)
 	g.rd.PageGone(targetID)
-	g.worlds.pageGone(targetID)
-	g.grantScopes.frames.pageGone(targetID)
+	g.worlds.PageGone(targetID)
+	g.scopes.PageGone(targetID)
 	g.dialogs.Forget(targetID)
 	g.ctl.PageGone(targetID)
-}
-
-// worldsNavigated forgets the guard's worlds of a frame's old document:
-// their context ids may be the new page's own (a new renderer process
-// numbers its contexts from 1 again).
-func (g *Guard) worldsNavigated(e *cdpmsg.Envelope) {
-	if id, _, ok := navigatedFrame(e); ok {
-		g.worlds.frameGone(id)
-	}
 }
 
 // controlsNavigated tells the controls a frame has a new document.

@@ -2,6 +2,7 @@ package cdpguard
 
 import (
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -20,12 +21,12 @@ func TestCloseEndsUserListeners(t *testing.T) {
 	}
 	var addrs []string
 	for _, key := range []string{"alice", "bob"} {
-		sc, err := g.newUserScope(key)
+		sc, err := g.scopes.Open(key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		g.bindScope("CTX-"+key, sc)
-		addrs = append(addrs, sc.ln.Addr().String())
+		g.scopes.Bind("CTX-"+key, sc)
+		addrs = append(addrs, strings.TrimPrefix(sc.ProxyURL(), "http://"))
 	}
 	for _, a := range addrs {
 		c, err := net.DialTimeout("tcp", a, 5*time.Second)
@@ -50,7 +51,7 @@ func TestCloseEndsUserListeners(t *testing.T) {
 			t.Errorf("user listener %s still accepts after Close", a)
 		}
 	}
-	if _, err := g.newUserScope("carol"); err == nil {
+	if _, err := g.scopes.Open("carol"); err == nil {
 		t.Error("a user scope was opened after Close")
 	}
 }

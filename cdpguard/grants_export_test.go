@@ -2,26 +2,24 @@ package cdpguard
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 )
 
 // GrantHost exposes grantHost to the external tests: in the product only
 // the controls' verified binding calls it.
 func GrantHost(g *Guard, targetID, host, via string) (string, error) {
-	return g.grantHost(targetID, host, via)
+	return g.scopes.Grant(targetID, host, via)
 }
 
 // GrantedHosts exposes grantedHosts.
-func GrantedHosts(g *Guard, targetID string) []string { return g.grantedHosts(targetID) }
+func GrantedHosts(g *Guard, targetID string) []string { return g.scopes.Hosts(targetID) }
 
 // UserProxyAddr returns the address of user key's egress proxy listener,
 // "" when the user has none.
 func UserProxyAddr(g *Guard, key string) string {
-	sc := g.scopeOfUser(g.users.Lookup(key))
-	if sc == nil {
-		return ""
-	}
-	return strings.TrimPrefix(sc.proxyURL, "http://")
+	return strings.TrimPrefix(g.scopes.OfUser(g.users.Lookup(key)).ProxyURL(), "http://")
 }
 
 // SharedProxyAddr returns the shared egress proxy listener's address.
@@ -39,11 +37,18 @@ func DefaultContextPage(ctx context.Context, g *Guard) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	g.grantScopes.mu.Lock()
-	def := g.grantScopes.defaultContext
-	g.grantScopes.mu.Unlock()
+	res, err := g.mux.Call(ctx, "", "Target.getBrowserContexts", nil)
+	if err != nil {
+		return "", err
+	}
+	var r struct {
+		Default string `json:"defaultBrowserContextId"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil || r.Default == "" {
+		return "", fmt.Errorf("no default context in %s: %v", res, err)
+	}
 	for _, t := range ts {
-		if t.Type == "page" && t.BrowserContextID == def {
+		if t.Type == "page" && t.BrowserContextID == r.Default {
 			return t.TargetID, nil
 		}
 	}

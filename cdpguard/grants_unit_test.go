@@ -35,39 +35,26 @@ func TestEgressListenConfig(t *testing.T) {
 	}
 }
 
-// TestGrantScopes: grantHost refuses bad hosts and unknown targets before
-// touching any scope, and a scope whose session ended refuses grants.
-func TestGrantScopes(t *testing.T) {
+// TestDecideForGrants: the guard's judge of URLs an agent names applies
+// the policy, then the user's session grants (never over a block entry,
+// never another user's, not once the session ended). The scopes
+// themselves are tested in internal/scopes.
+func TestDecideForGrants(t *testing.T) {
 	g, err := newGuard(Config{Allow: []string{"allowed.test"}, Block: []string{"*.blocked.test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.stop()
-	for _, host := range []string{"", "10.0.0.1", "x.blocked.test", "*.a.test"} {
-		if _, err := g.grantHost("T1", host, "test"); err == nil {
-			t.Errorf("grant of %q accepted", host)
-		}
-	}
-	if _, err := g.grantHost("T1", "a.test", "test"); err == nil {
-		t.Error("grant on an unknown target accepted")
-	}
-	// What the controls ask before drawing the allow button.
-	for host, want := range map[string]bool{"a.test": true, "10.0.0.1": false, "x.blocked.test": false, "intranet": false} {
-		if _, err := g.grantable("", host); (err == nil) != want {
-			t.Errorf("grantable(%q) = %v, want grantable %v", host, err, want)
-		}
-	}
-	sc, err := g.newUserScope("u") // no proxy: no listener
-	if err != nil || sc.ln != nil {
-		t.Fatalf("newUserScope without a proxy: %+v %v", sc, err)
-	}
-	g.bindScope("CTX", sc)
-	u := &users.User{Key: "u", Primary: "CTX"}
-	if g.scopeOfUser(u) != sc {
-		t.Fatal("scopeOfUser does not find the bound scope")
-	}
-	if _, err := sc.set.Add("a.test", "test", time.Now()); err != nil {
+	sc, err := g.scopes.Open("u") // no proxy: grants only
+	if err != nil {
 		t.Fatal(err)
+	}
+	g.scopes.Bind("CTX", sc)
+	u := &users.User{Key: "u", Primary: "CTX"}
+	for _, h := range []string{"a.test", "x.blocked.test"} {
+		if _, err := sc.Grants().Add(h, "test", time.Now()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if d := g.decideFor(u, "https://a.test/"); !d.Allowed {
 		t.Errorf("decideFor with the grant: %+v", d)
@@ -78,21 +65,12 @@ func TestGrantScopes(t *testing.T) {
 	if d := g.decideFor(&users.User{Key: "v", Primary: "OTHER"}, "https://a.test/"); d.Allowed {
 		t.Errorf("another user got u's grant: %+v", d)
 	}
-	if got := grantsJSON(sc); len(got) != 1 || got[0].Host != "a.test" {
-		t.Errorf("grantsJSON = %+v", got)
+	if d := g.decideForKey("u", nil, "https://a.test/"); d.Allowed {
+		t.Errorf("a user without a context got grants: %+v", d)
 	}
-	g.endScope("CTX")
-	if g.scopeOfUser(u) != nil {
-		t.Error("the scope outlived its session")
-	}
-	if _, err := sc.set.Add("b.test", "test", time.Now()); err == nil {
-		t.Error("a grant was added to an ended session")
-	}
+	g.scopes.End("CTX")
 	if d := g.decideFor(u, "https://a.test/"); d.Allowed {
 		t.Errorf("an ended session's grant still applies: %+v", d)
-	}
-	if got := grantsJSON(nil); got == nil || len(got) != 0 {
-		t.Errorf("grantsJSON(nil) = %#v, want an empty list", got)
 	}
 }
 
@@ -119,10 +97,10 @@ func TestGrantsEndWithBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := first.scopeOfUser(u).set.Add("a.test", "test", time.Now()); err != nil {
+	if _, err := first.scopes.OfUser(u).Grants().Add("a.test", "test", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := first.grantScopes.def.set.Add("b.test", "test", time.Now()); err != nil {
+	if _, err := first.scopes.Default().Grants().Add("b.test", "test", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	first.users.Release(u)
@@ -143,10 +121,10 @@ func TestGrantsEndWithBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer next.users.Release(u2)
-	if got := next.scopeOfUser(u2).set.Hosts(); len(got) != 0 {
+	if got := next.scopes.OfUser(u2).Grants().Hosts(); len(got) != 0 {
 		t.Errorf("user u's grants survived the relaunch: %v", got)
 	}
-	if got := next.grantScopes.def.set.Hosts(); len(got) != 0 {
+	if got := next.scopes.Default().Grants().Hosts(); len(got) != 0 {
 		t.Errorf("the default context's grants survived the relaunch: %v", got)
 	}
 	req, _ := http.NewRequest(http.MethodGet, s.URL()+"/policy", nil)

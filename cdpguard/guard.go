@@ -27,39 +27,42 @@ import (
 	"github.com/cdpguard/cdpguard/internal/files"
 	"github.com/cdpguard/cdpguard/internal/hostmap"
 	"github.com/cdpguard/cdpguard/internal/isolation"
+	"github.com/cdpguard/cdpguard/internal/outbox"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
 	"github.com/cdpguard/cdpguard/internal/readpage"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
 	"github.com/cdpguard/cdpguard/internal/shares"
 	"github.com/cdpguard/cdpguard/internal/users"
+	"github.com/cdpguard/cdpguard/internal/worlds"
 )
 
 // Guard is a running guard: a guarded browser and its CDP endpoint.
 type Guard struct {
-	cfg         Config
-	log         *slog.Logger
-	pol         policyState // the policy in force (policystate.go)
-	hosts       *hostmap.Map
-	proc        *browser.Process // nil when attached
-	mux         *relay.Mux
-	judge       *fetchdomain.Judge
-	dialogs     *dialogs.Handler
-	attached    bool
-	users       *users.Registry
-	iso         *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
-	proxy       *egress.Proxy
-	proxyAddr   string
-	proxyURL    string
-	metrics     *metrics
-	files       *files.Dirs
-	worlds      *guardWorlds // the guard's isolated worlds, hidden from agents
-	rd          *readpage.Reader
-	fx          *effects     // browser sends decided on the read loop (effects.go)
-	about       browserAbout // what agents are told about the browser
-	ep          endpoint     // where agents connect
-	grantScopes *grantState  // per-user session grants and proxy listeners (grants.go)
-	ctl         *controls.Controls
+	cfg       Config
+	log       *slog.Logger
+	pol       policyState // the policy in force (policystate.go)
+	hosts     *hostmap.Map
+	proc      *browser.Process // nil when attached
+	mux       *relay.Mux
+	judge     *fetchdomain.Judge
+	dialogs   *dialogs.Handler
+	attached  bool
+	users     *users.Registry
+	iso       *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
+	proxy     *egress.Proxy
+	proxyAddr string
+	proxyURL  string
+	metrics   *metrics
+	files     *files.Dirs
+	worlds    *worlds.Worlds // the guard's isolated worlds, hidden from agents
+	rd        *readpage.Reader
+	fx        *outbox.Queue // browser sends decided on the read loop (internal/outbox)
+	about     browserAbout  // what agents are told about the browser
+	ep        endpoint      // where agents connect
+	scopes    *scopes.Table // per-user session grants and proxy listeners (wire_scopes.go)
+	ctl       *controls.Controls
 
 	ready atomic.Bool
 	ctx   context.Context // ends at Close; owns every goroutine below
@@ -274,7 +277,7 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 		stop:   stop,
 		setups: setups{done: map[string]chan struct{}{}},
 		agents: agentSet{m: map[*relay.Agent]*agentState{}, shares: newShares()},
-		fx:     newEffects(),
+		fx:     outbox.New(),
 		closed: closeState{done: make(chan struct{})},
 		ep:     endpoint{self: selfaddr.New()},
 	}
@@ -286,9 +289,9 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	g.metrics = newMetrics(func() *Guard { return g })
-	g.worlds = newGuardWorlds()
-	g.grantScopes = newGrantState()
+	g.worlds = g.newWorlds()
 	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
+	g.scopes = g.newScopes()
 	g.iso = g.newIsolator()
 	return g, nil
 }
@@ -305,17 +308,17 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	g.judge = fetchdomain.New(g.mux, fetchdomain.Options{
 		Rules:               g.rulesForFrame,
 		OnShed:              g.metrics.pausesShed.Inc,
-		ReadLoopSender:      laterSender{g},
+		ReadLoopSender:      g.fx.Sender(g.mux, g.log),
 		ErrorForNavigation:  g.cfg.BlockedNavigation == "error",
 		PauseTimeout:        g.cfg.PauseTimeout,
 		Logger:              g.log,
 		OnBlock:             g.onBlock,
 		OnAnswer:            g.metrics.decision,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
-		Grants:              g.grantsForFrame,
+		Grants:              g.scopes.ForFrame,
 		Self:                g.isSelfHost,
 	})
-	g.dialogs = dialogs.New(laterSender{g}, dialogGrace(g.cfg.DialogGrace), g.log)
+	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), dialogGrace(g.cfg.DialogGrace), g.log)
 	g.startControls()
 	g.runFiles()
 	if g.cfg.PolicyFile != "" {
@@ -332,7 +335,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	}()
 	go func() { // the read loop's browser sends: end with the browser connection
 		defer g.wg.Done()
-		g.fx.run(g.mux.Done())
+		g.fx.Run(g.mux.Done())
 	}()
 	go func() { // the read loop: ends when the browser connection does
 		defer g.wg.Done()
@@ -397,7 +400,7 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 		return fmt.Errorf("auto-attach: %w", err)
 	}
 	g.learnBrowserTarget(ctx)
-	g.learnDefaultContext(ctx)
+	g.scopes.LearnDefaultContext(ctx)
 	if g.about.version.Browser == "" {
 		if res, err := g.mux.Call(ctx, "", "Browser.getVersion", nil); err == nil {
 			g.about.version = versionFromCDP(res)
@@ -521,7 +524,7 @@ func (g *Guard) failHeldPauses() {
 		defer g.wg.Done()
 		defer close(done)
 		g.judge.Stop()
-		g.fx.flush(g.mux.Done())
+		g.fx.Flush(g.mux.Done())
 	}()
 	t := time.NewTimer(heldPausesBound)
 	defer t.Stop()

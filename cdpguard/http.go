@@ -77,7 +77,7 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "cdpguard: "+err.Error(), http.StatusForbidden)
 			return
 		}
-		g.writeJSON(w, g.policyViewFor(key, g.scopeOfUser(g.users.Lookup(key))))
+		g.writeJSON(w, g.policyViewFor(key, g.scopes.OfUser(g.users.Lookup(key))))
 	case path == "/read":
 		g.serveRead(w, r)
 	case path == "/metrics":

@@ -81,7 +81,7 @@ func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, c
 	case firewall.GuardRead:
 		return g.guardRead(ctx, st, cmd)
 	case firewall.GuardPolicy:
-		b, err := jsonv2.Marshal(g.policyViewFor(st.user.Key, g.scopeOfUser(st.user)))
+		b, err := jsonv2.Marshal(g.policyViewFor(st.user.Key, g.scopes.OfUser(st.user)))
 		if err != nil {
 			return refusal(name, err.Error())
 		}

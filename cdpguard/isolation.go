@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/scopes"
 )
 
 // browserContexts creates and disposes the contexts the guard gives users.
@@ -12,23 +14,23 @@ import (
 type browserContexts struct{ g *Guard }
 
 func (b browserContexts) Create(ctx context.Context, key string) (string, error) {
-	sc, err := b.g.newUserScope(key) // the user's own proxy listener (grants.go)
+	sc, err := b.g.scopes.Open(key) // the user's own proxy listener (internal/scopes)
 	if err != nil {
 		return "", err
 	}
 	res, err := b.g.mux.Call(ctx, "", "Target.createBrowserContext", b.g.contextParams(nil, sc))
 	if err != nil {
-		sc.close()
+		sc.Close()
 		return "", err
 	}
 	var r struct {
 		BrowserContextID string `json:"browserContextId"`
 	}
 	if err := jsonv2.Unmarshal(res, &r); err != nil || r.BrowserContextID == "" {
-		sc.close()
+		sc.Close()
 		return "", fmt.Errorf("createBrowserContext: bad reply %s", res)
 	}
-	b.g.bindScope(r.BrowserContextID, sc)
+	b.g.scopes.Bind(r.BrowserContextID, sc)
 	// No download may land in Chrome's default place before an agent sets a
 	// behavior of its own: deny, or the user's own directory.
 	p, err := b.g.files.Defaults(key, r.BrowserContextID)
@@ -43,7 +45,7 @@ func (b browserContexts) Create(ctx context.Context, key string) (string, error)
 }
 
 func (b browserContexts) Dispose(ctx context.Context, id string) error {
-	b.g.endScope(id) // a user's primary context: the session's grants end
+	b.g.scopes.End(id) // a user's primary context: the session's grants end
 	_, err := b.g.mux.Call(ctx, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": id})
 	return err
 }
@@ -51,13 +53,13 @@ func (b browserContexts) Dispose(ctx context.Context, id string) error {
 // contextParams returns Target.createBrowserContext params with the proxy
 // settings of the user's session sc (its own listener, judged with its
 // grants); an agent's own proxy settings never get this far.
-func (g *Guard) contextParams(in map[string]jsonv2.Value, sc *grantScope) map[string]any {
+func (g *Guard) contextParams(in map[string]jsonv2.Value, sc *scopes.Scope) map[string]any {
 	out := map[string]any{}
 	for k, v := range in {
 		out[k] = v
 	}
 	if g.proxyURL != "" {
-		out["proxyServer"] = sc.proxyURL
+		out["proxyServer"] = sc.ProxyURL()
 		out["proxyBypassList"] = "<-loopback>"
 	}
 	return out

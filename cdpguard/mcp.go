@@ -62,7 +62,7 @@ func (g *Guard) mcpServer() *mcpserver.Server {
 				return d.Allowed, d.Reason
 			},
 			Granted: func(user string) []string {
-				return g.scopeOfUser(g.users.Lookup(user)).grantSet().Hosts()
+				return g.scopes.OfUser(g.users.Lookup(user)).Grants().Hosts()
 			},
 			HasState:      func(user string) bool { return g.users.Lookup(user) != nil },
 			SessionHeader: g.cfg.SessionHeader,

@@ -16,6 +16,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/scopes"
 )
 
 // Block log fields: every refused request is logged once, by the guard, as
@@ -62,7 +63,7 @@ func (g *Guard) logProxyRefusal(r egress.Refusal) {
 	if r.Port != 0 {
 		u = net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
 	}
-	g.logBlocked(u, r.Host, r.Reason, "Connection", refusalUser(r), "", LayerEgressProxy)
+	g.logBlocked(u, r.Host, r.Reason, "Connection", scopes.FromTag(r.Tag).Key(), "", LayerEgressProxy)
 }
 
 func (g *Guard) logBlocked(u, host, reason, resourceType, user, target, layer string) {
@@ -82,7 +83,7 @@ func (g *Guard) logBlocked(u, host, reason, resourceType, user, target, layer st
 // tells the agents attached to it (Target.detachedFromTarget,
 // Target.targetDestroyed) instead of leaving them waiting. The rest of the
 // browser keeps running. Runs on the read loop: the close is sent by the
-// effects goroutine (effects.go).
+// outbox goroutine (internal/outbox).
 func (g *Guard) onTargetCrashed(params []byte) {
 	var p struct {
 		TargetID  string `json:"targetId"`
@@ -96,7 +97,7 @@ func (g *Guard) onTargetCrashed(params []byte) {
 	g.metrics.rendererCrashes.Inc()
 	user, _ := g.users.OwnerKey(p.TargetID)
 	g.log.Warn("renderer crashed; closing the tab", "target", p.TargetID, "user", user, "status", p.Status, "errorCode", p.ErrorCode)
-	_ = laterSender{g}.Send("", "Target.closeTarget", map[string]any{"targetId": p.TargetID})
+	_ = g.fx.Sender(g.mux, g.log).Send("", "Target.closeTarget", map[string]any{"targetId": p.TargetID})
 }
 
 // countRefusal counts an agent command the guard refused, by firewall rule

@@ -126,28 +126,11 @@ func (g *Guard) rulesForFrame(frameID string) (*policy.Policy, string) {
 	s := g.rules()
 	grp := s.Default()
 	if s.HasGroups() && frameID != "" {
-		if key, ok := g.ownerOfFrame(frameID); ok {
+		if key, ok := g.scopes.Owner(frameID); ok {
 			grp = s.Group(groupOfKey(key))
 		}
 	}
 	return grp.Policy, grp.Instructions
-}
-
-// ownerOfFrame returns the key of the user whose context holds frameID (a
-// target, or a frame of a page the guard saw attach).
-func (g *Guard) ownerOfFrame(frameID string) (string, bool) {
-	if g.users == nil {
-		return "", false
-	}
-	if key, _, ok := g.users.PrimaryOf(frameID); ok {
-		return key, true
-	}
-	if page := g.grantScopes.frames.pageOf(frameID); page != "" {
-		if key, _, ok := g.users.PrimaryOf(page); ok {
-			return key, true
-		}
-	}
-	return "", false
 }
 
 // ErrGroupRefused is wrapped by the refusal of a request whose group the
@@ -230,7 +213,7 @@ func displayGroup(g string) string {
 // policyOfTarget returns the policy of the user whose context holds
 // targetID, the default group's for a target nobody owns.
 func (g *Guard) policyOfTarget(targetID string) *policy.Policy {
-	key, _ := g.ownerOfFrame(targetID)
+	key, _ := g.scopes.Owner(targetID)
 	return g.policyOf(key)
 }
 

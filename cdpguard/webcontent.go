@@ -11,7 +11,7 @@ import (
 // a target an agent holds a session on turns into something else (a tab
 // navigated to chrome://settings by a page's own link, say), changed is
 // true and every agent session on it is ended with the reason. It runs on
-// the mux read loop: the sends go to the guard's effects goroutine.
+// the mux read loop: the sends go to the guard's outbox goroutine.
 func (g *Guard) markWeb(t targetInfo, changed bool) {
 	if t.Type == "browser" {
 		return
@@ -24,7 +24,7 @@ func (g *Guard) markWeb(t targetInfo, changed bool) {
 	}
 	reason := cdpmsg.Refusal("", fmt.Sprintf("target %s is no longer web content (%s %s): %s", t.TargetID, why, truncateReason(t.URL), firewall.WhyNotWeb))
 	id := t.TargetID
-	g.fx.add(func() {
+	g.fx.Add(func() {
 		g.agents.mu.Lock()
 		agents := make([]interface{ Evict(string, string) }, 0, len(g.agents.m))
 		for a := range g.agents.m {

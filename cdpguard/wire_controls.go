@@ -6,6 +6,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/controls"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/worlds"
 )
 
 // startControls builds the human controls (internal/controls) when
@@ -19,8 +20,8 @@ func (g *Guard) startControls() {
 		Browser:        g.mux,
 		Worlds:         ctlWorlds{g.worlds},
 		Grants:         ctlGrants{g},
-		World:          g.worlds.newName("controls"),
-		PageOf:         g.grantScopes.frames.pageOf,
+		World:          g.worlds.NewName("controls"),
+		PageOf:         g.scopes.PageOf,
 		OwnerOf:        g.users.OwnerKey,
 		ExplainBlocked: g.cfg.BlockedNavigation != "error",
 		Go: func(f func()) {
@@ -41,24 +42,24 @@ func (g *Guard) startControls() {
 }
 
 // ctlWorlds records the controls' contexts among the guard's worlds.
-type ctlWorlds struct{ w *guardWorlds }
+type ctlWorlds struct{ w *worlds.Worlds }
 
-func (w ctlWorlds) MadeIn(target, frameID string, id int64) { w.w.madeIn(target, frameID, id) }
+func (w ctlWorlds) MadeIn(target, frameID string, id int64) { w.w.MadeIn(target, frameID, id) }
 
 // ctlGrants is the guard's session grants as the controls use them.
 type ctlGrants struct{ g *Guard }
 
 func (c ctlGrants) GrantHost(target, host, via string) (string, error) {
-	return c.g.grantHost(target, host, via)
+	return c.g.scopes.Grant(target, host, via)
 }
 
 func (c ctlGrants) Grantable(target, host string) error {
-	_, err := c.g.grantable(target, host)
+	_, err := c.g.scopes.Grantable(target, host)
 	return err
 }
 
 func (c ctlGrants) Reachable(target string) []string {
-	return slices.Concat(c.g.policyOfTarget(target).Origins(), c.g.grantedHosts(target))
+	return slices.Concat(c.g.policyOfTarget(target).Origins(), c.g.scopes.Hosts(target))
 }
 
 // agentWatch shows the controls an agent command about to reach the

@@ -11,6 +11,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/readpage"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
@@ -32,8 +33,8 @@ func (g *Guard) newReader() *readpage.Reader {
 		Browser:       g.mux,
 		Policy:        readPolicy{g},
 		Users:         readUsers{g},
-		World:         g.worlds.newName("reader"),
-		WorldMade:     func(frameID string, id int64) { g.worlds.madeIn("", frameID, id) },
+		World:         g.worlds.NewName("reader"),
+		WorldMade:     func(frameID string, id int64) { g.worlds.MadeIn("", frameID, id) },
 		AwaitSetup:    g.awaitSetup,
 		SearchURL:     g.cfg.SearchURL,
 		LoadTimeout:   g.cfg.ReadLoadTimeout,
@@ -98,9 +99,9 @@ func CheckRead(cfg Config, url string) error {
 // readRefusal returns why url may not be read by the user of key (their
 // group's policy) in the session sc (nil: no grants), naming the host and
 // the reachable origins, or "".
-func (g *Guard) readRefusal(key string, sc *grantScope, url string) string {
+func (g *Guard) readRefusal(key string, sc *scopes.Scope, url string) string {
 	p := g.policyOf(key)
-	if msg := readRefusal(p, sc.grantSet(), url); msg != "" {
+	if msg := readRefusal(p, sc.Grants(), url); msg != "" {
 		return msg
 	}
 	if d := g.refuseSelf(p.Decide(url), url); !d.Allowed && d.Reason == fetchdomain.ReasonSelf {
@@ -128,16 +129,12 @@ func readRefusal(p *policy.Policy, granted *grants.Set, url string) string {
 type readPolicy struct{ g *Guard }
 
 func (p readPolicy) UserRefusal(key, url string) string {
-	return p.g.readRefusal(key, p.g.scopeOfUser(p.g.users.Lookup(key)), url)
+	return p.g.readRefusal(key, p.g.scopes.OfUser(p.g.users.Lookup(key)), url)
 }
 
 func (p readPolicy) PageRefusal(targetID, url string) string {
-	sc := p.g.scopeOfTarget(targetID)
-	key := ""
-	if sc != nil {
-		key = sc.key
-	}
-	return p.g.readRefusal(key, sc, url)
+	sc := p.g.scopes.OfTarget(targetID)
+	return p.g.readRefusal(sc.Key(), sc, url)
 }
 
 // readUsers is readpage.Users: the users registry and the tab cap.

@@ -1,0 +1,80 @@
+package cdpguard
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cdpguard/cdpguard/internal/policy"
+	"github.com/cdpguard/cdpguard/internal/scopes"
+	"github.com/cdpguard/cdpguard/internal/users"
+)
+
+// newScopes wires users' grant scopes and proxy listeners
+// (internal/scopes) to the users registry, the browser, the egress proxy
+// (once started), the policy in force and the guard's goroutines.
+func (g *Guard) newScopes() *scopes.Table {
+	return scopes.New(scopes.Deps{
+		Users:   g.users,
+		Browser: muxCaller{g},
+		Proxy: func() scopes.Proxy {
+			if g.proxy == nil {
+				return nil
+			}
+			return g.proxy
+		},
+		Go:         g.goOwned,
+		Policy:     g.policyOf,
+		AllowAddrs: g.allowAddrsOf,
+		Granted:    g.metrics.grantsMade.Inc,
+		Log:        g.log,
+	})
+}
+
+// goOwned runs f on a goroutine Close waits for, unless the guard is
+// closing: g.agents.mu is Close's barrier, no goroutine starts once Close
+// waits for them.
+func (g *Guard) goOwned(f func()) bool {
+	g.agents.mu.Lock()
+	defer g.agents.mu.Unlock()
+	if g.ctx.Err() != nil {
+		return false
+	}
+	g.wg.Add(1)
+	go func() { // f's owner is the guard: Close waits for it
+		defer g.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// newGrantsCounter registers the grants counter on reg.
+func newGrantsCounter(reg *prometheus.Registry) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "cdpguard_grants_total",
+		Help: "Hosts granted for a session (\"Allow <host> for this session\").",
+	})
+	reg.MustRegister(c)
+	return c
+}
+
+// decideFor judges a URL an agent of user u names (Page.navigate's
+// neighbours in the firewall, Guard.read, the MCP tools) by the policy and
+// then u's session grants; a nil u has none.
+func (g *Guard) decideFor(u *users.User, url string) policy.Decision {
+	key := ""
+	if u != nil {
+		key = u.Key
+	}
+	return g.decideForKey(key, u, url)
+}
+
+// decideForKey judges url for the user of key, whose registered user u is
+// nil before the user has a browser context: the policy of key's group
+// applies either way (a nil u would otherwise fall back to the default
+// group's), the grants only once u exists.
+func (g *Guard) decideForKey(key string, u *users.User, url string) policy.Decision {
+	d := g.policyOf(key).Decide(url)
+	if !d.Allowed && u != nil {
+		d = g.scopes.OfUser(u).Grants().Decide(d)
+	}
+	return g.refuseSelf(d, url)
+}

@@ -1,0 +1,167 @@
+package worlds
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/relay"
+)
+
+// Deps is what Command needs of the rest of the guard. Every field may be
+// nil: Command then looks up no target (and refuses a command naming a
+// guard world's id anywhere) and notes nothing.
+type Deps struct {
+	// Target returns the page target of an agent's session, "" when it
+	// cannot tell. Only commands naming an id the guard made in some
+	// frame pay for it.
+	Target func(ctx context.Context, a *relay.Agent, sessionID string) string
+	// Note is told the context ids an agent's command names before they
+	// are checked, and returns what ends the note (nil for nothing): the
+	// controls taint a context of theirs created while a command naming
+	// its id is in flight (cdpguard/controls_taint.go).
+	Note func(a *relay.Agent, sessionID string, ids []int64) (done func())
+	// Pass is called as Command lets through a command naming ids, with
+	// the session's target when Command looked it up ("" when not) and
+	// Note's done; its verdict is Command's.
+	Pass func(a *relay.Agent, sessionID, target string, ids []int64, done func()) relay.Verdict
+}
+
+// Command refuses an agent command that names one of the guard's isolated
+// worlds by its execution context id (contextId or executionContextId:
+// Runtime.evaluate, Runtime.callFunctionOn, DOM.resolveNode, ...) or by an
+// object or call frame in it (V8 spells objectId and callFrameId
+// "<isolate>.<context>.<n>": an agent pausing the reader's script in the
+// debugger gets both). Hiding the worlds' executionContextCreated events
+// is not enough: context ids are small integers an agent can guess (the
+// red team reached the reader's world with contextId 4). Browser-level
+// commands name no context and pass.
+func (w *Worlds) Command(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
+	if cmd.Browser || !mentionsWorld(cmd.Params) {
+		return relay.Verdict{}
+	}
+	ids, err := namedContexts(cmd.Params)
+	if err != nil {
+		return refusal(cmd.Method, "unreadable params: "+err.Error())
+	}
+	var done func()
+	if w.deps.Note != nil {
+		done = w.deps.Note(a, cmd.SessionID, ids) // before the check: see Deps.Note
+	}
+	if !w.anyMade(ids) {
+		return w.pass(a, cmd.SessionID, "", ids, done)
+	}
+	target := ""
+	if w.deps.Target != nil {
+		target = w.deps.Target(ctx, a, cmd.SessionID)
+	}
+	if target == "" || w.madeInTarget(target, ids) {
+		if done != nil {
+			done()
+		}
+		return refusal(cmd.Method, "the execution context is one of cdpguard's own isolated worlds; use the page's contexts (Runtime.executionContextCreated)")
+	}
+	return w.pass(a, cmd.SessionID, target, ids, done)
+}
+
+func (w *Worlds) pass(a *relay.Agent, session, target string, ids []int64, done func()) relay.Verdict {
+	if w.deps.Pass == nil {
+		return relay.Verdict{}
+	}
+	return w.deps.Pass(a, session, target, ids, done)
+}
+
+// namedContexts returns the execution context ids params name: contextId,
+// executionContextId, and the context inside objectId and callFrameId. A
+// key may be spelt with escapes ("cont\u0065xtId"): Chrome reads it as
+// contextId, and so does the JSON decoder.
+func namedContexts(params []byte) ([]int64, error) {
+	var p struct {
+		ContextID          jsonv2.Value `json:"contextId"`
+		ExecutionContextID jsonv2.Value `json:"executionContextId"`
+		ObjectID           string       `json:"objectId"`
+		CallFrameID        string       `json:"callFrameId"`
+	}
+	if len(params) > 0 {
+		if err := jsonv2.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+	}
+	var ids []int64
+	for _, v := range []jsonv2.Value{p.ContextID, p.ExecutionContextID} {
+		// Chrome reads 4.0 and 4e0 as 4: compare numbers, not spellings.
+		if f, err := strconv.ParseFloat(string(v), 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			ids = append(ids, int64(f))
+		}
+	}
+	for _, r := range []string{p.ObjectID, p.CallFrameID} {
+		if n, ok := remoteContextID(r); ok {
+			ids = append(ids, n)
+		}
+	}
+	return ids, nil
+}
+
+func refusal(method, why string) relay.Verdict {
+	return relay.Verdict{Refuse: cdpmsg.Refusal(method, why)}
+}
+
+// remoteContextID returns the context id inside a V8 objectId or
+// callFrameId ("<isolate>.<context>.<n>"), cutting rather than splitting:
+// Playwright names an objectId in most commands, so this is a hot path.
+func remoteContextID(r string) (int64, bool) {
+	_, rest, ok := strings.Cut(r, ".")
+	mid, last, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 || strings.Contains(last, ".") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(mid, 10, 64)
+	return n, err == nil
+}
+
+// anyMade reports whether any of ids is a guard world's context in some
+// frame (context ids are per renderer, so this only says a lookup is due).
+func (w *Worlds) anyMade(ids []int64) bool {
+	if len(ids) == 0 {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, m := range w.made {
+		for _, id := range ids {
+			if m[id] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// madeInTarget reports whether any of ids is a guard world's context in the
+// page target (its main frame id is the target id).
+func (w *Worlds) madeInTarget(target string, ids []int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		if w.made[target][id] {
+			return true
+		}
+	}
+	return false
+}
+
+// mentionsWorld reports whether params may name an execution context, an
+// object or a call frame (or spell a key with an escape).
+func mentionsWorld(params []byte) bool {
+	for _, k := range []string{"ontextId", "bjectId", "allFrameId", "\\"} {
+		if bytes.Contains(params, []byte(k)) {
+			return true
+		}
+	}
+	return false
+}
