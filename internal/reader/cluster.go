@@ -34,7 +34,7 @@ func proseCluster(root *html.Node) (best *html.Node, bestProse, total int) {
 	bestScore := 0.0
 	var walk func(n *html.Node, aside bool) (prose, text int)
 	walk = func(n *html.Node, aside bool) (prose, text int) {
-		aside = aside || (n.Type == html.ElementNode && asideName.MatchString(strings.ToLower(attr(n, "class")+" "+attr(n, "id"))))
+		aside = aside || asideNamed(n)
 		own, ownLinks := 0, 0
 		var inline func(m *html.Node, inLink bool)
 		inline = func(m *html.Node, inLink bool) {
@@ -73,14 +73,23 @@ func proseCluster(root *html.Node) (best *html.Node, bestProse, total int) {
 	return best, bestProse, total
 }
 
+// asideNamed reports whether the element n is named as an aside. The body
+// and the root are not: a theme names the page's layout there
+// ("sidebar-left", "has-related-posts").
+func asideNamed(n *html.Node) bool {
+	return n.Type == html.ElementNode && n.DataAtom != atom.Body && n.DataAtom != atom.Html &&
+		asideName.MatchString(strings.ToLower(attr(n, "class")+" "+attr(n, "id")))
+}
+
 // teaserList reports whether n reads as a list of other stories: three or
-// more headings that are links.
+// more headings that are links, outside blocks named as asides (an
+// article's own "related posts" box under it does not make it a list).
 func teaserList(n *html.Node) bool {
 	count := 0
 	var walk func(*html.Node)
 	walk = func(m *html.Node) {
 		for c := m.FirstChild; c != nil && count < 3; c = c.NextSibling {
-			if c.Type != html.ElementNode {
+			if c.Type != html.ElementNode || asideNamed(c) {
 				continue
 			}
 			switch c.DataAtom {
