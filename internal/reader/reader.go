@@ -55,8 +55,9 @@ func Extract(p Page) (string, error) {
 		// The port's pick stands unless it holds under half the prose of
 		// the reader's own: then it took a side box for the article.
 		if _, _, prose := proseCluster(art.Node); cluster == nil || float64(prose) >= clusterShare*float64(clusterProse) || prose >= clusterMinProse || teaserList(cluster) {
-			clean(art.Node, p.Title)
-			if text := writeText(art.Node, base, false); len(text) >= minMainChars {
+			main := narrow(art.Node)
+			clean(main, p.Title)
+			if text := writeText(main, base, false); len(text) >= minMainChars {
 				return text, nil
 			}
 		}
@@ -76,6 +77,21 @@ func Extract(p Page) (string, error) {
 	}
 	return writeText(body, base, true), nil
 }
+
+// narrow returns the prose cluster under n when it holds nearly all of
+// n's prose (narrowKeep of it), else n: the port often picks a table row
+// or a column whose other cells are menus, teasers and promotions.
+func narrow(n *html.Node) *html.Node {
+	sub, subProse, prose := proseCluster(n)
+	if sub == nil || float64(subProse) < narrowKeep*float64(prose) {
+		return n
+	}
+	return sub
+}
+
+// narrowKeep is the least share of the pick's prose narrow keeps. Measured
+// on the tuning pages: 0.7 to 0.9 score alike, 0.5 loses article parts.
+const narrowKeep = 0.9
 
 // clusterShare is the least share of the prose cluster's prose the
 // Readability port's pick must hold to be used.
