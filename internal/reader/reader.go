@@ -51,6 +51,9 @@ func Extract(p Page) (string, error) {
 	}
 	parser := readability.NewParser()
 	parser.DisableJSONLD = true
+	// The class names stay on the port's pick: the cleaning reads them
+	// (captions, bylines, comments, share bars).
+	parser.KeepClasses = true
 	if art, err := parser.ParseAndMutate(doc, base); err == nil && art.Node != nil {
 		// The port's pick stands unless it holds under half the prose of
 		// the reader's own: then it took a side box for the article.
