@@ -60,14 +60,14 @@ func Extract(p Page) (string, error) {
 		if _, _, prose := proseCluster(art.Node); cluster == nil || float64(prose) >= clusterShare*float64(clusterProse) || prose >= clusterMinProse || teaserList(cluster) {
 			main := narrow(art.Node)
 			clean(main, p.Title)
-			if text := writeText(main, base, false); len(text) >= minMainChars {
+			if text := dropChromeLines(writeText(main, base, false)); len(text) >= minMainChars {
 				return text, nil
 			}
 		}
 	}
 	if cluster != nil {
 		clean(cluster, p.Title)
-		if text := writeText(cluster, base, false); len(text) >= minMainChars {
+		if text := dropChromeLines(writeText(cluster, base, false)); len(text) >= minMainChars {
 			return text, nil
 		}
 	}
