@@ -23,6 +23,9 @@ const (
 // newsletter and subscription boxes, related and promoted links, tags.
 var boilerName = regexp.MustCompile(`caption|credit|byline|by-line|author|share|sharing|social|newsletter|subscri|related|promo|recommend|(^|[^a-z])tags?([^a-z]|$)|breadcrumb|timestamp|dateline|published|sponsor|advert|(^|[^a-z])ads?([^a-z]|$)|comment|signup|sign-up|toolbar|follow|disclaimer|copyright|topics|read-?more|more-?stories`)
 
+// captionName matches the class and id words of captions and credits.
+var captionName = regexp.MustCompile(`caption|credit`)
+
 // boilerText matches the text of short blocks that speak to the reader
 // about the site rather than the story.
 var boilerText = regexp.MustCompile(`(?i)\b(subscribe (to|now|here|for)|newsletter|sign up (for|to|now|here)|follow (us|her|him|them|me)|all rights reserved|click here|share this|have a tip|get the latest|read more)\b|^related:|©|copyright`)
@@ -117,7 +120,13 @@ func boilerplate(n *html.Node, dominant float64) bool {
 		return false
 	}
 	if !blocks[n.DataAtom] && attr(n, attrBox) == "" {
-		return false // inline: a link or an emphasis inside a sentence
+		// inline: a link or an emphasis inside a sentence, unless named
+		// as a caption or a credit ("<span class=newsCaption>")
+		if n.DataAtom == atom.A || !captionName.MatchString(strings.ToLower(attr(n, "class")+" "+attr(n, "id"))) {
+			return false
+		}
+		text, _ := textAndLinkLen(n)
+		return text > 0 && text < smallMax
 	}
 	text, links := textAndLinkLen(n)
 	if text == 0 {
