@@ -37,6 +37,10 @@ var shortChrome = regexp.MustCompile(`(?i)^(by|by:|from|posted|posted:|published
 // label matches blocks that are a single word or two of site interface.
 var label = regexp.MustCompile(`(?i)^(sign in|log in|sign up|comments?|\d+ comments?|close|caption|advert|advertisement|latest:?|on the net:?|don'?t miss|font size.*|text size.*|staff and agencies|share|share this|print|e-?mail|more|related|menu|media playback is unsupported on your device|more great wired stories|want more\?.*|skip to (main )?content|learn more|read more|(the )?associated press|you may also like:?)$`)
 
+// sourceLine matches a line that only names the story's source: "Source:
+// ITN", "- Reuters", "(Agencies)".
+var sourceLine = regexp.MustCompile(`(?i)^(sources?:.*|[(\[]?\s*(reuters|ap|afp|aap|agencies|pa|ani|pti|ians|upi|dpa|xinhua|cnn|bbc|itn)\s*[)\]]?)$`)
+
 // contactLine matches short credit lines: "AP Sports Writer", an e-mail
 // address, "Photo: …".
 var contactLine = regexp.MustCompile(`(?i)\b(ap|staff|sports|business|auto) [a-z ]*writer\b|[a-z0-9._-]+@[a-z0-9.-]+\.[a-z]{2,}|\bphoto\s*[:/]|\b(reporting|additional reporting|editing) by\b|provided by (afp|ap|reuters)|the full article contains|contributed to this report`)
@@ -309,7 +313,7 @@ func dropChromeLines(text string) string {
 			continue
 		}
 		t := strings.TrimSpace(strings.TrimLeft(urlNote.ReplaceAllString(l, ""), "-•* "))
-		if t != "" && len(t) < chromeLineMax && (shortChrome.MatchString(t) || label.MatchString(t) || dateOnly(t)) {
+		if t != "" && len(t) < chromeLineMax && (shortChrome.MatchString(t) || label.MatchString(t) || sourceLine.MatchString(t) || dateOnly(t)) {
 			continue
 		}
 		out = append(out, l)
