@@ -139,6 +139,9 @@ func boilerplate(n *html.Node, dominant float64) bool {
 	if text < linkyMax && float64(links) > linkyShare*float64(text) && !proseBlock[n.DataAtom] {
 		return true
 	}
+	if teaserBlock(n) {
+		return true // other stories: a linked title, a line of summary
+	}
 	name := strings.ToLower(attr(n, "class") + " " + attr(n, "id"))
 	if commentsName.MatchString(name) {
 		return true

@@ -105,3 +105,75 @@ func teaserList(n *html.Node) bool {
 	walk(n)
 	return count >= 3
 }
+
+// teaserItem reports whether n reads as a teaser of another story: its
+// first line is a link of two words or more, set apart (a line break or a
+// block follows), with more text after it (the summary).
+func teaserItem(n *html.Node) bool {
+	var first *html.Node
+	c := n.FirstChild
+	for ; c != nil; c = c.NextSibling {
+		if c.Type == html.TextNode && strings.TrimSpace(c.Data) == "" {
+			continue
+		}
+		if c.Type == html.ElementNode && (skipped[c.DataAtom] || hidden(c)) {
+			continue
+		}
+		if c.Type == html.ElementNode && c.DataAtom != atom.A && c.DataAtom != atom.Br {
+			if text, _ := textAndLinkLen(c); text == 0 {
+				continue
+			}
+		}
+		first = c
+		break
+	}
+	if first == nil || first.Type != html.ElementNode || first.DataAtom != atom.A {
+		return false
+	}
+	title, _ := textAndLinkLen(first)
+	if title == 0 || len(strings.Fields(innerText(first))) < 2 {
+		return false
+	}
+	next := first.NextSibling
+	for next != nil && next.Type == html.TextNode && strings.TrimSpace(next.Data) == "" {
+		next = next.NextSibling
+	}
+	if next == nil || next.Type != html.ElementNode || (next.DataAtom != atom.Br && !blocks[next.DataAtom]) {
+		return false
+	}
+	text, _ := textAndLinkLen(n)
+	return text > title
+}
+
+// teaserBlock reports whether n is a list of teasers: three or more teaser
+// items within three levels under it, holding most of its text.
+func teaserBlock(n *html.Node) bool {
+	count, teaserText := 0, 0
+	var walk func(m *html.Node, depth int)
+	walk = func(m *html.Node, depth int) {
+		for c := m.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode || skipped[c.DataAtom] {
+				continue
+			}
+			if teaserItem(c) {
+				count++
+				t, _ := textAndLinkLen(c)
+				teaserText += t
+				continue
+			}
+			if depth < 3 {
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(n, 1)
+	if count < 3 {
+		return false
+	}
+	text, _ := textAndLinkLen(n)
+	return float64(teaserText) >= teaserShare*float64(text)
+}
+
+// teaserShare is the least share of a block's text its teasers hold for it
+// to be a teaser list.
+const teaserShare = 0.6
