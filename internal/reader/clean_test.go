@@ -91,3 +91,14 @@ func TestExtractFormPage(t *testing.T) {
 		t.Errorf("search form read: %q, %v", text, err)
 	}
 }
+
+// TestExtractKeepsListBesideParagraph: narrowing to the prose cluster never
+// stops at a single paragraph, so a search page's result list stays.
+func TestExtractKeepsListBesideParagraph(t *testing.T) {
+	page := `<html><body><main><h1>Results</h1><ol><li><a href="http://example.org/a">First result</a> snippet one</li></ol>` +
+		`<p>The reader keeps the main text of a page and leaves the chrome out. This paragraph is long enough that the extractor takes it for the main content.</p></main></body></html>`
+	text, err := Extract(Page{URL: "http://allowed.test/search/?q=x", HTML: page})
+	if err != nil || !strings.Contains(text, "First result <http://example.org/a>") {
+		t.Errorf("result list left out: %q, %v", text, err)
+	}
+}

@@ -90,8 +90,8 @@ func Extract(p Page) (string, error) {
 // or a column whose other cells are menus, teasers and promotions.
 func narrow(n *html.Node) *html.Node {
 	sub, subProse, prose := proseCluster(n)
-	if sub == nil || float64(subProse) < narrowKeep*float64(prose) {
-		return n
+	if sub == nil || proseBlock[sub.DataAtom] || float64(subProse) < narrowKeep*float64(prose) {
+		return n // a single paragraph: what is around it (a list, a table) is the page's too
 	}
 	return sub
 }
