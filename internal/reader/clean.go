@@ -23,16 +23,23 @@ const (
 // newsletter and subscription boxes, related and promoted links, tags.
 var boilerName = regexp.MustCompile(`caption|credit|byline|by-line|author|share|sharing|social|newsletter|subscri|related|promo|recommend|(^|[^a-z])tags?([^a-z]|$)|breadcrumb|timestamp|dateline|published|sponsor|advert|(^|[^a-z])ads?([^a-z]|$)|comment|signup|sign-up|toolbar|follow|disclaimer|copyright|topics|read-?more|more-?stories`)
 
+// captionName matches the class and id words of captions and credits.
+var captionName = regexp.MustCompile(`caption|credit`)
+
 // boilerText matches the text of short blocks that speak to the reader
 // about the site rather than the story.
 var boilerText = regexp.MustCompile(`(?i)\b(subscribe (to|now|here|for)|newsletter|sign up (for|to|now|here)|follow (us|her|him|them|me)|all rights reserved|click here|share this|have a tip|get the latest|read more)\b|^related:|©|copyright`)
 
 // shortChrome matches short blocks that are not the story: bylines,
 // datelines, photo credits and captions, tool bars, "Advertisement".
-var shortChrome = regexp.MustCompile(`(?i)^(by|by:|from|posted|posted:|published|published:|updated|updated:|last updated|written by|article from|advertisement|story tools|send this article|printer.friendly|email (this|to a friend)|previous page|next page)\b|\b(file photo|photo:|photo by|photograph:|pictured|/reuters|/ap\b|getty images|afp photo|ap photo|seen here|click to enlarge|view larger image)\b|^[^a-z]*$`)
+var shortChrome = regexp.MustCompile(`(?i)^(by|by:|from|posted|posted:|published|published:|updated|updated:|last updated|written by|article from|advertisement|story tools|send this article|printer.friendly|email (this|to a friend)|previous page|next page)\b|\b(file photo|photo:|photo by|photograph:|pictured|/reuters|/ap\b|getty images|afp photo|ap photo|seen here|click to enlarge|view larger image)\b|^[^\pL]*$`)
 
 // label matches blocks that are a single word or two of site interface.
 var label = regexp.MustCompile(`(?i)^(sign in|log in|sign up|comments?|\d+ comments?|close|caption|advert|advertisement|latest:?|on the net:?|don'?t miss|font size.*|text size.*|staff and agencies|share|share this|print|e-?mail|more|related|menu|media playback is unsupported on your device|more great wired stories|want more\?.*|skip to (main )?content|learn more|read more|(the )?associated press|you may also like:?)$`)
+
+// sourceLine matches a line that only names the story's source: "Source:
+// ITN", "- Reuters", "(Agencies)".
+var sourceLine = regexp.MustCompile(`(?i)^(sources?:.*|[(\[]?\s*(reuters|ap|afp|aap|agencies|pa|ani|pti|ians|upi|dpa|xinhua|cnn|bbc|itn)\s*[)\]]?)$`)
 
 // contactLine matches short credit lines: "AP Sports Writer", an e-mail
 // address, "Photo: …".
@@ -51,18 +58,23 @@ func chromeLine(t string) bool {
 	if shortChrome.MatchString(t) || label.MatchString(t) || contactLine.MatchString(t) {
 		return true
 	}
-	if rest := dateWords.ReplaceAllString(t, ""); len(strings.Fields(strings.Map(func(r rune) rune {
-		if unicode.IsLetter(r) {
-			return r
-		}
-		return ' '
-	}, rest))) == 0 {
-		return true // a date and time only
+	if dateOnly(t) {
+		return true
 	}
 	if parts := strings.Split(t, "|"); len(parts) >= 3 && len(t)/len(parts) < 25 {
 		return true // E-MAIL | PRINT | FEEDBACK
 	}
 	return false
+}
+
+// dateOnly reports whether t is a date and time and nothing else.
+func dateOnly(t string) bool {
+	return len(strings.Fields(strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) {
+			return r
+		}
+		return ' '
+	}, dateWords.ReplaceAllString(t, "")))) == 0
 }
 
 // Cleaning bounds, in characters of text.
@@ -112,7 +124,13 @@ func boilerplate(n *html.Node, dominant float64) bool {
 		return false
 	}
 	if !blocks[n.DataAtom] && attr(n, attrBox) == "" {
-		return false // inline: a link or an emphasis inside a sentence
+		// inline: a link or an emphasis inside a sentence, unless named
+		// as a caption or a credit ("<span class=newsCaption>")
+		if n.DataAtom == atom.A || !captionName.MatchString(strings.ToLower(attr(n, "class")+" "+attr(n, "id"))) {
+			return false
+		}
+		text, _ := textAndLinkLen(n)
+		return text > 0 && text < smallMax
 	}
 	text, links := textAndLinkLen(n)
 	if text == 0 {
@@ -120,6 +138,9 @@ func boilerplate(n *html.Node, dominant float64) bool {
 	}
 	if text < linkyMax && float64(links) > linkyShare*float64(text) && !proseBlock[n.DataAtom] {
 		return true
+	}
+	if teaserBlock(n) {
+		return true // other stories: a linked title, a line of summary
 	}
 	name := strings.ToLower(attr(n, "class") + " " + attr(n, "id"))
 	if commentsName.MatchString(name) {
@@ -280,4 +301,25 @@ func inTable(n *html.Node) bool {
 var proseBlock = map[atom.Atom]bool{
 	atom.P: true, atom.Li: true, atom.H1: true, atom.H2: true, atom.H3: true,
 	atom.H4: true, atom.H5: true, atom.H6: true, atom.Blockquote: true,
+}
+
+// dropChromeLines removes the lines of text that are chrome on their own:
+// a byline or dateline written inline beside other text in one block
+// ("Article from: AFP<br>…") is a line of its own only once written.
+// Table rows and headings are kept.
+func dropChromeLines(text string) string {
+	lines := strings.Split(text, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if l == "" || l[0] == ' ' || strings.HasPrefix(l, "#") || strings.Contains(l, " | ") {
+			out = append(out, l) // preformatted, a heading, a table row
+			continue
+		}
+		t := strings.TrimSpace(strings.TrimLeft(urlNote.ReplaceAllString(l, ""), "-•* "))
+		if t != "" && len(t) < chromeLineMax && (shortChrome.MatchString(t) || label.MatchString(t) || sourceLine.MatchString(t) || dateOnly(t)) {
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
 }

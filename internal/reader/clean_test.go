@@ -35,6 +35,8 @@ func TestClean(t *testing.T) {
 		{"small print by the renderer", `<div data-cdpguard-box="0,0,600,200" data-cdpguard-fs="18"><p data-cdpguard-box="0,0,600,100" data-cdpguard-fs="18">` + para + `</p><p data-cdpguard-box="0,100,600,20" data-cdpguard-fs="12">Reuters staff in London</p></div>`, para},
 		{"table data kept", `<table><tr><td>1</td><td>Kyle Busch</td><td>5040</td></tr></table><p>` + para + `</p>`, "1 | Kyle Busch | 5040\n\n" + para},
 		{"inline link kept", `<p>The <a class="share" href=/x>council</a> met.</p>`, "The council met."},
+		{"caption span", `<div><p>` + para + `</p><span class="newsCaption">The council chamber <span>(Image: GETTY)</span></span></div>`, para},
+		{"teaser list", `<p>` + para + `</p><table><tr><td><a href=/a>Mayor opens bridge</a><br>The mayor opened the new bridge on Monday.</td></tr><tr><td><a href=/b>Schools close early</a><br>Snow closed the schools on Friday.</td></tr><tr><td><a href=/c>Library wins award</a><br>The library won a national award.</td></tr></table>`, para},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -72,5 +74,31 @@ func TestExtractUsesClusterWhenPortPicksABox(t *testing.T) {
 	text, err := Extract(Page{URL: "https://site.test/a", Title: "T", HTML: doc})
 	if err != nil || strings.Count(text, "Running text") != 12 {
 		t.Errorf("Extract: %v\n%s", err, text)
+	}
+}
+
+// TestExtractFormPage: an ASP.NET page holds its whole body in one form;
+// the article in it is read, a search form beside an article is not.
+func TestExtractFormPage(t *testing.T) {
+	para := "<p>The council met on Tuesday and agreed a budget that raises spending on schools by four percent, after a long debate.</p>"
+	page := `<html><body><form id="aspnetForm"><div>` + strings.Repeat(para, 10) + `</div></form></body></html>`
+	text, err := Extract(Page{URL: "http://example.com/a", HTML: page})
+	if err != nil || !strings.Contains(text, "agreed a budget") {
+		t.Errorf("article in a page-wide form: %q, %v", text, err)
+	}
+	page = `<html><body><form><input name=q> Search the site for news</form><div>` + strings.Repeat(para, 10) + `</div></body></html>`
+	if text, err = Extract(Page{URL: "http://example.com/a", HTML: page}); err != nil || strings.Contains(text, "Search the site") {
+		t.Errorf("search form read: %q, %v", text, err)
+	}
+}
+
+// TestExtractKeepsListBesideParagraph: narrowing to the prose cluster never
+// stops at a single paragraph, so a search page's result list stays.
+func TestExtractKeepsListBesideParagraph(t *testing.T) {
+	page := `<html><body><main><h1>Results</h1><ol><li><a href="http://example.org/a">First result</a> snippet one</li></ol>` +
+		`<p>The reader keeps the main text of a page and leaves the chrome out. This paragraph is long enough that the extractor takes it for the main content.</p></main></body></html>`
+	text, err := Extract(Page{URL: "http://allowed.test/search/?q=x", HTML: page})
+	if err != nil || !strings.Contains(text, "First result <http://example.org/a>") {
+		t.Errorf("result list left out: %q, %v", text, err)
 	}
 }

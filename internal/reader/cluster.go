@@ -34,7 +34,7 @@ func proseCluster(root *html.Node) (best *html.Node, bestProse, total int) {
 	bestScore := 0.0
 	var walk func(n *html.Node, aside bool) (prose, text int)
 	walk = func(n *html.Node, aside bool) (prose, text int) {
-		aside = aside || (n.Type == html.ElementNode && asideName.MatchString(strings.ToLower(attr(n, "class")+" "+attr(n, "id"))))
+		aside = aside || asideNamed(n)
 		own, ownLinks := 0, 0
 		var inline func(m *html.Node, inLink bool)
 		inline = func(m *html.Node, inLink bool) {
@@ -73,14 +73,23 @@ func proseCluster(root *html.Node) (best *html.Node, bestProse, total int) {
 	return best, bestProse, total
 }
 
+// asideNamed reports whether the element n is named as an aside. The body
+// and the root are not: a theme names the page's layout there
+// ("sidebar-left", "has-related-posts").
+func asideNamed(n *html.Node) bool {
+	return n.Type == html.ElementNode && n.DataAtom != atom.Body && n.DataAtom != atom.Html &&
+		asideName.MatchString(strings.ToLower(attr(n, "class")+" "+attr(n, "id")))
+}
+
 // teaserList reports whether n reads as a list of other stories: three or
-// more headings that are links.
+// more headings that are links, outside blocks named as asides (an
+// article's own "related posts" box under it does not make it a list).
 func teaserList(n *html.Node) bool {
 	count := 0
 	var walk func(*html.Node)
 	walk = func(m *html.Node) {
 		for c := m.FirstChild; c != nil && count < 3; c = c.NextSibling {
-			if c.Type != html.ElementNode {
+			if c.Type != html.ElementNode || asideNamed(c) {
 				continue
 			}
 			switch c.DataAtom {
@@ -96,3 +105,75 @@ func teaserList(n *html.Node) bool {
 	walk(n)
 	return count >= 3
 }
+
+// teaserItem reports whether n reads as a teaser of another story: its
+// first line is a link of two words or more, set apart (a line break or a
+// block follows), with more text after it (the summary).
+func teaserItem(n *html.Node) bool {
+	var first *html.Node
+	c := n.FirstChild
+	for ; c != nil; c = c.NextSibling {
+		if c.Type == html.TextNode && strings.TrimSpace(c.Data) == "" {
+			continue
+		}
+		if c.Type == html.ElementNode && (skipped[c.DataAtom] || hidden(c)) {
+			continue
+		}
+		if c.Type == html.ElementNode && c.DataAtom != atom.A && c.DataAtom != atom.Br {
+			if text, _ := textAndLinkLen(c); text == 0 {
+				continue
+			}
+		}
+		first = c
+		break
+	}
+	if first == nil || first.Type != html.ElementNode || first.DataAtom != atom.A {
+		return false
+	}
+	title, _ := textAndLinkLen(first)
+	if title == 0 || len(strings.Fields(innerText(first))) < 2 {
+		return false
+	}
+	next := first.NextSibling
+	for next != nil && next.Type == html.TextNode && strings.TrimSpace(next.Data) == "" {
+		next = next.NextSibling
+	}
+	if next == nil || next.Type != html.ElementNode || (next.DataAtom != atom.Br && !blocks[next.DataAtom]) {
+		return false
+	}
+	text, _ := textAndLinkLen(n)
+	return text > title
+}
+
+// teaserBlock reports whether n is a list of teasers: three or more teaser
+// items within three levels under it, holding most of its text.
+func teaserBlock(n *html.Node) bool {
+	count, teaserText := 0, 0
+	var walk func(m *html.Node, depth int)
+	walk = func(m *html.Node, depth int) {
+		for c := m.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode || skipped[c.DataAtom] {
+				continue
+			}
+			if teaserItem(c) {
+				count++
+				t, _ := textAndLinkLen(c)
+				teaserText += t
+				continue
+			}
+			if depth < 3 {
+				walk(c, depth+1)
+			}
+		}
+	}
+	walk(n, 1)
+	if count < 3 {
+		return false
+	}
+	text, _ := textAndLinkLen(n)
+	return float64(teaserText) >= teaserShare*float64(text)
+}
+
+// teaserShare is the least share of a block's text its teasers hold for it
+// to be a teaser list.
+const teaserShare = 0.6

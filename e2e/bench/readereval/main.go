@@ -67,9 +67,11 @@ type result struct {
 	Broken bool `json:"broken,omitempty"`
 }
 
-// broken reports whether the rendered DOM holds under half the truth's words.
+// broken reports whether the rendered DOM's body holds under half the
+// truth's words. The head does not count: a crawl cut inside <title>
+// holds the page as the title's text, and nothing renders.
 func broken(truth, dom string) bool {
-	text, err := reader.TextContent(dom)
+	text, err := readeval.BodyText(dom)
 	if err != nil {
 		return true
 	}

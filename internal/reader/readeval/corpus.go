@@ -155,3 +155,31 @@ func labelled(doc []byte, cls string) (string, error) {
 	walk(n)
 	return b.String(), nil
 }
+
+// BodyText returns the text of the body of a rendered DOM, scripts and
+// styles left out. The head is not on the page: a crawl cut inside
+// <title> holds the whole page there, as the title's text, and renders
+// nothing, so that such a page counts as broken (see readereval).
+func BodyText(dom string) (string, error) {
+	n, err := html.Parse(strings.NewReader(dom))
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	var walk func(n *html.Node, inBody bool)
+	walk = func(n *html.Node, inBody bool) {
+		switch {
+		case n.Type == html.TextNode && inBody:
+			b.WriteString(n.Data)
+			b.WriteByte(' ')
+		case n.Type == html.ElementNode && (n.Data == "script" || n.Data == "style" || n.Data == "head"):
+			return
+		}
+		inBody = inBody || (n.Type == html.ElementNode && n.Data == "body")
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c, inBody)
+		}
+	}
+	walk(n, false)
+	return b.String(), nil
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -74,5 +75,16 @@ func TestLabelled(t *testing.T) {
 	got, err := labelled([]byte(doc), "x-nc-sel2")
 	if err != nil || got != "Body link text\n" {
 		t.Errorf("labelled: %q, %v", got, err)
+	}
+}
+
+func TestBodyText(t *testing.T) {
+	// A crawl cut inside <title>: the page is the title's text, nothing renders.
+	cut := "<html><head><title>Page &lt;body&gt;&lt;p&gt;The article</title></head><body></body></html>"
+	if s, err := BodyText(cut); err != nil || strings.Contains(s, "article") {
+		t.Errorf("title text counted as the body: %q, %v", s, err)
+	}
+	if s, err := BodyText("<html><body><p>The article</p><script>x()</script></body></html>"); err != nil || strings.TrimSpace(s) != "The article" {
+		t.Errorf("body text: %q, %v", s, err)
 	}
 }
