@@ -25,7 +25,9 @@ import (
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/hostmap"
 	"github.com/cdpguard/cdpguard/internal/isolation"
+	"github.com/cdpguard/cdpguard/internal/mcpserver"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
+	"github.com/cdpguard/cdpguard/internal/policystate"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
 	"github.com/cdpguard/cdpguard/internal/shares"
@@ -33,39 +35,66 @@ import (
 )
 
 // Guard is a running guard: a guarded browser and its CDP endpoint.
+//
+// Four groups of its state are embedded (browserSide, netSide, userSide,
+// lifecycle) so that every feature's code reads their fields as the
+// guard's own (g.mux, g.proxy, g.users, g.ctx) while the features move
+// out to internal/ packages (issue #22).
 type Guard struct {
-	cfg         Config
-	log         *slog.Logger
-	pol         policyState // the policy in force (policystate.go)
-	hosts       *hostmap.Map
-	proc        *browser.Process // nil when attached
-	mux         *relay.Mux
-	judge       *fetchdomain.Judge
-	dialogs     *dialogs.Handler
-	attached    bool
-	users       *users.Registry
-	iso         *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
-	proxy       *egress.Proxy
-	proxyAddr   string
-	proxyURL    string
-	metrics     *metrics
+	cfg     Config
+	log     *slog.Logger
+	pol     *policystate.State // the policy in force (wire_policy.go)
+	metrics *metrics
+
+	browserSide // the browser connection and what the guard keeps about it
+	netSide     // where agents connect and where pages go out
+	userSide    // the users, their isolation and their agent connections
+	lifecycle   // ready, the guard's context and goroutines, Close
+
 	fg          *fileGuard
 	worlds      *guardWorlds // the guard's isolated worlds, hidden from agents
 	rd          *readState
-	fx          *effects     // browser sends decided on the read loop (effects.go)
-	about       browserAbout // what agents are told about the browser
-	ep          endpoint     // where agents connect
-	grantScopes *grantState  // per-user session grants and proxy listeners (grants.go)
+	fx          *effects    // browser sends decided on the read loop (effects.go)
+	grantScopes *grantState // per-user session grants and proxy listeners (grants.go)
 	ctl         *controls
+}
 
-	ready atomic.Bool
-	ctx   context.Context // ends at Close; owns every goroutine below
-	stop  context.CancelFunc
-	wg    sync.WaitGroup
+// browserSide is the browser connection and what the guard keeps about
+// the browser.
+type browserSide struct {
+	mux      *relay.Mux
+	proc     *browser.Process // nil when attached
+	attached bool
+	judge    *fetchdomain.Judge
+	dialogs  *dialogs.Handler
+	about    browserAbout // what agents are told about the browser
+	setups   setups       // the guard's setup of each target
+}
 
-	setups setups   // the guard's setup of each target
-	agents agentSet // the agent connections and what they share
-	mcp    mcpState // the MCP server at /mcp
+// netSide is where agents connect (the endpoint) and where pages go out
+// (the egress proxy, the host map).
+type netSide struct {
+	ep        endpoint
+	hosts     *hostmap.Map
+	proxy     *egress.Proxy
+	proxyAddr string
+	proxyURL  string
+}
+
+// userSide is the users, their isolation and their agent connections.
+type userSide struct {
+	users  *users.Registry
+	iso    *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
+	agents agentSet            // the agent connections and what they share
+}
+
+// lifecycle is the guard's life: ready, the context and goroutines it
+// owns, and Close's once.
+type lifecycle struct {
+	ready  atomic.Bool
+	ctx    context.Context // ends at Close; owns every goroutine of the guard
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
 	closed closeState
 }
 
@@ -97,10 +126,11 @@ type setups struct {
 // agentSet is the guard's agent connections and what they share.
 type agentSet struct {
 	// mu guards m, and is the barrier between admitting an agent and
-	// Close: handlers check g.ctx and add to g.wg under it.
+	// Close: handlers check g.ctx and add to g.wg under it (enter).
 	mu     sync.Mutex
 	m      map[*relay.Agent]*agentState
 	shares *shares.Table[*relay.Share] // user key → the share of all the user's connections
+	mcp    *mcpserver.Endpoint         // /mcp; nil when off (wire_mcp.go)
 }
 
 // closeState makes Close run once and remembers its result.
@@ -268,18 +298,15 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	ctx, stop := context.WithCancel(context.Background())
 	id := make([]byte, 16)
 	_, _ = rand.Read(id)
-	g := &Guard{
-		cfg: cfg, log: log, hosts: hosts,
-		ctx:    ctx,
-		stop:   stop,
-		setups: setups{done: map[string]chan struct{}{}},
-		agents: agentSet{m: map[*relay.Agent]*agentState{}, shares: newShares()},
-		fx:     newEffects(),
-		closed: closeState{done: make(chan struct{})},
-		ep:     endpoint{self: selfaddr.New()},
-	}
-	g.pol.cur.Store(rules)
-	g.pol.sum = sum
+	g := &Guard{cfg: cfg, log: log, fx: newEffects()}
+	g.ctx, g.stop = ctx, stop
+	g.closed.done = make(chan struct{})
+	g.hosts = hosts
+	g.ep.self = selfaddr.New()
+	g.setups.done = map[string]chan struct{}{}
+	g.agents.m = map[*relay.Agent]*agentState{}
+	g.agents.shares = newShares()
+	g.pol = g.newPolicyState(rules, sum)
 	g.about.id = hex.EncodeToString(id)
 	if err := checkFileDirs(cfg); err != nil {
 		stop()
@@ -292,6 +319,7 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.rd = newReadState(g.worlds)
 	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
 	g.iso = g.newIsolator()
+	g.agents.mcp = g.newMCP()
 	return g, nil
 }
 
@@ -315,14 +343,11 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	g.dialogs = dialogs.New(laterSender{g}, dialogGrace(g.cfg.DialogGrace), g.log)
 	g.startControls()
 	g.fg.start()
-	if g.cfg.PolicyFile != "" {
-		g.wg.Add(1)
-		go func() { // the policy file's watcher: ends with the guard
-			defer g.wg.Done()
-			g.watchPolicy()
-		}()
-	}
-	g.wg.Add(5)
+	g.wg.Add(6)
+	go func() { // the policy file's watcher, if any: ends with the guard
+		defer g.wg.Done()
+		g.pol.Watch(g.ctx)
+	}()
 	go func() { // the idle-user sweeper: ends with the guard
 		defer g.wg.Done()
 		g.users.Run(g.ctx)
@@ -365,7 +390,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		return err
 	}
 	g.ready.Store(true)
-	g.warnSharedMCP()
+	g.agents.mcp.WarnShared(g.log)
 	g.log.Info("browser " + g.about.version.Browser + " (" + g.about.version.UserAgent + ")")
 	def := g.rules().Default().Policy
 	g.log.Info("cdpguard up, allowed origins="+strings.Join(def.Origins(), ";"), "blocked", strings.Join(def.Blocked(), ";"), "groups", strings.Join(g.rules().GroupNames(), ";"), "policyFile", g.cfg.PolicyFile, "endpoint", g.ep.url, "mode", g.mode())
@@ -532,6 +557,32 @@ func (g *Guard) failHeldPauses() {
 // heldPausesBound bounds how long Close waits for the held pauses' failures
 // to be sent.
 const heldPausesBound = 2 * time.Second
+
+// enter registers a handler or goroutine that Close must wait for (g.wg),
+// under agents.mu, Close's barrier; false, registering nothing, once Close
+// began. The caller calls g.wg.Done when it ends.
+func (g *Guard) enter() bool {
+	g.agents.mu.Lock()
+	defer g.agents.mu.Unlock()
+	if g.ctx.Err() != nil {
+		return false
+	}
+	g.wg.Add(1)
+	return true
+}
+
+// spawn runs f(g.ctx) on a goroutine Close waits for; false, without
+// running it, once Close began.
+func (g *Guard) spawn(f func(ctx context.Context)) bool {
+	if !g.enter() {
+		return false
+	}
+	go func() { // ends when f does, which ends with g.ctx
+		defer g.wg.Done()
+		f(g.ctx)
+	}()
+	return true
+}
 
 // closeAsync starts Close from inside a goroutine Close waits for.
 func (g *Guard) closeAsync() error {

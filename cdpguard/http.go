@@ -95,7 +95,7 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "/json/activate/"):
 		g.serveTargetAction(w, r, "Target.activateTarget", strings.TrimPrefix(path, "/json/activate/"), "Target activated")
 	case path == "/mcp" || path == "/mcp/":
-		g.serveMCP(w, r)
+		g.agents.mcp.ServeHTTP(w, r)
 	case strings.HasPrefix(path, "/devtools/browser/"):
 		// Any id is accepted (Chrome 404s on a foreign one): behind a load
 		// balancer a client reads /json/version from one instance, often
@@ -351,16 +351,12 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 	if key == "" {
 		g.log.Warn("agent without the "+g.cfg.SessionHeader+" header: it shares the fallback context", "remote", r.RemoteAddr)
 	}
-	// Close waits for every agent: register under agents.mu, which Close
-	// takes after cancelling g.ctx, so no handler slips past it.
-	g.agents.mu.Lock()
-	if g.ctx.Err() != nil {
-		g.agents.mu.Unlock()
+	// Close waits for every agent: enter registers under agents.mu, which
+	// Close takes after cancelling g.ctx, so no handler slips past it.
+	if !g.enter() {
 		http.Error(w, "cdpguard: shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	g.wg.Add(1)
-	g.agents.mu.Unlock()
 	defer g.wg.Done()
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {

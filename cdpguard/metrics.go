@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cdpguard/cdpguard/internal/policystate"
 )
 
 // metrics are the guard's Prometheus metrics, on a registry of its own so
@@ -27,7 +29,7 @@ type metrics struct {
 	pausesShed       prometheus.Counter
 	grantsMade       prometheus.Counter
 	bounds           *boundsMetrics         // bounds.go
-	policyReloads    *prometheus.CounterVec // policyreload.go
+	policyReloads    *prometheus.CounterVec // wire_policy.go
 	handler          http.Handler
 }
 
@@ -75,7 +77,7 @@ func newMetrics(cur func() *Guard) *metrics {
 		}),
 	}
 	m.browserOversize = newOversizeCounter(m.reg)
-	m.policyReloads = newPolicyReloadsCounter(m.reg)
+	m.policyReloads = policystate.NewReloadsCounter(m.reg)
 	gauge := func(name, help string, f func(*Guard) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
 			if g := cur(); g != nil && g.users != nil {

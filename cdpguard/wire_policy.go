@@ -2,56 +2,71 @@ package cdpguard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
+	"github.com/cdpguard/cdpguard/internal/policystate"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
+// This file wires the policy in force (internal/policystate) to the guard:
+// where it starts from (Config), what follows a change (tunnels rechecked,
+// MCP clients told, the counter), and the user keys of requests.
+
 // ErrPolicyFile is wrapped by ReloadPolicy's errors about the file, and by
 // SetPolicy when a policy file is the policy's one source.
-var ErrPolicyFile = errors.New("policy file")
+var ErrPolicyFile = policystate.ErrPolicyFile
 
-// policyState is the policy in force: one immutable snapshot behind an
-// atomic pointer. Every decision loads it once, so a reload never changes
-// a decision half-way, costs a decision one atomic load, and never drops a
-// connection, a context or a grant (they do not hold the policy; they look
-// it up).
-type policyState struct {
-	cur atomic.Pointer[policyfile.Set]
+// ErrGroupRefused is wrapped by the refusal of a request whose group the
+// policy file does not define (unknownGroup: refuse), or whose group
+// differs from the one its user's context was made for.
+var ErrGroupRefused = policystate.ErrGroupRefused
 
-	mu  sync.Mutex // serialises reloads, so two never interleave their side effects
-	sum [32]byte   // the content hash of the file in force
+// ReloadPolicy reads the policy file (Config.PolicyFile) again now, as
+// SIGHUP does; the guard also polls the file by itself. A file that does
+// not parse changes nothing: the error is returned, logged and counted
+// (cdpguard_policy_reloads_total{result="error"}). Without a policy file it
+// returns an error wrapping ErrPolicyFile.
+func (g *Guard) ReloadPolicy() error { return g.pol.Reload("reload") }
+
+// SetPolicy replaces the allowlist, blocklist and instructions of a guard
+// configured without a policy file, as a reload does: every new decision
+// of every layer uses it at once, open tunnels to hosts it no longer
+// allows are closed, MCP clients are told, and no connection, context or
+// grant is dropped. A bad entry changes nothing and is returned as a
+// *ConfigError. With a policy file it is refused (the file is the one
+// source); edit the file instead.
+func (g *Guard) SetPolicy(allow, block []string, instructions string) error {
+	if err := g.pol.Settable(); err != nil {
+		return err
+	}
+	p, err := policy.Parse(allow, block)
+	if err != nil {
+		return setupError("", err)
+	}
+	return g.pol.Set(policyfile.Static(p, instructions), "SetPolicy")
 }
 
-// groupSep joins a user's session key and group in the user's key. No
-// HTTP header value holds a NUL, so no session value can pose as another
-// group's user.
-const groupSep = "\x00"
-
-// groupKey returns the user key of session in group ("" is the default
-// group, whose keys are the session value alone, as before groups).
-func groupKey(session, group string) string {
-	if group == "" {
-		return session
-	}
-	return session + groupSep + group
-}
-
-// groupOfKey returns the group a user key was made for.
-func groupOfKey(key string) string {
-	if i := strings.IndexByte(key, 0); i >= 0 {
-		return key[i+1:]
-	}
-	return ""
+// newPolicyState puts rules in force; sum is the content hash of the file
+// they were read from.
+func (g *Guard) newPolicyState(rules *policyfile.Set, sum [32]byte) *policystate.State {
+	return policystate.New(rules, sum, policystate.Deps{
+		File: g.cfg.PolicyFile, Poll: g.cfg.PolicyPoll, Log: g.log,
+		OnReload: func(result string) { g.metrics.policyReloads.WithLabelValues(result).Inc() },
+		OnChange: func() int {
+			closed := 0
+			if g.proxy != nil {
+				closed = g.proxy.Recheck()
+			}
+			g.agents.mcp.PolicyChanged()
+			return closed
+		},
+	})
 }
 
 // loadPolicy builds the starting policy from cfg: the policy file when
@@ -103,34 +118,18 @@ func sessionHeader(cfg Config) string {
 
 // rules returns the policy in force; a guard not built by newGuard (the
 // Supervisor's gate, unit tests) has an empty one, which refuses everything.
-func (g *Guard) rules() *policyfile.Set {
-	if s := g.pol.cur.Load(); s != nil {
-		return s
-	}
-	return policyfile.Static(nil, "")
-}
+func (g *Guard) rules() *policyfile.Set { return g.pol.Rules() }
 
 // groupFor returns the policy group of the user whose key is key.
-func (g *Guard) groupFor(key string) *policyfile.Group {
-	return g.rules().Group(groupOfKey(key))
-}
+func (g *Guard) groupFor(key string) *policyfile.Group { return g.pol.Group(key) }
 
 // policyOf returns the policy that judges the agents of key.
-func (g *Guard) policyOf(key string) *policy.Policy { return g.groupFor(key).Policy }
+func (g *Guard) policyOf(key string) *policy.Policy { return g.pol.PolicyOf(key) }
 
 // rulesForFrame is the Fetch judge's view: the policy and instructions of
-// the user whose tab holds frameID. Without groups it is one atomic load;
-// with them, the frame's owner is looked up (a frame nobody owns, such as
-// a tab in Chrome's default context, gets the default group).
+// the user whose tab holds frameID.
 func (g *Guard) rulesForFrame(frameID string) (*policy.Policy, string) {
-	s := g.rules()
-	grp := s.Default()
-	if s.HasGroups() && frameID != "" {
-		if key, ok := g.ownerOfFrame(frameID); ok {
-			grp = s.Group(groupOfKey(key))
-		}
-	}
-	return grp.Policy, grp.Instructions
+	return g.pol.ForFrame(frameID, g.ownerOfFrame)
 }
 
 // ownerOfFrame returns the key of the user whose context holds frameID (a
@@ -150,50 +149,19 @@ func (g *Guard) ownerOfFrame(frameID string) (string, bool) {
 	return "", false
 }
 
-// ErrGroupRefused is wrapped by the refusal of a request whose group the
-// policy file does not define (unknownGroup: refuse), or whose group
-// differs from the one its user's context was made for.
-var ErrGroupRefused = errors.New("policy group refused")
-
-// keyOf returns the user key of an HTTP request: its session header's
-// value and, when the policy has groups, the group its group header
-// selects. A user's group is fixed while their context lives: a request
-// naming another group for a session that already has a context is
-// refused, not obeyed.
+// keyOf returns the user key of an HTTP request (policystate.KeyOf): a
+// user's group is fixed while their context lives.
 func (g *Guard) keyOf(h http.Header) (string, error) {
-	session := h.Get(g.cfg.SessionHeader)
-	if strings.Contains(session, groupSep) {
-		return "", fmt.Errorf("%w: the %s header holds a NUL byte", ErrGroupRefused, g.cfg.SessionHeader)
-	}
-	s := g.rules()
-	if !s.HasGroups() {
-		return session, nil
-	}
-	value := h.Get(s.Header())
-	group, err := s.Select(value)
-	if err != nil {
-		return "", fmt.Errorf("%w: %s %q names no group of the policy file (unknownGroup: refuse); the groups are %s", ErrGroupRefused, s.Header(), value, strings.Join(s.GroupNames(), ", "))
-	}
-	key := groupKey(session, group)
-	if err := g.otherGroupLive(s, key); err != nil {
-		return "", err
-	}
-	return key, nil
+	return g.pol.KeyOf(h, g.cfg.SessionHeader, g.liveUser())
 }
 
-// otherGroupLive refuses key when its session already has a context in
-// another group of s.
-func (g *Guard) otherGroupLive(s *policyfile.Set, key string) error {
-	if g.users == nil || !s.HasGroups() {
+// liveUser reports whether a user key has a browser context; nil without
+// a users registry (the Supervisor's gate).
+func (g *Guard) liveUser() policystate.Live {
+	if g.users == nil {
 		return nil
 	}
-	session, group, _ := strings.Cut(key, groupSep)
-	for _, other := range append([]string{""}, s.GroupNames()...) {
-		if other != group && g.users.Lookup(groupKey(session, other)) != nil {
-			return fmt.Errorf("%w: this user's browser context belongs to group %q; a user's group is fixed for the life of the context (close it, or wait for it to idle out, to change group)", ErrGroupRefused, displayGroup(other))
-		}
-	}
-	return nil
+	return func(key string) bool { return g.users.Lookup(key) != nil }
 }
 
 // acquireUser is users.Acquire that checks the group again once the user
@@ -207,7 +175,7 @@ func (g *Guard) acquireUser(ctx context.Context, key string) (*users.User, error
 	if err != nil {
 		return nil, err
 	}
-	if err := g.otherGroupLive(g.rules(), key); err != nil {
+	if err := policystate.OtherGroupLive(g.rules(), key, g.liveUser()); err != nil {
 		g.users.Release(u)
 		if !existed {
 			// The context this call just made: dispose it unless another
@@ -218,13 +186,6 @@ func (g *Guard) acquireUser(ctx context.Context, key string) (*users.User, error
 		return nil, err
 	}
 	return u, nil
-}
-
-func displayGroup(g string) string {
-	if g == "" {
-		return "(default)"
-	}
-	return g
 }
 
 // policyOfTarget returns the policy of the user whose context holds
