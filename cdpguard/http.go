@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/httpgate"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
@@ -56,9 +57,9 @@ func (g *Guard) listen() error {
 // ServeHTTP is the endpoint: Chrome's /json/* and /devtools/* surface plus
 // the guard's own paths. A web page must not be able to drive the guard, so
 // requests whose Host is not an IP literal, localhost or a --public-host are
-// refused, and so are WebSocket upgrades that carry an Origin.
+// refused, and so are WebSocket upgrades that carry an Origin (gate).
 func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if g.refuseForeign(w, r) {
+	if g.gate().Refuse(w, r) {
 		return
 	}
 	path := r.URL.Path
@@ -118,73 +119,15 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// refuseForeign answers 403 to a request a web page could have made (its
-// Host is not an IP literal, localhost or a --public-host name, or it
-// carries fromWebPage's headers) and reports whether it did. The guard and
-// the Supervisor in front of it (between browsers) both check first with it.
-func (g *Guard) refuseForeign(w http.ResponseWriter, r *http.Request) bool {
-	if g.fromOwnProxy(r) {
-		http.Error(w, "cdpguard: requests through the guard's own egress proxy are refused (a page reached the endpoint)", http.StatusForbidden)
-		return true
+// gate is the endpoint's refusal of requests a web page could have made
+// (internal/httpgate): the Host header, a page's headers, a connection
+// the guard's own egress proxy dialled.
+func (g *Guard) gate() httpgate.Gate {
+	gate := httpgate.Gate{PublicHosts: g.cfg.PublicHosts}
+	if p := g.proxy; p != nil {
+		gate.Dialled = p.Dialled
 	}
-	if !g.hostAllowed(r.Host) {
-		http.Error(w, "cdpguard: Host header "+r.Host+" is not accepted; use an IP address, localhost or a --public-host name", http.StatusForbidden)
-		return true
-	}
-	if fromWebPage(r) {
-		http.Error(w, "cdpguard: requests from web pages are refused (Origin or Sec-Fetch-Site header)", http.StatusForbidden)
-		return true
-	}
-	return false
-}
-
-// fromOwnProxy reports whether r came over a connection the guard's egress
-// proxy dialled: a page reached the endpoint by a route the self-address
-// set does not know (docs/decisions/2026-12-02-self.md).
-func (g *Guard) fromOwnProxy(r *http.Request) bool {
-	if g.proxy == nil {
-		return false
-	}
-	peer, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	la, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
-	return ok && g.proxy.Dialled(peer, la.AddrPort())
-}
-
-// fromWebPage reports whether r came from a web page rather than an agent.
-// Browsers send Sec-Fetch-Site on every request to a potentially
-// trustworthy origin such as 127.0.0.1 or localhost, and Origin on CORS and
-// non-GET requests; CDP clients send neither. "none" (a URL a human typed
-// into the address bar) stays allowed. A no-CORS GET from a page carries no
-// Origin, so checking Origin alone let a page call /json/close.
-func fromWebPage(r *http.Request) bool {
-	if r.Header.Get("Origin") != "" {
-		return true
-	}
-	s := r.Header.Get("Sec-Fetch-Site")
-	return s != "" && s != "none"
-}
-
-func (g *Guard) hostAllowed(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
-	if host == "localhost" {
-		return true
-	}
-	if _, err := netip.ParseAddr(host); err == nil {
-		return true
-	}
-	for _, p := range g.cfg.PublicHosts {
-		if strings.EqualFold(strings.TrimSuffix(p, "."), host) {
-			return true
-		}
-	}
-	return false
+	return gate
 }
 
 func writeText(w http.ResponseWriter, code int, s string) {
@@ -339,7 +282,7 @@ func (g *Guard) serveTargetAction(w http.ResponseWriter, r *http.Request, method
 
 // serveAgent upgrades to a WebSocket and relays it as one agent.
 func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID string) {
-	// ServeHTTP has already refused requests from web pages (fromWebPage).
+	// ServeHTTP has already refused requests from web pages (gate).
 	if !g.ready.Load() {
 		http.Error(w, "cdpguard: not ready", http.StatusServiceUnavailable)
 		return
