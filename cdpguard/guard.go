@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cdpguard/cdpguard/internal/browser"
+	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
 	"github.com/cdpguard/cdpguard/internal/dialogs"
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
@@ -109,9 +110,10 @@ type browserAbout struct {
 
 // endpoint is where agents connect.
 type endpoint struct {
-	url        string       // the endpoint's base URL
-	srv        *http.Server // nil when a Supervisor serves the endpoint
-	supervisor string       // set when a Supervisor serves the endpoint: its address
+	url        string                // the endpoint's base URL
+	srv        *http.Server          // nil when a Supervisor serves the endpoint
+	supervisor string                // set when a Supervisor serves the endpoint: its address
+	json       *devtoolsjson.Handler // Chrome's /json/* (http.go)
 	// self is every address the guard listens on (the endpoint, the egress
 	// proxy's listeners): never a destination for pages (self.go).
 	self *selfaddr.Set
@@ -320,6 +322,7 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
 	g.iso = g.newIsolator()
 	g.agents.mcp = g.newMCP()
+	g.ep.json = g.newDevtoolsJSON()
 	return g, nil
 }
 

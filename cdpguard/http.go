@@ -11,10 +11,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/coder/websocket"
 
-	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/browser"
+	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
 	"github.com/cdpguard/cdpguard/internal/httpgate"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
@@ -65,12 +65,12 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	switch {
 	case path == "/healthz":
-		writeText(w, http.StatusOK, "ok")
+		devtoolsjson.WriteText(w, http.StatusOK, "ok")
 	case path == "/readyz":
 		if g.ready.Load() {
-			writeText(w, http.StatusOK, "ok")
+			devtoolsjson.WriteText(w, http.StatusOK, "ok")
 		} else {
-			writeText(w, http.StatusServiceUnavailable, "not ready")
+			devtoolsjson.WriteText(w, http.StatusServiceUnavailable, "not ready")
 		}
 	case path == "/policy":
 		key, err := g.keyOf(r.Header)
@@ -84,17 +84,17 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/metrics":
 		g.metrics.handler.ServeHTTP(w, r)
 	case strings.HasSuffix(path, "/json/version") || strings.HasSuffix(path, "/json/version/"):
-		g.serveVersion(w, r)
+		g.ep.json.Version(w, r)
 	case path == "/json" || path == "/json/" || path == "/json/list" || path == "/json/list/":
-		g.serveList(w, r)
+		g.ep.json.List(w, r)
 	case path == "/json/protocol" || path == "/json/protocol/":
-		g.writeJSON(w, map[string]any{"version": map[string]string{"major": "1", "minor": "3"}, "domains": []any{}})
+		g.ep.json.Protocol(w, r)
 	case strings.HasPrefix(path, "/json/new"):
-		g.serveNew(w, r)
+		g.ep.json.NewTab(w, r)
 	case strings.HasPrefix(path, "/json/close/"):
-		g.serveTargetAction(w, r, "Target.closeTarget", strings.TrimPrefix(path, "/json/close/"), "Target is closing")
+		g.ep.json.Close(w, r, strings.TrimPrefix(path, "/json/close/"))
 	case strings.HasPrefix(path, "/json/activate/"):
-		g.serveTargetAction(w, r, "Target.activateTarget", strings.TrimPrefix(path, "/json/activate/"), "Target activated")
+		g.ep.json.Activate(w, r, strings.TrimPrefix(path, "/json/activate/"))
 	case path == "/mcp" || path == "/mcp/":
 		g.agents.mcp.ServeHTTP(w, r)
 	case strings.HasPrefix(path, "/devtools/browser/"):
@@ -130,154 +130,48 @@ func (g *Guard) gate() httpgate.Gate {
 	return gate
 }
 
-func writeText(w http.ResponseWriter, code int, s string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(code)
-	_, _ = w.Write([]byte(s))
-}
-
-func (g *Guard) writeJSON(w http.ResponseWriter, v any) {
-	b, err := jsonv2.Marshal(v)
-	if err != nil {
-		http.Error(w, "cdpguard: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	_, _ = w.Write(b)
-}
-
-func wsBase(r *http.Request) string { return "ws://" + r.Host }
-
-func (g *Guard) serveVersion(w http.ResponseWriter, r *http.Request) {
-	v := g.about.version
-	v.WebSocketDebuggerURL = wsBase(r) + "/devtools/browser/" + g.about.id
-	g.writeJSON(w, v)
-}
-
-type listEntry struct {
-	Description          string `json:"description"`
-	ID                   string `json:"id"`
-	Title                string `json:"title"`
-	Type                 string `json:"type"`
-	URL                  string `json:"url"`
-	WebSocketDebuggerURL string `json:"webSocketDebuggerUrl"`
-}
-
-func (g *Guard) entry(r *http.Request, t targetInfo) listEntry {
-	return listEntry{ID: t.TargetID, Title: t.Title, Type: t.Type, URL: t.URL,
-		WebSocketDebuggerURL: wsBase(r) + "/devtools/page/" + t.TargetID}
-}
+// writeJSON answers v as JSON.
+func (g *Guard) writeJSON(w http.ResponseWriter, v any) { devtoolsjson.WriteJSON(w, v) }
 
 // userKey returns the request's user; ok is false (and the request is
-// answered) when the header is required and missing.
+// answered) when it is refused (devtoolsjson.Handler.UserKey).
 func (g *Guard) userKey(w http.ResponseWriter, r *http.Request) (string, bool) {
-	key, err := g.keyOf(r.Header)
-	if err != nil {
-		http.Error(w, "cdpguard: "+err.Error(), http.StatusForbidden)
-		return "", false
-	}
-	if r.Header.Get(g.cfg.SessionHeader) == "" && g.cfg.RequireSessionHeader {
-		http.Error(w, "cdpguard: the "+g.cfg.SessionHeader+" header is required (--require-session-header)", http.StatusUnauthorized)
-		return "", false
-	}
-	return key, true
+	return g.ep.json.UserKey(w, r)
 }
 
-func (g *Guard) serveList(w http.ResponseWriter, r *http.Request) {
-	key, ok := g.userKey(w, r)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
-	ts, err := g.targets(ctx)
-	if err != nil {
-		http.Error(w, "cdpguard: "+err.Error(), http.StatusBadGateway)
-		return
-	}
-	out := []listEntry{}
-	u := g.users.Lookup(key)
-	for _, t := range ts {
-		if u == nil || !g.users.OwnsContext(u, t.BrowserContextID) || firewall.NotWeb(t.Type, t.URL) != "" {
-			continue
-		}
-		out = append(out, g.entry(r, t))
-	}
-	g.writeJSON(w, out)
-}
-
-func (g *Guard) serveNew(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPut {
-		w.Header().Set("Allow", http.MethodPut)
-		http.Error(w, "cdpguard: use PUT for /json/new", http.StatusMethodNotAllowed)
-		return
-	}
-	target := r.URL.RawQuery
-	if target == "" {
-		target = "about:blank"
-	}
-	if msg := g.checkURL(target); msg != "" {
-		http.Error(w, msg, http.StatusForbidden)
-		return
-	}
-	key, ok := g.userKey(w, r)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
-	u, err := g.acquireUser(ctx, key)
-	if err != nil {
-		http.Error(w, "cdpguard: "+err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	defer g.users.Release(u)
-	if err := g.iso.CheckTabs(u); err != nil {
-		http.Error(w, "cdpguard: /json/new is refused: "+err.Error(), http.StatusForbidden)
-		return
-	}
-	res, err := g.mux.Call(ctx, "", "Target.createTarget", map[string]any{"url": target, "browserContextId": u.Primary})
-	if err != nil {
-		http.Error(w, "cdpguard: "+err.Error(), http.StatusBadGateway)
-		return
-	}
-	var c struct {
-		TargetID string `json:"targetId"`
-	}
-	_ = jsonv2.Unmarshal(res, &c)
-	g.writeJSON(w, g.entry(r, targetInfo{TargetID: c.TargetID, Type: "page", URL: target}))
-}
-
-// serveTargetAction serves /json/close/<id> and /json/activate/<id>. They
-// change state, so they take PUT only, like Chrome's /json/new: no GET (an
-// <iframe>, <img> or no-cors fetch from a page carries no Origin when the
-// guard's address is not a secure context) may close or raise a tab
-// (docs/decisions/2026-12-02-self.md).
-func (g *Guard) serveTargetAction(w http.ResponseWriter, r *http.Request, method, id, ok string) {
-	if r.Method != http.MethodPut {
-		w.Header().Set("Allow", http.MethodPut)
-		http.Error(w, "cdpguard: use PUT for "+strings.TrimSuffix(r.URL.Path, id)+"<id>: endpoints that change state take no GET", http.StatusMethodNotAllowed)
-		return
-	}
-	key, allowed := g.userKey(w, r)
-	if !allowed {
-		return
-	}
-	if u := g.users.Lookup(key); u == nil || !g.users.OwnsTarget(u, id) {
-		http.Error(w, "cdpguard: no such target for this user", http.StatusNotFound)
-		return
-	}
-	if msg := g.notWebRefusal(method, id); msg != "" {
-		http.Error(w, msg, http.StatusForbidden)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
-	if _, err := g.mux.Call(ctx, "", method, map[string]any{"targetId": id}); err != nil {
-		http.Error(w, "cdpguard: "+err.Error(), http.StatusNotFound)
-		return
-	}
-	writeText(w, http.StatusOK, ok)
+// newDevtoolsJSON wires Chrome's /json/* surface (internal/devtoolsjson)
+// to the guard: its browser, its users and its checks.
+func (g *Guard) newDevtoolsJSON() *devtoolsjson.Handler {
+	return devtoolsjson.New(devtoolsjson.Deps{
+		Browser:              muxCaller{g},
+		Targets:              g.targets,
+		Version:              func() browser.Version { return g.about.version },
+		BrowserID:            func() string { return g.about.id },
+		KeyOf:                g.keyOf,
+		SessionHeader:        g.cfg.SessionHeader,
+		RequireSessionHeader: g.cfg.RequireSessionHeader,
+		InContext: func(key, bctx string) bool {
+			u := g.users.Lookup(key)
+			return u != nil && g.users.OwnsContext(u, bctx)
+		},
+		Owns: func(key, id string) bool {
+			u := g.users.Lookup(key)
+			return u != nil && g.users.OwnsTarget(u, id)
+		},
+		CheckURL: g.checkURL,
+		NotWeb:   g.notWebRefusal,
+		Open: func(ctx context.Context, key string) (string, func(), error) {
+			u, err := g.acquireUser(ctx, key)
+			if err != nil {
+				return "", nil, err
+			}
+			if err := g.iso.CheckTabs(u); err != nil {
+				g.users.Release(u)
+				return "", nil, &devtoolsjson.Refused{Err: err}
+			}
+			return u.Primary, func() { g.users.Release(u) }, nil
+		},
+	})
 }
 
 // serveAgent upgrades to a WebSocket and relays it as one agent.

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
 	"github.com/cdpguard/cdpguard/internal/httpgate"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
 )
@@ -170,11 +171,11 @@ func (s *Supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.URL.Path {
 	case "/healthz":
-		writeText(w, http.StatusOK, "ok")
+		devtoolsjson.WriteText(w, http.StatusOK, "ok")
 	case "/metrics":
 		s.metrics.handler.ServeHTTP(w, r)
 	case "/readyz":
-		writeText(w, http.StatusServiceUnavailable, "not ready: the browser is (re)starting")
+		devtoolsjson.WriteText(w, http.StatusServiceUnavailable, "not ready: the browser is (re)starting")
 	default:
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "cdpguard: not ready: the browser is (re)starting; retry shortly", http.StatusServiceUnavailable)
