@@ -37,7 +37,9 @@ func (g *Guard) newMCP() *mcpserver.Endpoint {
 			SessionHeader: g.cfg.SessionHeader,
 			UploadEnabled: g.cfg.UploadDir != "",
 			Linger:        mcpserver.Linger(g.cfg.SessionIdle),
-			OnToolCall:    g.metrics.ToolCall,
+			// g.metrics is read at each call: a Supervisor swaps in its
+			// own after newGuard.
+			OnToolCall:    func(tool, outcome string) { g.metrics.ToolCall(tool, outcome) },
 			CallTimeout:   g.cfg.MCPCallTimeout,
 			DialogWait:    mcpserver.DialogWait(g.cfg.MCPDialogWait),
 			ImageMaxBytes: g.cfg.MCPImageMaxBytes,
