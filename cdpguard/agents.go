@@ -100,7 +100,7 @@ func (g *Guard) newIsolator() *isolation.Isolator {
 		},
 		MaxTabs:     g.limits().MaxTabs,
 		MaxContexts: g.limits().MaxContexts,
-		OnCap:       g.metrics.bounds.Capped,
+		OnCap:       func(c string) { g.metrics.bounds.Capped(c) }, // read at each call: a Supervisor swaps g.metrics after newGuard
 	})
 }
 
