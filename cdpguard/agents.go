@@ -36,10 +36,10 @@ func (g *Guard) admitAgent(ctx context.Context, conn relay.AgentConn, s agentSpe
 		},
 		OnActivity: func() { st.touch(g) },
 		Share:      share,
-		Bounds:     g.bounds(),
-		OnCutOff:   g.onCutOff(s.name, s.key),
-		OnThrottle: g.metrics.bounds.throttled.Inc,
-		OnDropped:  func(kind string) { g.metrics.bounds.dropped.WithLabelValues(kind).Inc() },
+		Bounds:     g.limits().Relay(),
+		OnCutOff:   g.metrics.bounds.OnCutOff(g.log, s.name, s.key),
+		OnThrottle: g.metrics.bounds.Throttled,
+		OnDropped:  g.metrics.bounds.Dropped,
 		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
 			return g.countRefusal(cmd, g.intercept(ctx, a, st, cmd))
 		},
@@ -98,9 +98,9 @@ func (g *Guard) newIsolator() *isolation.Isolator {
 				_ = g.mux.Send(parent, "Target.detachFromTarget", map[string]any{"sessionId": child})
 			})
 		},
-		MaxTabs:     g.maxTabs(),
-		MaxContexts: g.maxContexts(),
-		OnCap:       func(c string) { g.metrics.bounds.capped.WithLabelValues(c).Inc() },
+		MaxTabs:     g.limits().MaxTabs,
+		MaxContexts: g.limits().MaxContexts,
+		OnCap:       func(c string) { g.metrics.bounds.Capped(c) }, // read at each call: a Supervisor swaps g.metrics after newGuard
 	})
 }
 

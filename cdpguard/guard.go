@@ -13,107 +13,40 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cdpguard/cdpguard/internal/browser"
-	"github.com/cdpguard/cdpguard/internal/controls"
 	"github.com/cdpguard/cdpguard/internal/dialogs"
-	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
-	"github.com/cdpguard/cdpguard/internal/files"
 	"github.com/cdpguard/cdpguard/internal/hostmap"
 	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/outbox"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
-	"github.com/cdpguard/cdpguard/internal/readpage"
+	"github.com/cdpguard/cdpguard/internal/policystate"
 	"github.com/cdpguard/cdpguard/internal/relay"
-	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
-	"github.com/cdpguard/cdpguard/internal/shares"
 	"github.com/cdpguard/cdpguard/internal/users"
-	"github.com/cdpguard/cdpguard/internal/worlds"
 )
 
 // Guard is a running guard: a guarded browser and its CDP endpoint.
+//
+// Five groups of its state are embedded (browserSide, netSide, userSide,
+// lifecycle, features) so that every feature's code reads their fields as the
+// guard's own (g.mux, g.proxy, g.users, g.ctx) while the features move
+// out to internal/ packages (issue #22).
 type Guard struct {
-	cfg       Config
-	log       *slog.Logger
-	pol       policyState // the policy in force (policystate.go)
-	hosts     *hostmap.Map
-	proc      *browser.Process // nil when attached
-	mux       *relay.Mux
-	judge     *fetchdomain.Judge
-	dialogs   *dialogs.Handler
-	attached  bool
-	users     *users.Registry
-	iso       *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
-	proxy     *egress.Proxy
-	proxyAddr string
-	proxyURL  string
-	metrics   *metrics
-	files     *files.Dirs
-	worlds    *worlds.Worlds // the guard's isolated worlds, hidden from agents
-	rd        *readpage.Reader
-	fx        *outbox.Queue // browser sends decided on the read loop (internal/outbox)
-	about     browserAbout  // what agents are told about the browser
-	ep        endpoint      // where agents connect
-	scopes    *scopes.Table // per-user session grants and proxy listeners (wire_scopes.go)
-	ctl       *controls.Controls
+	cfg     Config
+	log     *slog.Logger
+	pol     *policystate.State // the policy in force (wire_policy.go)
+	metrics *metrics
 
-	ready atomic.Bool
-	ctx   context.Context // ends at Close; owns every goroutine below
-	stop  context.CancelFunc
-	wg    sync.WaitGroup
-
-	setups setups   // the guard's setup of each target
-	agents agentSet // the agent connections and what they share
-	mcp    mcpState // the MCP server at /mcp
-	closed closeState
-}
-
-// browserAbout is what agents are told about the browser.
-type browserAbout struct {
-	id      string // the browser id in /devtools/browser/<id>
-	version browser.Version
-	// target is the browser's own target id, learned at start-up
-	// (browsertarget.go).
-	target atomic.Pointer[string]
-}
-
-// endpoint is where agents connect.
-type endpoint struct {
-	url        string       // the endpoint's base URL
-	srv        *http.Server // nil when a Supervisor serves the endpoint
-	supervisor string       // set when a Supervisor serves the endpoint: its address
-	// self is every address the guard listens on (the endpoint, the egress
-	// proxy's listeners): never a destination for pages (self.go).
-	self *selfaddr.Set
-}
-
-// setups tracks the guard's setup of each target.
-type setups struct {
-	mu   sync.Mutex
-	done map[string]chan struct{} // targetId → closed when the guard's setup on it ended
-}
-
-// agentSet is the guard's agent connections and what they share.
-type agentSet struct {
-	// mu guards m, and is the barrier between admitting an agent and
-	// Close: handlers check g.ctx and add to g.wg under it.
-	mu     sync.Mutex
-	m      map[*relay.Agent]*agentState
-	shares *shares.Table[*relay.Share] // user key → the share of all the user's connections
-}
-
-// closeState makes Close run once and remembers its result.
-type closeState struct {
-	once sync.Once
-	err  error
-	done chan struct{}
+	browserSide // the browser connection and what the guard keeps about it
+	netSide     // where agents connect and where pages go out
+	userSide    // the users, their isolation and their agent connections
+	lifecycle   // ready, the guard's context and goroutines, Close
+	features    // the features wired in (wire_*.go), each an internal/ package
 }
 
 type agentState struct {
@@ -271,18 +204,16 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	ctx, stop := context.WithCancel(context.Background())
 	id := make([]byte, 16)
 	_, _ = rand.Read(id)
-	g := &Guard{
-		cfg: cfg, log: log, hosts: hosts,
-		ctx:    ctx,
-		stop:   stop,
-		setups: setups{done: map[string]chan struct{}{}},
-		agents: agentSet{m: map[*relay.Agent]*agentState{}, shares: newShares()},
-		fx:     outbox.New(),
-		closed: closeState{done: make(chan struct{})},
-		ep:     endpoint{self: selfaddr.New()},
-	}
-	g.pol.cur.Store(rules)
-	g.pol.sum = sum
+	g := &Guard{cfg: cfg, log: log}
+	g.fx = outbox.New()
+	g.ctx, g.stop = ctx, stop
+	g.closed.done = make(chan struct{})
+	g.hosts = hosts
+	g.ep.self = selfaddr.New()
+	g.setups.done = map[string]chan struct{}{}
+	g.agents.m = map[*relay.Agent]*agentState{}
+	g.agents.shares = newShares()
+	g.pol = g.newPolicyState(rules, sum)
 	g.about.id = hex.EncodeToString(id)
 	if g.files, err = g.newFiles(); err != nil {
 		stop()
@@ -293,6 +224,8 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
 	g.scopes = g.newScopes()
 	g.iso = g.newIsolator()
+	g.agents.mcp = g.newMCP()
+	g.ep.json = g.newDevtoolsJSON()
 	return g, nil
 }
 
@@ -321,14 +254,11 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), dialogGrace(g.cfg.DialogGrace), g.log)
 	g.startControls()
 	g.runFiles()
-	if g.cfg.PolicyFile != "" {
-		g.wg.Add(1)
-		go func() { // the policy file's watcher: ends with the guard
-			defer g.wg.Done()
-			g.watchPolicy()
-		}()
-	}
-	g.wg.Add(5)
+	g.wg.Add(6)
+	go func() { // the policy file's watcher, if any: ends with the guard
+		defer g.wg.Done()
+		g.pol.Watch(g.ctx)
+	}()
 	go func() { // the idle-user sweeper: ends with the guard
 		defer g.wg.Done()
 		g.users.Run(g.ctx)
@@ -371,7 +301,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		return err
 	}
 	g.ready.Store(true)
-	g.warnSharedMCP()
+	g.agents.mcp.WarnShared(g.log)
 	g.log.Info("browser " + g.about.version.Browser + " (" + g.about.version.UserAgent + ")")
 	def := g.rules().Default().Policy
 	g.log.Info("cdpguard up, allowed origins="+strings.Join(def.Origins(), ";"), "blocked", strings.Join(def.Blocked(), ";"), "groups", strings.Join(g.rules().GroupNames(), ";"), "policyFile", g.cfg.PolicyFile, "endpoint", g.ep.url, "mode", g.mode())
@@ -538,6 +468,32 @@ func (g *Guard) failHeldPauses() {
 // heldPausesBound bounds how long Close waits for the held pauses' failures
 // to be sent.
 const heldPausesBound = 2 * time.Second
+
+// enter registers a handler or goroutine that Close must wait for (g.wg),
+// under agents.mu, Close's barrier; false, registering nothing, once Close
+// began. The caller calls g.wg.Done when it ends.
+func (g *Guard) enter() bool {
+	g.agents.mu.Lock()
+	defer g.agents.mu.Unlock()
+	if g.ctx.Err() != nil {
+		return false
+	}
+	g.wg.Add(1)
+	return true
+}
+
+// spawn runs f(g.ctx) on a goroutine Close waits for; false, without
+// running it, once Close began.
+func (g *Guard) spawn(f func(ctx context.Context)) bool {
+	if !g.enter() {
+		return false
+	}
+	go func() { // ends when f does, which ends with g.ctx
+		defer g.wg.Done()
+		f(g.ctx)
+	}()
+	return true
+}
 
 // closeAsync starts Close from inside a goroutine Close waits for.
 func (g *Guard) closeAsync() error {

@@ -11,10 +11,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/coder/websocket"
 
-	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/browser"
+	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
+	"github.com/cdpguard/cdpguard/internal/httpgate"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
@@ -56,20 +57,20 @@ func (g *Guard) listen() error {
 // ServeHTTP is the endpoint: Chrome's /json/* and /devtools/* surface plus
 // the guard's own paths. A web page must not be able to drive the guard, so
 // requests whose Host is not an IP literal, localhost or a --public-host are
-// refused, and so are WebSocket upgrades that carry an Origin.
+// refused, and so are WebSocket upgrades that carry an Origin (gate).
 func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if g.refuseForeign(w, r) {
+	if g.gate().Refuse(w, r) {
 		return
 	}
 	path := r.URL.Path
 	switch {
 	case path == "/healthz":
-		writeText(w, http.StatusOK, "ok")
+		devtoolsjson.WriteText(w, http.StatusOK, "ok")
 	case path == "/readyz":
 		if g.ready.Load() {
-			writeText(w, http.StatusOK, "ok")
+			devtoolsjson.WriteText(w, http.StatusOK, "ok")
 		} else {
-			writeText(w, http.StatusServiceUnavailable, "not ready")
+			devtoolsjson.WriteText(w, http.StatusServiceUnavailable, "not ready")
 		}
 	case path == "/policy":
 		key, err := g.keyOf(r.Header)
@@ -83,19 +84,19 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/metrics":
 		g.metrics.handler.ServeHTTP(w, r)
 	case strings.HasSuffix(path, "/json/version") || strings.HasSuffix(path, "/json/version/"):
-		g.serveVersion(w, r)
+		g.ep.json.Version(w, r)
 	case path == "/json" || path == "/json/" || path == "/json/list" || path == "/json/list/":
-		g.serveList(w, r)
+		g.ep.json.List(w, r)
 	case path == "/json/protocol" || path == "/json/protocol/":
-		g.writeJSON(w, map[string]any{"version": map[string]string{"major": "1", "minor": "3"}, "domains": []any{}})
+		g.ep.json.Protocol(w, r)
 	case strings.HasPrefix(path, "/json/new"):
-		g.serveNew(w, r)
+		g.ep.json.NewTab(w, r)
 	case strings.HasPrefix(path, "/json/close/"):
-		g.serveTargetAction(w, r, "Target.closeTarget", strings.TrimPrefix(path, "/json/close/"), "Target is closing")
+		g.ep.json.Close(w, r, strings.TrimPrefix(path, "/json/close/"))
 	case strings.HasPrefix(path, "/json/activate/"):
-		g.serveTargetAction(w, r, "Target.activateTarget", strings.TrimPrefix(path, "/json/activate/"), "Target activated")
+		g.ep.json.Activate(w, r, strings.TrimPrefix(path, "/json/activate/"))
 	case path == "/mcp" || path == "/mcp/":
-		g.serveMCP(w, r)
+		g.agents.mcp.ServeHTTP(w, r)
 	case strings.HasPrefix(path, "/devtools/browser/"):
 		// Any id is accepted (Chrome 404s on a foreign one): behind a load
 		// balancer a client reads /json/version from one instance, often
@@ -118,228 +119,64 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// refuseForeign answers 403 to a request a web page could have made (its
-// Host is not an IP literal, localhost or a --public-host name, or it
-// carries fromWebPage's headers) and reports whether it did. The guard and
-// the Supervisor in front of it (between browsers) both check first with it.
-func (g *Guard) refuseForeign(w http.ResponseWriter, r *http.Request) bool {
-	if g.fromOwnProxy(r) {
-		http.Error(w, "cdpguard: requests through the guard's own egress proxy are refused (a page reached the endpoint)", http.StatusForbidden)
-		return true
+// gate is the endpoint's refusal of requests a web page could have made
+// (internal/httpgate): the Host header, a page's headers, a connection
+// the guard's own egress proxy dialled.
+func (g *Guard) gate() httpgate.Gate {
+	gate := httpgate.Gate{PublicHosts: g.cfg.PublicHosts}
+	if p := g.proxy; p != nil {
+		gate.Dialled = p.Dialled
 	}
-	if !g.hostAllowed(r.Host) {
-		http.Error(w, "cdpguard: Host header "+r.Host+" is not accepted; use an IP address, localhost or a --public-host name", http.StatusForbidden)
-		return true
-	}
-	if fromWebPage(r) {
-		http.Error(w, "cdpguard: requests from web pages are refused (Origin or Sec-Fetch-Site header)", http.StatusForbidden)
-		return true
-	}
-	return false
+	return gate
 }
 
-// fromOwnProxy reports whether r came over a connection the guard's egress
-// proxy dialled: a page reached the endpoint by a route the self-address
-// set does not know (docs/decisions/2026-12-02-self.md).
-func (g *Guard) fromOwnProxy(r *http.Request) bool {
-	if g.proxy == nil {
-		return false
-	}
-	peer, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	la, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
-	return ok && g.proxy.Dialled(peer, la.AddrPort())
-}
-
-// fromWebPage reports whether r came from a web page rather than an agent.
-// Browsers send Sec-Fetch-Site on every request to a potentially
-// trustworthy origin such as 127.0.0.1 or localhost, and Origin on CORS and
-// non-GET requests; CDP clients send neither. "none" (a URL a human typed
-// into the address bar) stays allowed. A no-CORS GET from a page carries no
-// Origin, so checking Origin alone let a page call /json/close.
-func fromWebPage(r *http.Request) bool {
-	if r.Header.Get("Origin") != "" {
-		return true
-	}
-	s := r.Header.Get("Sec-Fetch-Site")
-	return s != "" && s != "none"
-}
-
-func (g *Guard) hostAllowed(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
-	if host == "localhost" {
-		return true
-	}
-	if _, err := netip.ParseAddr(host); err == nil {
-		return true
-	}
-	for _, p := range g.cfg.PublicHosts {
-		if strings.EqualFold(strings.TrimSuffix(p, "."), host) {
-			return true
-		}
-	}
-	return false
-}
-
-func writeText(w http.ResponseWriter, code int, s string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(code)
-	_, _ = w.Write([]byte(s))
-}
-
-func (g *Guard) writeJSON(w http.ResponseWriter, v any) {
-	b, err := jsonv2.Marshal(v)
-	if err != nil {
-		http.Error(w, "cdpguard: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	_, _ = w.Write(b)
-}
-
-func wsBase(r *http.Request) string { return "ws://" + r.Host }
-
-func (g *Guard) serveVersion(w http.ResponseWriter, r *http.Request) {
-	v := g.about.version
-	v.WebSocketDebuggerURL = wsBase(r) + "/devtools/browser/" + g.about.id
-	g.writeJSON(w, v)
-}
-
-type listEntry struct {
-	Description          string `json:"description"`
-	ID                   string `json:"id"`
-	Title                string `json:"title"`
-	Type                 string `json:"type"`
-	URL                  string `json:"url"`
-	WebSocketDebuggerURL string `json:"webSocketDebuggerUrl"`
-}
-
-func (g *Guard) entry(r *http.Request, t targetInfo) listEntry {
-	return listEntry{ID: t.TargetID, Title: t.Title, Type: t.Type, URL: t.URL,
-		WebSocketDebuggerURL: wsBase(r) + "/devtools/page/" + t.TargetID}
-}
+// writeJSON answers v as JSON.
+func (g *Guard) writeJSON(w http.ResponseWriter, v any) { devtoolsjson.WriteJSON(w, v) }
 
 // userKey returns the request's user; ok is false (and the request is
-// answered) when the header is required and missing.
+// answered) when it is refused (devtoolsjson.Handler.UserKey).
 func (g *Guard) userKey(w http.ResponseWriter, r *http.Request) (string, bool) {
-	key, err := g.keyOf(r.Header)
-	if err != nil {
-		http.Error(w, "cdpguard: "+err.Error(), http.StatusForbidden)
-		return "", false
-	}
-	if r.Header.Get(g.cfg.SessionHeader) == "" && g.cfg.RequireSessionHeader {
-		http.Error(w, "cdpguard: the "+g.cfg.SessionHeader+" header is required (--require-session-header)", http.StatusUnauthorized)
-		return "", false
-	}
-	return key, true
+	return g.ep.json.UserKey(w, r)
 }
 
-func (g *Guard) serveList(w http.ResponseWriter, r *http.Request) {
-	key, ok := g.userKey(w, r)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
-	ts, err := g.targets(ctx)
-	if err != nil {
-		http.Error(w, "cdpguard: "+err.Error(), http.StatusBadGateway)
-		return
-	}
-	out := []listEntry{}
-	u := g.users.Lookup(key)
-	for _, t := range ts {
-		if u == nil || !g.users.OwnsContext(u, t.BrowserContextID) || firewall.NotWeb(t.Type, t.URL) != "" {
-			continue
-		}
-		out = append(out, g.entry(r, t))
-	}
-	g.writeJSON(w, out)
-}
-
-func (g *Guard) serveNew(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPut {
-		w.Header().Set("Allow", http.MethodPut)
-		http.Error(w, "cdpguard: use PUT for /json/new", http.StatusMethodNotAllowed)
-		return
-	}
-	target := r.URL.RawQuery
-	if target == "" {
-		target = "about:blank"
-	}
-	if msg := g.checkURL(target); msg != "" {
-		http.Error(w, msg, http.StatusForbidden)
-		return
-	}
-	key, ok := g.userKey(w, r)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
-	u, err := g.acquireUser(ctx, key)
-	if err != nil {
-		http.Error(w, "cdpguard: "+err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	defer g.users.Release(u)
-	if err := g.iso.CheckTabs(u); err != nil {
-		http.Error(w, "cdpguard: /json/new is refused: "+err.Error(), http.StatusForbidden)
-		return
-	}
-	res, err := g.mux.Call(ctx, "", "Target.createTarget", map[string]any{"url": target, "browserContextId": u.Primary})
-	if err != nil {
-		http.Error(w, "cdpguard: "+err.Error(), http.StatusBadGateway)
-		return
-	}
-	var c struct {
-		TargetID string `json:"targetId"`
-	}
-	_ = jsonv2.Unmarshal(res, &c)
-	g.writeJSON(w, g.entry(r, targetInfo{TargetID: c.TargetID, Type: "page", URL: target}))
-}
-
-// serveTargetAction serves /json/close/<id> and /json/activate/<id>. They
-// change state, so they take PUT only, like Chrome's /json/new: no GET (an
-// <iframe>, <img> or no-cors fetch from a page carries no Origin when the
-// guard's address is not a secure context) may close or raise a tab
-// (docs/decisions/2026-12-02-self.md).
-func (g *Guard) serveTargetAction(w http.ResponseWriter, r *http.Request, method, id, ok string) {
-	if r.Method != http.MethodPut {
-		w.Header().Set("Allow", http.MethodPut)
-		http.Error(w, "cdpguard: use PUT for "+strings.TrimSuffix(r.URL.Path, id)+"<id>: endpoints that change state take no GET", http.StatusMethodNotAllowed)
-		return
-	}
-	key, allowed := g.userKey(w, r)
-	if !allowed {
-		return
-	}
-	if u := g.users.Lookup(key); u == nil || !g.users.OwnsTarget(u, id) {
-		http.Error(w, "cdpguard: no such target for this user", http.StatusNotFound)
-		return
-	}
-	if msg := g.notWebRefusal(method, id); msg != "" {
-		http.Error(w, msg, http.StatusForbidden)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
-	if _, err := g.mux.Call(ctx, "", method, map[string]any{"targetId": id}); err != nil {
-		http.Error(w, "cdpguard: "+err.Error(), http.StatusNotFound)
-		return
-	}
-	writeText(w, http.StatusOK, ok)
+// newDevtoolsJSON wires Chrome's /json/* surface (internal/devtoolsjson)
+// to the guard: its browser, its users and its checks.
+func (g *Guard) newDevtoolsJSON() *devtoolsjson.Handler {
+	return devtoolsjson.New(devtoolsjson.Deps{
+		Browser:              muxCaller{g},
+		Targets:              g.targets,
+		Version:              func() browser.Version { return g.about.version },
+		BrowserID:            func() string { return g.about.id },
+		KeyOf:                g.keyOf,
+		SessionHeader:        g.cfg.SessionHeader,
+		RequireSessionHeader: g.cfg.RequireSessionHeader,
+		InContext: func(key, bctx string) bool {
+			u := g.users.Lookup(key)
+			return u != nil && g.users.OwnsContext(u, bctx)
+		},
+		Owns: func(key, id string) bool {
+			u := g.users.Lookup(key)
+			return u != nil && g.users.OwnsTarget(u, id)
+		},
+		CheckURL: g.checkURL,
+		NotWeb:   g.notWebRefusal,
+		Open: func(ctx context.Context, key string) (string, func(), error) {
+			u, err := g.acquireUser(ctx, key)
+			if err != nil {
+				return "", nil, err
+			}
+			if err := g.iso.CheckTabs(u); err != nil {
+				g.users.Release(u)
+				return "", nil, &devtoolsjson.Refused{Err: err}
+			}
+			return u.Primary, func() { g.users.Release(u) }, nil
+		},
+	})
 }
 
 // serveAgent upgrades to a WebSocket and relays it as one agent.
 func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID string) {
-	// ServeHTTP has already refused requests from web pages (fromWebPage).
+	// ServeHTTP has already refused requests from web pages (gate).
 	if !g.ready.Load() {
 		http.Error(w, "cdpguard: not ready", http.StatusServiceUnavailable)
 		return
@@ -351,16 +188,12 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 	if key == "" {
 		g.log.Warn("agent without the "+g.cfg.SessionHeader+" header: it shares the fallback context", "remote", r.RemoteAddr)
 	}
-	// Close waits for every agent: register under agents.mu, which Close
-	// takes after cancelling g.ctx, so no handler slips past it.
-	g.agents.mu.Lock()
-	if g.ctx.Err() != nil {
-		g.agents.mu.Unlock()
+	// Close waits for every agent: enter registers under agents.mu, which
+	// Close takes after cancelling g.ctx, so no handler slips past it.
+	if !g.enter() {
 		http.Error(w, "cdpguard: shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	g.wg.Add(1)
-	g.agents.mu.Unlock()
 	defer g.wg.Done()
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {

@@ -56,9 +56,13 @@ func TestMCPEndpoint(t *testing.T) {
 }
 
 func TestMCPOff(t *testing.T) {
-	g := &Guard{cfg: Config{DisableMCP: true}}
+	g, err := newGuard(Config{DisableMCP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = g.Close() }()
 	rec := httptest.NewRecorder()
-	g.serveMCP(rec, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(initializeBody)))
+	g.agents.mcp.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(initializeBody)))
 	if rec.Code != http.StatusNotFound {
 		t.Fatalf("--mcp=false: %d", rec.Code)
 	}

@@ -7,6 +7,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cdpguard/cdpguard/internal/bounds"
+	"github.com/cdpguard/cdpguard/internal/policystate"
 )
 
 // metrics are the guard's Prometheus metrics, on a registry of its own so
@@ -14,21 +17,20 @@ import (
 // makes one set and hands it to every guard it launches, so counters survive
 // browser restarts; the gauges read whichever guard is current.
 type metrics struct {
-	reg              *prometheus.Registry
-	fetchBlocked     *prometheus.CounterVec
-	proxyRefused     prometheus.Counter
-	browserRestarts  prometheus.Counter
-	rendererCrashes  prometheus.Counter
-	browserOversize  *prometheus.CounterVec // oversize.go
-	decisionSeconds  prometheus.Histogram
-	cdpRefused       *prometheus.CounterVec
-	mcpToolCalls     *prometheus.CounterVec
-	agentsSlowClosed prometheus.Counter
-	pausesShed       prometheus.Counter
-	grantsMade       prometheus.Counter
-	bounds           *boundsMetrics         // bounds.go
-	policyReloads    *prometheus.CounterVec // policyreload.go
-	handler          http.Handler
+	reg             *prometheus.Registry
+	fetchBlocked    *prometheus.CounterVec
+	proxyRefused    prometheus.Counter
+	browserRestarts prometheus.Counter
+	rendererCrashes prometheus.Counter
+	browserOversize *prometheus.CounterVec // oversize.go
+	decisionSeconds prometheus.Histogram
+	cdpRefused      *prometheus.CounterVec
+	mcpToolCalls    *prometheus.CounterVec
+	pausesShed      prometheus.Counter
+	grantsMade      prometheus.Counter
+	bounds          *bounds.Metrics        // wire_bounds.go
+	policyReloads   *prometheus.CounterVec // wire_policy.go
+	handler         http.Handler
 }
 
 // newMetrics registers the metrics; cur returns the guard the gauges read
@@ -65,17 +67,13 @@ func newMetrics(cur func() *Guard) *metrics {
 			Name: "cdpguard_mcp_tool_calls_total",
 			Help: "MCP tool calls, by tool and outcome (ok, error, refused, canceled).",
 		}, []string{"tool", "outcome"}),
-		agentsSlowClosed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "cdpguard_agents_cut_off_total",
-			Help: "Agent connections closed because they did not read their messages in time.",
-		}),
 		pausesShed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cdpguard_paused_requests_shed_total",
 			Help: "Paused requests failed at once because the Fetch judge's queue was full.",
 		}),
 	}
 	m.browserOversize = newOversizeCounter(m.reg)
-	m.policyReloads = newPolicyReloadsCounter(m.reg)
+	m.policyReloads = policystate.NewReloadsCounter(m.reg)
 	gauge := func(name, help string, f func(*Guard) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
 			if g := cur(); g != nil && g.users != nil {
@@ -85,7 +83,7 @@ func newMetrics(cur func() *Guard) *metrics {
 		})
 	}
 	m.reg.MustRegister(m.fetchBlocked, m.proxyRefused, m.browserRestarts, m.rendererCrashes,
-		m.decisionSeconds, m.cdpRefused, m.mcpToolCalls, m.agentsSlowClosed, m.pausesShed,
+		m.decisionSeconds, m.cdpRefused, m.mcpToolCalls, m.pausesShed,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gauge("cdpguard_users", "Users with a browser context.",
@@ -115,7 +113,7 @@ func newMetrics(cur func() *Guard) *metrics {
 			}),
 	)
 	m.grantsMade = newGrantsCounter(m.reg)
-	m.bounds = newBoundsMetrics(m.reg, cur)
+	m.bounds = bounds.NewMetrics(m.reg, func() bounds.Stats { return boundsStatsOf(cur()) })
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return m
 }

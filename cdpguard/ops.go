@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/coder/websocket"
 
+	"github.com/cdpguard/cdpguard/internal/bounds"
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/firewall"
@@ -151,7 +152,7 @@ func (g *Guard) useEndpoint(addr string) error {
 
 // agentWriteTimeout bounds one write to an agent's socket: an agent that
 // does not read for this long while messages wait for it is cut off; so is
-// one whose queue stays over its back-pressure mark this long (bounds.go).
+// one whose queue stays over its back-pressure mark this long (internal/bounds).
 func (g *Guard) agentWriteTimeout() time.Duration {
 	if g.cfg.AgentWriteTimeout > 0 {
 		return g.cfg.AgentWriteTimeout
@@ -163,8 +164,7 @@ const defaultAgentWriteTimeout = 10 * time.Second
 
 // onAgentStall counts and logs an agent cut off for not reading.
 func (g *Guard) onAgentStall() {
-	g.metrics.agentsSlowClosed.Inc()
-	g.metrics.bounds.cutOff.WithLabelValues("write_stall").Inc()
+	g.metrics.bounds.CutOff(bounds.CutWriteStall)
 	g.log.Warn("agent cut off: it did not read its messages", "bound", g.agentWriteTimeout())
 }
 

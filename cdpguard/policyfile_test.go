@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/cdpguard/cdpguard/internal/policystate"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
@@ -152,7 +153,7 @@ func TestGroupKeys(t *testing.T) {
 		return h
 	}
 	key, err := g.keyOf(hdr("X-LibreChat-User", "alice", "X-Group", "staff"))
-	if err != nil || key != "alice\x00staff" || groupOfKey(key) != "staff" {
+	if err != nil || key != "alice\x00staff" || policystate.GroupOfKey(key) != "staff" {
 		t.Fatalf("staff key %q, %v", key, err)
 	}
 	if !g.policyOf(key).Decide("https://wiki.test/").Allowed || g.policyOf(key).Decide("https://public.test/").Allowed {
@@ -222,25 +223,25 @@ func TestAcquireUserOneGroup(t *testing.T) {
 	defer func() { _ = g.Close() }()
 	g.users = users.New(fakeContexts{}, time.Hour, g.log)
 	ctx := context.Background()
-	staff, err := g.acquireUser(ctx, groupKey("alice", "staff"))
+	staff, err := g.acquireUser(ctx, policystate.GroupKey("alice", "staff"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.users.Release(staff)
 	// keyOf was passed before staff's context existed; Acquire now finds it.
-	if _, err := g.acquireUser(ctx, groupKey("alice", "")); !errors.Is(err, ErrGroupRefused) {
+	if _, err := g.acquireUser(ctx, policystate.GroupKey("alice", "")); !errors.Is(err, ErrGroupRefused) {
 		t.Fatalf("a second group's context: %v", err)
 	}
 	if g.users.Lookup("alice") != nil {
 		t.Error("the refused context was kept")
 	}
-	if g.users.Lookup(groupKey("alice", "staff")) == nil {
+	if g.users.Lookup(policystate.GroupKey("alice", "staff")) == nil {
 		t.Error("the first group's context was lost")
 	}
 	if _, err := g.keyOf(http.Header{"X-Librechat-User": {"alice"}}); !errors.Is(err, ErrGroupRefused) {
 		t.Errorf("keyOf for another group mid-life: %v", err)
 	}
-	if _, err := g.acquireUser(ctx, groupKey("bob", "")); err != nil {
+	if _, err := g.acquireUser(ctx, policystate.GroupKey("bob", "")); err != nil {
 		t.Errorf("another session: %v", err)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
+	"github.com/cdpguard/cdpguard/internal/httpgate"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
 )
 
@@ -30,7 +32,7 @@ type Supervisor struct {
 	opts    SupervisorOptions
 	log     *slog.Logger
 	metrics *metrics
-	gate    *Guard // no browser: only its request checks (Host header) are used while none is ready
+	gate    httpgate.Gate // the request checks (Host header, web pages) while no guard is ready
 	ln      net.Listener
 	srv     *http.Server
 	url     string
@@ -97,7 +99,7 @@ func Supervise(ctx context.Context, cfg Config, opts SupervisorOptions) (*Superv
 	sctx, stop := context.WithCancel(context.Background())
 	s := &Supervisor{
 		cfg: cfg, opts: opts.withDefaults(), log: log,
-		gate: &Guard{cfg: cfg},
+		gate: httpgate.Gate{PublicHosts: cfg.PublicHosts},
 		ln:   ln, url: "http://" + ln.Addr().String(),
 		ctx: sctx, stop: stop, done: make(chan struct{}),
 	}
@@ -164,16 +166,16 @@ func (s *Supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.ServeHTTP(w, r)
 		return
 	}
-	if s.gate.refuseForeign(w, r) {
+	if s.gate.Refuse(w, r) {
 		return
 	}
 	switch r.URL.Path {
 	case "/healthz":
-		writeText(w, http.StatusOK, "ok")
+		devtoolsjson.WriteText(w, http.StatusOK, "ok")
 	case "/metrics":
 		s.metrics.handler.ServeHTTP(w, r)
 	case "/readyz":
-		writeText(w, http.StatusServiceUnavailable, "not ready: the browser is (re)starting")
+		devtoolsjson.WriteText(w, http.StatusServiceUnavailable, "not ready: the browser is (re)starting")
 	default:
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "cdpguard: not ready: the browser is (re)starting; retry shortly", http.StatusServiceUnavailable)

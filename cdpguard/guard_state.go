@@ -1,0 +1,122 @@
+package cdpguard
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cdpguard/cdpguard/internal/browser"
+	"github.com/cdpguard/cdpguard/internal/controls"
+	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
+	"github.com/cdpguard/cdpguard/internal/dialogs"
+	"github.com/cdpguard/cdpguard/internal/egress"
+	"github.com/cdpguard/cdpguard/internal/fetchdomain"
+	"github.com/cdpguard/cdpguard/internal/files"
+	"github.com/cdpguard/cdpguard/internal/hostmap"
+	"github.com/cdpguard/cdpguard/internal/isolation"
+	"github.com/cdpguard/cdpguard/internal/mcpserver"
+	"github.com/cdpguard/cdpguard/internal/outbox"
+	"github.com/cdpguard/cdpguard/internal/readpage"
+	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/scopes"
+	"github.com/cdpguard/cdpguard/internal/selfaddr"
+	"github.com/cdpguard/cdpguard/internal/shares"
+	"github.com/cdpguard/cdpguard/internal/users"
+	"github.com/cdpguard/cdpguard/internal/worlds"
+)
+
+// The groups of the Guard's state (guard.go).
+
+// browserSide is the browser connection and what the guard keeps about
+// the browser.
+type browserSide struct {
+	mux      *relay.Mux
+	proc     *browser.Process // nil when attached
+	attached bool
+	judge    *fetchdomain.Judge
+	dialogs  *dialogs.Handler
+	about    browserAbout  // what agents are told about the browser
+	setups   setups        // the guard's setup of each target
+	fx       *outbox.Queue // browser sends decided on the read loop (internal/outbox)
+}
+
+// features are the guard's features, each a package of internal/ wired in
+// by a wire_*.go file.
+type features struct {
+	files  *files.Dirs        // the upload and download directories
+	worlds *worlds.Worlds     // the guard's isolated worlds, hidden from agents
+	rd     *readpage.Reader   // Guard.read, GET /read
+	scopes *scopes.Table      // per-user session grants and proxy listeners
+	ctl    *controls.Controls // the human's controls; nil when off
+}
+
+// netSide is where agents connect (the endpoint) and where pages go out
+// (the egress proxy, the host map).
+type netSide struct {
+	ep        endpoint
+	hosts     *hostmap.Map
+	proxy     *egress.Proxy
+	proxyAddr string
+	proxyURL  string
+}
+
+// userSide is the users, their isolation and their agent connections.
+type userSide struct {
+	users  *users.Registry
+	iso    *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
+	agents agentSet            // the agent connections and what they share
+}
+
+// lifecycle is the guard's life: ready, the context and goroutines it
+// owns, and Close's once.
+type lifecycle struct {
+	ready  atomic.Bool
+	ctx    context.Context // ends at Close; owns every goroutine of the guard
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	closed closeState
+}
+
+// browserAbout is what agents are told about the browser.
+type browserAbout struct {
+	id      string // the browser id in /devtools/browser/<id>
+	version browser.Version
+	// target is the browser's own target id, learned at start-up
+	// (browsertarget.go).
+	target atomic.Pointer[string]
+}
+
+// endpoint is where agents connect.
+type endpoint struct {
+	url        string                // the endpoint's base URL
+	srv        *http.Server          // nil when a Supervisor serves the endpoint
+	supervisor string                // set when a Supervisor serves the endpoint: its address
+	json       *devtoolsjson.Handler // Chrome's /json/* (http.go)
+	// self is every address the guard listens on (the endpoint, the egress
+	// proxy's listeners): never a destination for pages (self.go).
+	self *selfaddr.Set
+}
+
+// setups tracks the guard's setup of each target.
+type setups struct {
+	mu   sync.Mutex
+	done map[string]chan struct{} // targetId → closed when the guard's setup on it ended
+}
+
+// agentSet is the guard's agent connections and what they share.
+type agentSet struct {
+	// mu guards m, and is the barrier between admitting an agent and
+	// Close: handlers check g.ctx and add to g.wg under it (enter).
+	mu     sync.Mutex
+	m      map[*relay.Agent]*agentState
+	shares *shares.Table[*relay.Share] // user key → the share of all the user's connections
+	mcp    *mcpserver.Endpoint         // /mcp; nil when off (wire_mcp.go)
+}
+
+// closeState makes Close run once and remembers its result.
+type closeState struct {
+	once sync.Once
+	err  error
+	done chan struct{}
+}

@@ -1,0 +1,194 @@
+package cdpguard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/cdpguard/cdpguard/internal/policy"
+	"github.com/cdpguard/cdpguard/internal/policyfile"
+	"github.com/cdpguard/cdpguard/internal/policystate"
+	"github.com/cdpguard/cdpguard/internal/users"
+)
+
+// This file wires the policy in force (internal/policystate) to the guard:
+// where it starts from (Config), what follows a change (tunnels rechecked,
+// MCP clients told, the counter), and the user keys of requests.
+
+// ErrPolicyFile is wrapped by ReloadPolicy's errors about the file, and by
+// SetPolicy when a policy file is the policy's one source.
+var ErrPolicyFile = policystate.ErrPolicyFile
+
+// ErrGroupRefused is wrapped by the refusal of a request whose group the
+// policy file does not define (unknownGroup: refuse), or whose group
+// differs from the one its user's context was made for.
+var ErrGroupRefused = policystate.ErrGroupRefused
+
+// ReloadPolicy reads the policy file (Config.PolicyFile) again now, as
+// SIGHUP does; the guard also polls the file by itself. A file that does
+// not parse changes nothing: the error is returned, logged and counted
+// (cdpguard_policy_reloads_total{result="error"}). Without a policy file it
+// returns an error wrapping ErrPolicyFile.
+func (g *Guard) ReloadPolicy() error { return g.pol.Reload("reload") }
+
+// SetPolicy replaces the allowlist, blocklist and instructions of a guard
+// configured without a policy file, as a reload does: every new decision
+// of every layer uses it at once, open tunnels to hosts it no longer
+// allows are closed, MCP clients are told, and no connection, context or
+// grant is dropped. A bad entry changes nothing and is returned as a
+// *ConfigError. With a policy file it is refused (the file is the one
+// source); edit the file instead.
+func (g *Guard) SetPolicy(allow, block []string, instructions string) error {
+	if err := g.pol.Settable(); err != nil {
+		return err
+	}
+	p, err := policy.Parse(allow, block)
+	if err != nil {
+		return setupError("", err)
+	}
+	return g.pol.Set(policyfile.Static(p, instructions), "SetPolicy")
+}
+
+// newPolicyState puts rules in force; sum is the content hash of the file
+// they were read from.
+func (g *Guard) newPolicyState(rules *policyfile.Set, sum [32]byte) *policystate.State {
+	return policystate.New(rules, sum, policystate.Deps{
+		File: g.cfg.PolicyFile, Poll: g.cfg.PolicyPoll, Log: g.log,
+		OnReload: func(result string) { g.metrics.policyReloads.WithLabelValues(result).Inc() },
+		OnChange: func() int {
+			closed := 0
+			if g.proxy != nil {
+				closed = g.proxy.Recheck()
+			}
+			g.agents.mcp.PolicyChanged()
+			return closed
+		},
+	})
+}
+
+// loadPolicy builds the starting policy from cfg: the policy file when
+// one is given (then Allow, Block and Instructions must be empty: the file
+// is the one source), else Allow, Block and Instructions.
+func loadPolicy(cfg Config) (*policyfile.Set, [32]byte, error) {
+	if cfg.PolicyFile == "" {
+		p, err := policy.Parse(cfg.Allow, cfg.Block)
+		if err != nil {
+			return nil, [32]byte{}, setupError("", err)
+		}
+		return policyfile.Static(p, cfg.Instructions), [32]byte{}, nil
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"Allow", anyEntry(cfg.Allow)}, {"Block", anyEntry(cfg.Block)}, {"Instructions", strings.TrimSpace(cfg.Instructions) != ""}} {
+		if f.set {
+			return nil, [32]byte{}, configError(f.name, "", "set with PolicyFile (--policy-file): put allow, block and instructions in the policy file, its one source")
+		}
+	}
+	s, sum, err := policyfile.Read(cfg.PolicyFile)
+	if err != nil {
+		return nil, [32]byte{}, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	if h := s.Header(); h != "" && strings.EqualFold(h, sessionHeader(cfg)) {
+		return nil, [32]byte{}, configError("PolicyFile", h, "groupHeader must differ from the session header")
+	}
+	return s, sum, nil
+}
+
+// anyEntry reports whether list holds anything but blanks (an empty
+// ALLOWED_ORIGINS="" sets nothing, so it does not compete with the file).
+func anyEntry(list []string) bool {
+	for _, v := range list {
+		if strings.TrimSpace(v) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func sessionHeader(cfg Config) string {
+	if cfg.SessionHeader == "" {
+		return DefaultSessionHeader
+	}
+	return cfg.SessionHeader
+}
+
+// rules returns the policy in force; a guard not built by newGuard (the
+// Supervisor's gate, unit tests) has an empty one, which refuses everything.
+func (g *Guard) rules() *policyfile.Set { return g.pol.Rules() }
+
+// groupFor returns the policy group of the user whose key is key.
+func (g *Guard) groupFor(key string) *policyfile.Group { return g.pol.Group(key) }
+
+// policyOf returns the policy that judges the agents of key.
+func (g *Guard) policyOf(key string) *policy.Policy { return g.pol.PolicyOf(key) }
+
+// rulesForFrame is the Fetch judge's view: the policy and instructions of
+// the user whose tab holds frameID.
+func (g *Guard) rulesForFrame(frameID string) (*policy.Policy, string) {
+	return g.pol.ForFrame(frameID, g.ownerOfFrame)
+}
+
+// ownerOfFrame returns the key of the user whose context holds frameID (a
+// target, or a frame of a page the guard saw attach): scopes.Owner.
+func (g *Guard) ownerOfFrame(frameID string) (string, bool) {
+	return g.scopes.Owner(frameID)
+}
+
+// keyOf returns the user key of an HTTP request (policystate.KeyOf): a
+// user's group is fixed while their context lives.
+func (g *Guard) keyOf(h http.Header) (string, error) {
+	return g.pol.KeyOf(h, g.cfg.SessionHeader, g.liveUser())
+}
+
+// liveUser reports whether a user key has a browser context; nil without
+// a users registry (the Supervisor's gate).
+func (g *Guard) liveUser() policystate.Live {
+	if g.users == nil {
+		return nil
+	}
+	return func(key string) bool { return g.users.Lookup(key) != nil }
+}
+
+// acquireUser is users.Acquire that checks the group again once the user
+// is registered: two first requests of one session naming two groups at
+// once both pass keyOf's check, and then at least one of them sees the
+// other here and is refused, so a session never holds contexts in two
+// groups.
+func (g *Guard) acquireUser(ctx context.Context, key string) (*users.User, error) {
+	existed := g.users.Lookup(key) != nil
+	u, err := g.users.Acquire(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := policystate.OtherGroupLive(g.rules(), key, g.liveUser()); err != nil {
+		g.users.Release(u)
+		if !existed {
+			// The context this call just made: dispose it unless another
+			// connection holds it (ErrInUse), so two refused racers do not
+			// lock the session out until it idles.
+			_ = g.users.DisposeNow(ctx, key)
+		}
+		return nil, err
+	}
+	return u, nil
+}
+
+// policyOfTarget returns the policy of the user whose context holds
+// targetID, the default group's for a target nobody owns.
+func (g *Guard) policyOfTarget(targetID string) *policy.Policy {
+	key, _ := g.ownerOfFrame(targetID)
+	return g.policyOf(key)
+}
+
+// allowAddrsOf lets the egress proxy dial the IP entries of key's group
+// in the policy in force (loopback or private addresses the operator named
+// for that group), and no other group's.
+func (g *Guard) allowAddrsOf(key string) func(netip.Addr) bool {
+	return func(a netip.Addr) bool {
+		return slices.Contains(g.policyOf(key).IPEntries(), a.Unmap())
+	}
+}
