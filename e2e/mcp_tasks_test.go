@@ -20,45 +20,21 @@ import (
 )
 
 // TestMCPModelTasks runs what a model does through /mcp (the MCP SDK's
-// streamable-HTTP client with the user header): dialogs answered, a form
-// filled, a popup followed, a tall page's screenshot bounded, blocked
-// clicks as errors, single-typed schemas. It runs beside the other suites,
-// on a guard with the default bounds, which these tasks never reach; the
-// tasks that wait a bound out and time it are TestMCPModelTasksBounds.
+// streamable-HTTP client with the user header), on one guard with small
+// bounds so that the timeouts cost seconds: dialogs answered, a form
+// filled, a popup followed, a tall page's screenshot bounded, calls that
+// never end bounded, blocked clicks as errors, single-typed schemas.
 func TestMCPModelTasks(t *testing.T) {
-	t.Parallel() // own guard, browser and test hosts; the timed tasks are in TestMCPModelTasksBounds (CI wall time)
-	mcpModelTasks(t, false)
-}
-
-// TestMCPModelTasksBounds runs the MCP model tasks that wait out the call
-// and dialog bounds, on a guard with small bounds so that the timeouts
-// cost seconds: a dialog's wait runs out, calls that never end are
-// bounded. They time those waits, so they run alone, before the parallel
-// suites.
-func TestMCPModelTasksBounds(t *testing.T) {
-	mcpModelTasks(t, true)
-}
-
-// mcpModelTasks runs the tasks that wait bounds out (timed) or the others.
-func mcpModelTasks(t *testing.T, timed bool) {
 	const bound, dialogWait = 6 * time.Second, 3 * time.Second
 	h := testhosts.Start(t)
 	g := userGuard(t, func(c *cdpguard.Config) {
-		if timed {
-			c.MCPCallTimeout, c.MCPDialogWait = bound, dialogWait
-		}
+		c.MCPCallTimeout, c.MCPDialogWait = bound, dialogWait
 	})
 	slow := slowHost(t)
 	s := mcpConnect(t, g.URL(), "tasks-alice")
 	page := func(p string) string { return h.PageURL("/mcp/" + p) }
-	// task runs f as subtest name when it belongs to this half.
-	task := func(name string, waitsBound bool, f func(t *testing.T)) {
-		if waitsBound == timed {
-			t.Run(name, f)
-		}
-	}
 
-	task("schemas", false, func(t *testing.T) {
+	t.Run("schemas", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		res, err := s.ListTools(ctx, nil)
@@ -80,7 +56,7 @@ func mcpModelTasks(t *testing.T, timed bool) {
 			t.Errorf("serverInfo.version is the browser's: %q", v)
 		}
 	})
-	task("confirmAndPrompt", false, func(t *testing.T) {
+	t.Run("confirmAndPrompt", func(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": page("dialogs.html")}, false)
 		out := call(t, s, "browser_click", map[string]any{"target": "button:nth-of-type(1)", "element": "Delete"}, false)
 		mustContain(t, "click opening a confirm", out, "a confirm dialog", "Delete the file?", "browser_handle_dialog")
@@ -93,7 +69,7 @@ func mcpModelTasks(t *testing.T, timed bool) {
 		call(t, s, "browser_handle_dialog", map[string]any{"accept": true, "promptText": "Ada"}, false)
 		mustContain(t, "after prompt", call(t, s, "browser_read", nil, false), "HELLO Ada")
 	})
-	task("dialogWaitRunsOut", true, func(t *testing.T) {
+	t.Run("dialogWaitRunsOut", func(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": page("dialogs.html")}, false)
 		call(t, s, "browser_click", map[string]any{"target": "button:nth-of-type(1)"}, false)
 		out := call(t, s, "browser_wait_for", map[string]any{"time": dialogWait.Seconds()}, false)
@@ -118,7 +94,7 @@ func mcpModelTasks(t *testing.T, timed bool) {
 		}
 		mustContain(t, "after the wait", out, "CANCELLED", "cdpguard dismissed a confirm dialog")
 	})
-	task("dialogLoop", false, func(t *testing.T) {
+	t.Run("dialogLoop", func(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": page("dialogs.html")}, false)
 		out := call(t, s, "browser_click", map[string]any{"target": "button:nth-of-type(3)"}, false)
 		for i := 0; i < 8 && !strings.Contains(out, "closed the tab"); i++ {
@@ -140,7 +116,7 @@ func mcpModelTasks(t *testing.T, timed bool) {
 		mustContain(t, "loop", out, "kept opening dialogs", "closed the tab")
 		call(t, s, "browser_tabs", map[string]any{"action": "list"}, false)
 	})
-	task("fillForm", false, func(t *testing.T) {
+	t.Run("fillForm", func(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": page("form.html")}, false)
 		snap := call(t, s, "browser_snapshot", nil, false)
 		call(t, s, "browser_fill_form", map[string]any{"fields": []map[string]any{
@@ -155,7 +131,7 @@ func mcpModelTasks(t *testing.T, timed bool) {
 		mustContain(t, "type on a button", out, "does not take text")
 		mustContain(t, "no click", call(t, s, "browser_tabs", map[string]any{"action": "list"}, false), "form.html")
 	})
-	task("popup", false, func(t *testing.T) {
+	t.Run("popup", func(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": page("popup.html")}, false)
 		out := call(t, s, "browser_click", map[string]any{"target": "a[target=_blank]"}, false)
 		mustContain(t, "popup", out, "opened a new tab", "next.html", "current tab")
@@ -178,7 +154,7 @@ func mcpModelTasks(t *testing.T, timed bool) {
 		out = call(t, s, "browser_tabs", map[string]any{"action": "new", "url": page("next.html")}, false)
 		mustContain(t, "tabs new url", out, "* ", "next.html")
 	})
-	task("tallScreenshot", false, func(t *testing.T) {
+	t.Run("tallScreenshot", func(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": page("tall.html")}, false)
 		// A page that lies about its pixel ratio does not enlarge the image.
 		call(t, s, "browser_evaluate", map[string]any{"expression": "Object.defineProperty(window, 'devicePixelRatio', {get: () => 0.01}), 1"}, false)
@@ -209,7 +185,7 @@ func mcpModelTasks(t *testing.T, timed bool) {
 		}
 		mustContain(t, "screenshot text", text, "16000", "were cut", "scaled to")
 	})
-	task("neverResolving", true, func(t *testing.T) {
+	t.Run("neverResolving", func(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": page("article.html")}, false)
 		t0 := time.Now()
 		out := call(t, s, "browser_evaluate", map[string]any{"function": "() => new Promise(() => {})"}, true)
@@ -223,14 +199,14 @@ func mcpModelTasks(t *testing.T, timed bool) {
 			t.Errorf("the next call took %v", d)
 		}
 	})
-	task("slowServer", true, func(t *testing.T) {
+	t.Run("slowServer", func(t *testing.T) {
 		out := call(t, s, "browser_navigate", map[string]any{"url": slow + "/slow"}, true)
 		mustContain(t, "slow server", out, "loading the page at", "did not finish within 6 s", "browser_read")
 		if strings.Contains(out, "blocked") || strings.Contains(out, "refused") {
 			t.Errorf("a timeout reads like a refusal: %s", out)
 		}
 	})
-	task("blockedClick", false, func(t *testing.T) {
+	t.Run("blockedClick", func(t *testing.T) {
 		before := h.Forbidden.Total() + h.Forbidden.Conns()
 		call(t, s, "browser_navigate", map[string]any{"url": page("popup.html") + "?to=" + h.Forbidden.Origin() + "/hit/mcp-click"}, false)
 		out := call(t, s, "browser_click", map[string]any{"target": "#away"}, true)
@@ -242,7 +218,7 @@ func mcpModelTasks(t *testing.T, timed bool) {
 			t.Errorf("forbidden listener saw %d hits", n-before)
 		}
 	})
-	task("scriptRendered", false, func(t *testing.T) {
+	t.Run("scriptRendered", func(t *testing.T) {
 		// A page that renders its article by script after the load event
 		// is read once it settled, not as "Loading...".
 		out := call(t, s, "browser_read", map[string]any{"url": slow + "/script"}, false)
@@ -251,14 +227,14 @@ func mcpModelTasks(t *testing.T, timed bool) {
 			t.Errorf("the read did not wait for the page to settle:\n%s", out)
 		}
 	})
-	task("hugeSnapshot", false, func(t *testing.T) {
+	t.Run("hugeSnapshot", func(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": slow + "/huge"}, false)
 		t0 := time.Now()
 		out := call(t, s, "browser_snapshot", nil, false)
 		mustContain(t, "huge snapshot", out, "No snapshot", "DOM nodes", "browser_read")
 		t.Logf("snapshot of a 50k-button page: %v, %d characters", time.Since(t0), len(out))
 	})
-	task("keyCombo", false, func(t *testing.T) {
+	t.Run("keyCombo", func(t *testing.T) {
 		call(t, s, "browser_navigate", map[string]any{"url": page("form.html")}, false)
 		call(t, s, "browser_type", map[string]any{"target": "input[name=name]", "text": "abc"}, false)
 		call(t, s, "browser_press_key", map[string]any{"key": "Control+a"}, false)

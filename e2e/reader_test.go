@@ -76,7 +76,7 @@ func readerHost(t testing.TB) string {
 	return "http://" + testhosts.AllowedName + ":" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
-// readerGuard launches the guard of a reader suite.
+// readerGuard launches the one guard the reader tests share.
 func readerGuard(t *testing.T, origin string) *cdpguard.Guard {
 	t.Helper()
 	cfg := guardConfig(t)
@@ -85,26 +85,16 @@ func readerGuard(t *testing.T, origin string) *cdpguard.Guard {
 	return cdptest.StartGuard(t, cfg)
 }
 
-// TestReader reads the fixture table through one guard (Playwright and
-// Guard.read). TestReaderAgents has the rest of the reader's checks, on a
-// guard of its own, so that the two fill go test's two parallel slots.
+// TestReader reads pages through one guard: the fixture table (Playwright
+// and Guard.read), sections, links, the search note, refusals, a hostile
+// page, a page that never loads, GET /read.
 func TestReader(t *testing.T) {
 	t.Parallel() // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
 	needBrowser(t)
 	origin := readerHost(t)
-	g := readerGuard(t, origin)
-	t.Run("fixtures", func(t *testing.T) { readerFixtures(t, g, origin) })
-}
-
-// TestReaderAgents reads pages as agents do, through one guard: sections,
-// links, the search note, refusals, a hostile page, a page that never
-// loads, GET /read.
-func TestReaderAgents(t *testing.T) {
-	t.Parallel() // own browser and test hosts (CI wall time)
-	needBrowser(t)
-	origin := readerHost(t)
 	h := testhosts.Start(t)
 	g := readerGuard(t, origin)
+	t.Run("fixtures", func(t *testing.T) { readerFixtures(t, g, origin) })
 	t.Run("cdp", func(t *testing.T) { readerCDP(t, g, origin, h) })
 	t.Run("http", func(t *testing.T) { readerHTTP(t, g, origin, h) })
 }

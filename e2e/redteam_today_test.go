@@ -18,44 +18,9 @@ import (
 // I4 attack is quick.
 const todayGrace = 700 * time.Millisecond
 
-// TestRedTeamToday attacks Guard.read, GET /read, /mcp and window ids as a
-// hostile agent, page and MCP client would. It has no timed bound, so it
-// runs beside the other suites; TestRedTeamTodayDialogGrace, which bounds
-// how long dialogs hold a page, runs alone.
+// TestRedTeamToday attacks Guard.read, GET /read, /mcp, window ids and the
+// dialog grace as a hostile agent, page and MCP client would.
 func TestRedTeamToday(t *testing.T) {
-	t.Parallel() // own guard, browser and test hosts, no timed assertion (CI wall time)
-	e := startToday(t)
-	t.Run("readURLs", func(t *testing.T) { rtReadURLs(t, e) })
-	t.Run("readScope", func(t *testing.T) { rtReadScope(t, e) })
-	t.Run("hiddenWorld", func(t *testing.T) { rtHiddenWorld(t, e) })
-	t.Run("rawWorld", func(t *testing.T) { rtRawWorld(t, e) })
-	t.Run("debuggerWorld", func(t *testing.T) { rtDebuggerWorld(t, e) })
-	t.Run("oldDocumentWorld", func(t *testing.T) { rtOldDocumentWorld(t, e) })
-	t.Run("aboutURLs", func(t *testing.T) { rtAboutURLs(t, e) })
-	t.Run("readConcurrent", func(t *testing.T) { rtReadConcurrent(t, e) })
-	t.Run("readHTTP", func(t *testing.T) { rtReadHTTP(t, e) })
-	t.Run("windows", func(t *testing.T) { rtWindows(t, e) })
-	t.Run("mcp", func(t *testing.T) { rtMCP(t, e) })
-	t.Run("giantReply", func(t *testing.T) { rtGiantReply(t, e) })
-	e.noLeak(t)
-	e.aliceIntact(t)
-}
-
-// TestRedTeamTodayDialogGrace attacks the dialog grace (I4) with a bound on
-// how long a dialog loop holds a page: it runs before the parallel suites,
-// alone, on its own guard.
-func TestRedTeamTodayDialogGrace(t *testing.T) {
-	e := startToday(t)
-	t.Run("dialogGrace", func(t *testing.T) { rtDialogGrace(t, e) })
-	e.noLeak(t)
-	e.aliceIntact(t)
-}
-
-// startToday starts the red team's guard (dialog grace todayGrace) and
-// test hosts, with alice (the victim) and mallory (the attacker) each on a
-// page of her own.
-func startToday(t *testing.T) *rtEnv {
-	t.Helper()
 	needBrowser(t)
 	h := testhosts.Start(t)
 	g := userGuard(t, func(c *cdpguard.Config) {
@@ -68,7 +33,22 @@ func startToday(t *testing.T) *rtEnv {
 	e.aliceCtx = e.alice.ContextOf(t, e.aliceTarget)
 	e.mallory = cdptest.Connect(t, e.base, "mallory")
 	e.malTarget, e.malPage = e.mallory.OpenPage(t, userURL(h, "mallory"))
-	return e
+
+	t.Run("readURLs", func(t *testing.T) { rtReadURLs(t, e) })
+	t.Run("readScope", func(t *testing.T) { rtReadScope(t, e) })
+	t.Run("hiddenWorld", func(t *testing.T) { rtHiddenWorld(t, e) })
+	t.Run("rawWorld", func(t *testing.T) { rtRawWorld(t, e) })
+	t.Run("debuggerWorld", func(t *testing.T) { rtDebuggerWorld(t, e) })
+	t.Run("oldDocumentWorld", func(t *testing.T) { rtOldDocumentWorld(t, e) })
+	t.Run("aboutURLs", func(t *testing.T) { rtAboutURLs(t, e) })
+	t.Run("readConcurrent", func(t *testing.T) { rtReadConcurrent(t, e) })
+	t.Run("readHTTP", func(t *testing.T) { rtReadHTTP(t, e) })
+	t.Run("windows", func(t *testing.T) { rtWindows(t, e) })
+	t.Run("dialogGrace", func(t *testing.T) { rtDialogGrace(t, e) })
+	t.Run("mcp", func(t *testing.T) { rtMCP(t, e) })
+	t.Run("giantReply", func(t *testing.T) { rtGiantReply(t, e) })
+	e.noLeak(t)
+	e.aliceIntact(t)
 }
 
 // rtGuardRead sends Guard.read on session of c and decodes the result.

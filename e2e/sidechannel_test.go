@@ -71,15 +71,37 @@ func launchSide(t *testing.T, name string, edit func(*cdpguard.Config)) *sideEnv
 	return &sideEnv{name: name, bctx: connect(t, g.URL()), log: log}
 }
 
-// TestSideChannels runs every page-driven side channel of issue 3 against
-// two guards (service workers blocked, and guarded), with unguarded
-// Chromium controls where the guard's proxy hides the vector. It ends with
-// the summary "N vectors, 0 leaks" and the list. TestSideChannelsNetwork
-// has the channels the guard closes for every host and the SIGKILL.
+// TestSideChannels runs every side channel of issue 3 against two guards
+// (service workers blocked, and guarded), with unguarded Chromium controls
+// for the channels the guard closes for every host (WebRTC UDP, DNS
+// prefetch), and cdpguard killed with SIGKILL while a page polls. It ends
+// with the summary "N vectors, 0 leaks" and the list.
 func TestSideChannels(t *testing.T) {
 	t.Parallel() // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
-	h, sum, block := startSide(t)
-	insecure := sideInsecure(h)
+	needBrowser(t)
+	if directMode() {
+		t.Skip("skipping: side channels are measured against the guard; direct mode is for the leak harness")
+	}
+	start := time.Now()
+	h := testhosts.Start(t)
+	sum := &sideSummary{}
+	defer func() {
+		sum.report(t)
+		t.Logf("side-channel suite took %v", time.Since(start).Round(100*time.Millisecond))
+	}()
+
+	// Service workers need a secure context; both guards get the flag, so
+	// that block mode is refused by the guard, not by the context.
+	// The forbidden origin is listed too, so that vectors that need a
+	// secure target (speculation-rules prefetch) are attempted at all.
+	insecure := "--unsafely-treat-insecure-origin-as-secure=" + strings.Join([]string{
+		h.Allowed.Origin(), h.Sink.Origin(), h.Forbidden.Origin(), sameSiteEvil(h)}, ",")
+	block := launchSide(t, "block", func(c *cdpguard.Config) {
+		// localhost resolves to loopback through /etc/hosts, not HostMap:
+		// the proxy must refuse it.
+		c.Allow = append(c.Allow, "localhost")
+		c.ChromeFlags = append(c.ChromeFlags, insecure)
+	})
 	guard := launchSide(t, "guard", func(c *cdpguard.Config) {
 		c.ServiceWorkers = "guard"
 		c.Allow = append(c.Allow, "localhost", "127.0.0.1:"+strconv.Itoa(h.Sink.Port))
@@ -101,61 +123,11 @@ func TestSideChannels(t *testing.T) {
 			t.Run("forbidden", func(t *testing.T) { rec.leak = !sideForbidden(t, h, v) })
 		})
 	}
-	sideNoLeak(t, h)
-}
-
-// TestSideChannelsNetwork runs the side channels the guard closes for
-// every host, against the block-mode guard with unguarded Chromium
-// controls (WebRTC UDP, DNS prefetch), and cdpguard killed with SIGKILL
-// while a page polls; a suite of its own so that the two halves of the
-// side channels fill go test's two parallel slots.
-func TestSideChannelsNetwork(t *testing.T) {
-	t.Parallel() // own browsers and test hosts (CI wall time)
-	h, sum, block := startSide(t)
-	unguarded := &sideEnv{name: "unguarded", bctx: connect(t, startChromium(t).URL)}
 	sideWebRTC(t, h, sum, block, unguarded)
 	sideDNSPrefetch(t, h, sum, block, unguarded)
 	rec := sum.vector("sigkill-while-polling")
 	t.Run("sigkill-while-polling", func(t *testing.T) { rec.ran = true; sideSIGKILL(t, h, rec) })
-	sideNoLeak(t, h)
-}
 
-// startSide starts the test hosts and the block-mode guard of a
-// side-channel suite, and reports the suite's summary when t ends.
-func startSide(t *testing.T) (*testhosts.Hosts, *sideSummary, *sideEnv) {
-	t.Helper()
-	needBrowser(t)
-	if directMode() {
-		t.Skip("skipping: side channels are measured against the guard; direct mode is for the leak harness")
-	}
-	start := time.Now()
-	h := testhosts.Start(t)
-	sum := &sideSummary{}
-	t.Cleanup(func() {
-		sum.report(t)
-		t.Logf("side-channel suite took %v", time.Since(start).Round(100*time.Millisecond))
-	})
-	block := launchSide(t, "block", func(c *cdpguard.Config) {
-		// localhost resolves to loopback through /etc/hosts, not HostMap:
-		// the proxy must refuse it.
-		c.Allow = append(c.Allow, "localhost")
-		c.ChromeFlags = append(c.ChromeFlags, sideInsecure(h))
-	})
-	return h, sum, block
-}
-
-// sideInsecure is the flag both guards get: service workers need a secure
-// context, so that block mode is refused by the guard, not by the context.
-// The forbidden origin is listed too, so that vectors that need a secure
-// target (speculation-rules prefetch) are attempted at all.
-func sideInsecure(h *testhosts.Hosts) string {
-	return "--unsafely-treat-insecure-origin-as-secure=" + strings.Join([]string{
-		h.Allowed.Origin(), h.Sink.Origin(), h.Forbidden.Origin(), sameSiteEvil(h)}, ",")
-}
-
-// sideNoLeak fails t when the forbidden host saw anything over the run.
-func sideNoLeak(t *testing.T, h *testhosts.Hosts) {
-	t.Helper()
 	if s := h.Forbidden.Snapshot(); s.Total > 0 || s.Conns > 0 {
 		t.Errorf("LEAK: over the whole run the forbidden host saw %d requests and %d TCP connections: %v", s.Total, s.Conns, h.Forbidden.Log())
 	}

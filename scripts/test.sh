@@ -7,20 +7,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# vet, staticcheck, dead code: outside the namespace (go run fetches its
-# tools), started first so that building the tools and type-checking
-# overlap the downloads below instead of the tests, and niced so that what
-# is left of it takes only the CPU the tests leave idle (several suites
-# bound latencies). It prints only what it finds, shown once the tests end.
-# go vet ./... covers the test files too, so go test below runs -vet=off
-# (vet once, not twice).
-lint_log=$(mktemp)
-nice -n 15 bash scripts/lint.sh >"$lint_log" 2>&1 &
-lint_pid=$!
-# The trap must not fail: under set -e a failing command in an EXIT trap
-# (kill of a lint that already ended) turns the run's status into 1.
-trap 'kill "$lint_pid" 2>/dev/null || true; rm -f "$lint_log"' EXIT
-
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
@@ -38,6 +24,15 @@ fi
 go mod download
 (cd deploy && go mod download) # deploy/ is its own module (Kubernetes types)
 go build ./...
+# vet, staticcheck, dead code: outside the namespace (it downloads its
+# tools), beside the tests (CI wall time); it prints only what it finds,
+# and that is shown once the tests end.
+lint_log=$(mktemp)
+bash scripts/lint.sh >"$lint_log" 2>&1 &
+lint_pid=$!
+# The trap must not fail: under set -e a failing command in an EXIT trap
+# (kill of a lint that already ended) turns the run's status into 1.
+trap 'kill "$lint_pid" 2>/dev/null || true; rm -f "$lint_log"' EXIT
 
 export CDPGUARD_E2E="${CDPGUARD_E2E:-1}"
 # The reader's labelled corpora are data that is never committed (one corpus
@@ -57,7 +52,7 @@ export GOPROXY=off GOFLAGS=-mod=readonly
 # given (then ./... adds the rest once each), so e2e, the longest by far,
 # starts at once and the others fill the second slot around it.
 test_rc=0
-unshare --net -- bash -c 'set -o pipefail; ip link set lo up && (cd deploy && go test -count=1 -timeout 5m ./...) && go test -json -race -vet=off -count=1 -timeout 30m "$@" ./e2e/ ./cdpguard/ ./e2e/bench/ ./... | go run ./scripts/testreport' _ "$@" || test_rc=$?
+unshare --net -- bash -c 'set -o pipefail; ip link set lo up && (cd deploy && go test -count=1 -timeout 5m ./...) && go test -json -race -count=1 -timeout 30m "$@" ./e2e/ ./cdpguard/ ./e2e/bench/ ./... | go run ./scripts/testreport' _ "$@" || test_rc=$?
 lint_rc=0
 wait "$lint_pid" || lint_rc=$?
 if [ "$lint_rc" -ne 0 ]; then
