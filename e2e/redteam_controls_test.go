@@ -25,23 +25,29 @@ func TestRedTeamControls(t *testing.T) {
 		t.Skip("the controls are the guard's; nothing to attack in a plain Chromium")
 	}
 	e := rcSetup(t, path)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-
-	t.Run("debugger-condition", func(t *testing.T) { rcDebuggerCondition(ctx, t, e) })
-	t.Run("reveal-late", func(t *testing.T) { rcRevealLate(ctx, t, e) })
-	t.Run("background-tab", func(t *testing.T) { rcBackgroundTab(ctx, t, e) })
-	t.Run("other-window", func(t *testing.T) { rcOtherWindow(ctx, t, e) })
-	t.Run("move-under-pointer", func(t *testing.T) { rcMoveUnderPointer(ctx, t, e) })
-	t.Run("debugger-pause", func(t *testing.T) { rcDebuggerPause(ctx, t, e) })
-	t.Run("switch-document", func(t *testing.T) { rcSwitchDocument(ctx, t, e) })
-	t.Run("history-back", func(t *testing.T) { rcHistoryBack(ctx, t, e) })
-	t.Run("tamper-label", func(t *testing.T) { rcTamperLabel(ctx, t, e) })
-	t.Run("overlay", func(t *testing.T) { rcOverlay(ctx, t, e) })
-	t.Run("names", func(t *testing.T) { rcNames(ctx, t, e) })
-	t.Run("human-control", func(t *testing.T) { rcHumanControl(ctx, t, e) })
-	t.Run("agent-input", func(t *testing.T) { rcAgentInput(ctx, t, e) })
-	t.Run("sweep", func(t *testing.T) { e.sweep(ctx, t) })
+	// Each attack has a bound of its own: one shared bound let a slow
+	// attack on a busy machine fail every attack after it (CI, 2026-12-02).
+	run := func(name string, f func(ctx context.Context, t *testing.T, e *rcEnv)) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			f(ctx, t, e)
+		})
+	}
+	run("debugger-condition", rcDebuggerCondition)
+	run("reveal-late", rcRevealLate)
+	run("background-tab", rcBackgroundTab)
+	run("other-window", rcOtherWindow)
+	run("move-under-pointer", rcMoveUnderPointer)
+	run("debugger-pause", rcDebuggerPause)
+	run("switch-document", rcSwitchDocument)
+	run("history-back", rcHistoryBack)
+	run("tamper-label", rcTamperLabel)
+	run("overlay", rcOverlay)
+	run("names", rcNames)
+	run("human-control", rcHumanControl)
+	run("agent-input", rcAgentInput)
+	run("sweep", func(ctx context.Context, t *testing.T, e *rcEnv) { e.sweep(ctx, t) })
 }
 
 // rcDebuggerCondition: alice finds the controls script by guessing script
