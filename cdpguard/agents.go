@@ -2,9 +2,6 @@ package cdpguard
 
 import (
 	"context"
-	"errors"
-
-	"github.com/chromedp/cdproto/cdp/jsonv2"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/isolation"
@@ -68,48 +65,15 @@ func (g *Guard) dropAgent(a *relay.Agent) {
 	g.ctl.AgentGone(a)
 }
 
-// newIsolator wires per-user isolation (internal/isolation) to the guard:
-// the users registry, the guard's browser session for window look-ups, the
-// guard's proxy settings for the contexts users create, the browser's own
-// target id, and the outbox goroutine for the browser sends an event
-// filter decides on (it runs on the read loop and must not send itself).
-func (g *Guard) newIsolator() *isolation.Isolator {
-	return isolation.New(isolation.Options{
-		Users:   g.users,
-		Browser: muxCaller{g},
-		ContextParams: func(u *users.User, in map[string]jsonv2.Value) (map[string]any, error) {
-			sc := g.scopes.OfUser(u)
-			if sc == nil || (g.proxyURL != "" && sc.ProxyURL() == "") {
-				return nil, errors.New("this user's session has no egress proxy listener")
-			}
-			return g.contextParams(in, sc), nil
-		},
-		BrowserTarget: func() string {
-			if b := g.about.target.Load(); b != nil {
-				return *b
-			}
-			return ""
-		},
-		Undo: func(parent, child string, waiting bool) {
-			g.fx.Add(func() {
-				if waiting {
-					_ = g.mux.Send(child, "Runtime.runIfWaitingForDebugger", nil)
-				}
-				_ = g.mux.Send(parent, "Target.detachFromTarget", map[string]any{"sessionId": child})
-			})
-		},
-		MaxTabs:     g.limits().MaxTabs,
-		MaxContexts: g.limits().MaxContexts,
-		OnCap:       func(c string) { g.metrics.bounds.Capped(c) }, // read at each call: a Supervisor swaps g.metrics after newGuard
-	})
-}
-
-// muxCaller calls the browser through the guard's mux, which exists only
-// once the guard has started.
-type muxCaller struct{ g *Guard }
-
-// Call reads g.mux on every call rather than keeping it, because the
-// isolator is built in newGuard, before start creates the mux.
-func (m muxCaller) Call(ctx context.Context, sessionID, method string, params any) (jsonv2.Value, error) {
-	return m.g.mux.Call(ctx, sessionID, method, params)
+// intercept judges one agent command: it runs the command through
+// commandStages (pipeline.go). Refusals name the rule; the connection stays
+// usable.
+func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
+	v := g.judgeCommand(ctx, a, st, cmd)
+	if v.Refuse != "" || cmd.Browser {
+		// Debug: which methods clients send on the browser session, and
+		// what the guard refused (e2e TestClients records them).
+		g.log.Debug("agent command", "method", cmd.Method, "browserLevel", cmd.Browser, "refused", v.Refuse, "user", st.user.Key)
+	}
+	return v
 }

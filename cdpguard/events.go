@@ -50,26 +50,6 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 	return b, nil
 }
 
-// pageObservers are told when a page target gets the guard's session
-// (its setup starts) and when it is gone, in this order.
-func (g *Guard) pageAttached(targetID, sessionID string) {
-	g.judge.AddPage(targetID)
-	g.rd.PageAttached(targetID, sessionID)
-	g.scopes.PageAttached(sessionID, targetID)
-	g.dialogs.Attach(sessionID, targetID)
-	g.ctl.SetupPage(targetID, sessionID)
-}
-
-// pageGone is pageAttached's end: the target was destroyed.
-func (g *Guard) pageGone(targetID string) {
-	g.judge.RemovePage(targetID)
-	g.rd.PageGone(targetID)
-	g.worlds.PageGone(targetID)
-	g.scopes.PageGone(targetID)
-	g.dialogs.Forget(targetID)
-	g.ctl.PageGone(targetID)
-}
-
 // controlsNavigated tells the controls a frame has a new document.
 func (g *Guard) controlsNavigated(e *cdpmsg.Envelope) {
 	if id, url, ok := navigatedFrame(e); ok {

@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cdpguard/cdpguard/internal/browser"
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/controls"
 	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
 	"github.com/cdpguard/cdpguard/internal/dialogs"
@@ -24,6 +26,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/shares"
 	"github.com/cdpguard/cdpguard/internal/users"
 	"github.com/cdpguard/cdpguard/internal/worlds"
+	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
 
 // The groups of the Guard's state (guard.go).
@@ -120,3 +123,38 @@ type closeState struct {
 	err  error
 	done chan struct{}
 }
+
+type agentState struct {
+	user        *users.User
+	unshare     func()          // releases the user's fairness share
+	iso         *isolation.Conn // the targets this connection holds
+	guardEvents atomic.Bool     // Guard.enable was called
+	lastTouch   atomic.Int64    // unix seconds of the last activity recorded
+}
+
+// touch records the agent's activity for idle disposal, at most once a
+// second so that busy agents do not contend on the registry.
+func (st *agentState) touch(g *Guard) {
+	now := time.Now().Unix()
+	if st.lastTouch.Load() != now {
+		st.lastTouch.Store(now)
+		g.users.Touch(st.user)
+	}
+}
+
+// muxCaller calls the browser through the guard's mux, which exists only
+// once the guard has started.
+type muxCaller struct{ g *Guard }
+
+// Call reads g.mux on every call rather than keeping it, because the
+// isolator is built in newGuard, before start creates the mux.
+func (m muxCaller) Call(ctx context.Context, sessionID, method string, params any) (jsonv2.Value, error) {
+	return m.g.mux.Call(ctx, sessionID, method, params)
+}
+
+// targetInfo and attachedToTarget are decoded once, on the mux read loop
+// (cdpmsg.Envelope.Attached).
+type (
+	targetInfo       = cdpmsg.TargetInfo
+	attachedToTarget = cdpmsg.Attached
+)

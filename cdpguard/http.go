@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -259,19 +258,4 @@ func (w *wsAgentConn) Read(ctx context.Context) ([]byte, error) {
 
 func (w *wsAgentConn) Close(code int, reason string) error {
 	return closeBounded(w.c, websocket.StatusCode(code), truncateReason(reason))
-}
-
-// truncateReason keeps a close reason within the 123 bytes a close frame
-// allows, cutting only between UTF-8 characters (a close reason must be valid
-// UTF-8, RFC 6455 section 5.5.1; refusals also quote URLs with it).
-func truncateReason(s string) string {
-	const maxLen = 120
-	if len(s) <= maxLen {
-		return s
-	}
-	i := maxLen
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
 }

@@ -7,23 +7,9 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
-	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
-
-// intercept judges one agent command: it runs the command through
-// commandStages (pipeline.go). Refusals name the rule; the connection stays
-// usable.
-func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
-	v := g.judgeCommand(ctx, a, st, cmd)
-	if v.Refuse != "" || cmd.Browser {
-		// Debug: which methods clients send on the browser session, and
-		// what the guard refused (e2e TestClients records them).
-		g.log.Debug("agent command", "method", cmd.Method, "browserLevel", cmd.Browser, "refused", v.Refuse, "user", st.user.Key)
-	}
-	return v
-}
 
 // refuseParams refuses cmd if it carries one of rule.Params.
 func refuseParams(cmd relay.Command, name string, rule firewall.Rule) relay.Verdict {
@@ -104,29 +90,9 @@ func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, c
 	return relay.Verdict{}
 }
 
-// urlParam reads the url param of a command.
-func urlParam(params []byte) (string, error) {
-	var p struct {
-		URL string `json:"url"`
-	}
-	err := unmarshalParams(params, &p)
-	return p.URL, err
-}
-
 // checkURL returns a refusal message for a /json/new URL an agent may never
 // open.
 func (g *Guard) checkURL(u string) string { return urlRefusal("/json/new", u) }
-
-// urlRefusal returns a refusal message for URLs an agent may never open,
-// whatever the allowlist says. Network URLs to hosts outside the allowlist
-// are not refused here: the Fetch judge answers them with the explanation
-// page, which tells the agent what it can reach.
-func urlRefusal(method, u string) string {
-	if s := firewall.RefusedScheme(u); s != "" {
-		return cdpmsg.Refusal(method, fmt.Sprintf("scheme %q is never allowed for agents (%s); only http(s), about:, data: and blob: URLs may be opened", s, truncateReason(u)))
-	}
-	return ""
-}
 
 // localNetworkGrant returns why a Browser.grantPermissions or
 // Browser.setPermission command grants a local-network permission, or "".
@@ -164,17 +130,4 @@ func (g *Guard) closeOwnTargets(ctx context.Context, st *agentState) {
 			g.log.Debug("Browser.close: closing target failed", "target", id, "err", err)
 		}
 	}
-}
-
-// unmarshalParams decodes command params; absent params are an empty object.
-func unmarshalParams(params []byte, v any) error {
-	if len(params) == 0 {
-		return nil
-	}
-	return jsonv2.Unmarshal(params, v)
-}
-
-// refusal is the firewall's error answer: it names the method and why.
-func refusal(method, why string) relay.Verdict {
-	return relay.Verdict{Refuse: cdpmsg.Refusal(method, why)}
 }

@@ -11,13 +11,6 @@ import (
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 )
 
-// targetInfo and attachedToTarget are decoded once, on the mux read loop
-// (cdpmsg.Envelope.Attached).
-type (
-	targetInfo       = cdpmsg.TargetInfo
-	attachedToTarget = cdpmsg.Attached
-)
-
 // targetAttached keeps the guard's record of a target its root session's
 // auto-attach reached (Target.attachedToTarget): its user, whether it is a
 // page, and its setup, which releases it. It runs on the mux read loop.

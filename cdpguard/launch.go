@@ -1,0 +1,344 @@
+package cdpguard
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/cdpguard/cdpguard/internal/browser"
+	"github.com/cdpguard/cdpguard/internal/dialogs"
+	"github.com/cdpguard/cdpguard/internal/fetchdomain"
+	"github.com/cdpguard/cdpguard/internal/hostmap"
+	"github.com/cdpguard/cdpguard/internal/isolation"
+	"github.com/cdpguard/cdpguard/internal/outbox"
+	"github.com/cdpguard/cdpguard/internal/policyfile"
+	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/selfaddr"
+	"github.com/cdpguard/cdpguard/internal/users"
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+)
+
+// Launch starts a managed Chromium over --remote-debugging-pipe, guards it,
+// and serves the endpoint. ctx bounds start-up only; Close ends the guard.
+func Launch(ctx context.Context, cfg Config) (*Guard, error) {
+	return launchGuard(ctx, cfg, launchOptions{})
+}
+
+// launchOptions are what a Supervisor gives each guard it launches.
+type launchOptions struct {
+	endpoint string   // the supervisor's listen address; "" makes the guard listen itself
+	metrics  *metrics // shared across relaunches; nil makes the guard's own
+	// transport, when set, wraps the browser connection (tests count the
+	// guard's browser round trips with it).
+	transport func(relay.Transport) relay.Transport
+	// lastPolicy, when set, is the policy in force in the guard this one
+	// replaces (a relaunch): a policy file that does not parse now keeps
+	// it, as a reload would, instead of failing the relaunch.
+	lastPolicy *policyfile.Set
+}
+
+func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, error) {
+	g, err := newGuardWith(cfg, lo.lastPolicy)
+	if err != nil {
+		return nil, err
+	}
+	g.ep.supervisor = lo.endpoint
+	if lo.metrics != nil {
+		g.metrics = lo.metrics
+	}
+	if err := g.startProxy(); err != nil {
+		_ = g.Close()
+		return nil, err
+	}
+	flags := append([]string(nil), cfg.ChromeFlags...)
+	guardFlags := g.proxyFlags()
+	proc, err := browser.Launch(ctx, browser.LaunchOptions{
+		Path:        cfg.ChromePath,
+		Headed:      cfg.Headed,
+		UserDataDir: cfg.UserDataDir,
+		Flags:       flags,
+		GuardFlags:  guardFlags,
+		Stderr:      cfg.ChromeStderr,
+		OnOversize:  func(kind string) { g.metrics.browserOversize.WithLabelValues(kind).Inc() },
+	})
+	if err != nil {
+		_ = g.Close()
+		return nil, setupError("launch browser", err)
+	}
+	g.proc = proc
+	if v := proc.Version(); v != nil {
+		g.about.version = *v
+	}
+	var conn relay.Transport = proc.Conn()
+	if lo.transport != nil {
+		conn = lo.transport(conn)
+	}
+	if err := g.start(ctx, conn); err != nil {
+		_ = g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// Attach guards a running browser reached at browserURL (http://host:port or
+// a ws:// browser URL) and serves the endpoint. Pages that were open before
+// are covered by page-level interception before Attach returns.
+func Attach(ctx context.Context, browserURL string, cfg Config) (*Guard, error) {
+	g, err := newGuard(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g.attached = true
+	if err := g.startProxy(); err != nil {
+		_ = g.Close()
+		return nil, err
+	}
+	conn, v, err := browser.Dial(ctx, browserURL)
+	if err != nil {
+		_ = g.Close()
+		return nil, setupError("attach to "+browserURL, err)
+	}
+	if v != nil {
+		g.about.version = *v
+	}
+	if err := g.start(ctx, conn); err != nil {
+		_ = g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+func newGuard(cfg Config) (*Guard, error) { return newGuardWith(cfg, nil) }
+
+// newGuardWith is newGuard for a relaunch: a policy file that no longer
+// parses is logged and lastPolicy kept (nil: the error stops the guard).
+func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	rules, sum, err := loadPolicy(cfg)
+	if err != nil && lastPolicy != nil {
+		log.Error("policy file refused at relaunch; the policy in force before is kept", "err", err)
+		rules, sum, err = lastPolicy, [32]byte{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	pol := rules.Default().Policy
+	hosts, err := hostmap.Parse(cfg.HostMap)
+	if err != nil {
+		return nil, setupError("", err)
+	}
+	switch cfg.ServiceWorkers {
+	case "", "block", "guard":
+	default:
+		return nil, configError("ServiceWorkers", cfg.ServiceWorkers, "want block or guard")
+	}
+	switch cfg.BlockedNavigation {
+	case "", "page", "error":
+	default:
+		return nil, configError("BlockedNavigation", cfg.BlockedNavigation, "want page or error")
+	}
+	if pol.Empty() {
+		log.Warn("the allowlist is empty: every network request will be blocked")
+	}
+	if pol.AllowAll() {
+		log.Warn("the allowlist is \"*\": EVERY HOST IS ALLOWED; cdpguard only isolates and firewalls")
+	}
+	if cfg.SessionHeader == "" {
+		cfg.SessionHeader = DefaultSessionHeader
+	}
+	if cfg.SessionIdle == 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	id := make([]byte, 16)
+	_, _ = rand.Read(id)
+	g := &Guard{cfg: cfg, log: log}
+	g.fx = outbox.New()
+	g.ctx, g.stop = ctx, stop
+	g.closed.done = make(chan struct{})
+	g.hosts = hosts
+	g.ep.self = selfaddr.New()
+	g.setups.done = map[string]chan struct{}{}
+	g.agents.m = map[*relay.Agent]*agentState{}
+	g.agents.shares = newShares()
+	g.pol = g.newPolicyState(rules, sum)
+	g.about.id = hex.EncodeToString(id)
+	if g.files, err = g.newFiles(); err != nil {
+		stop()
+		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	g.metrics = newMetrics(func() *Guard { return g })
+	g.worlds = g.newWorlds()
+	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
+	g.scopes = g.newScopes()
+	g.iso = g.newIsolator()
+	g.agents.mcp = g.newMCP()
+	g.ep.json = g.newDevtoolsJSON()
+	return g, nil
+}
+
+// start sets up the guard's own browser session and then the endpoint. The
+// endpoint reports ready only after interception covers every target.
+func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
+	bus, err := g.eventBus()
+	if err != nil {
+		return setupError("route browser events", err)
+	}
+	g.mux = relay.NewMux(conn, g.log, bus.Publish)
+	g.rd = g.newReader()
+	g.judge = fetchdomain.New(g.mux, fetchdomain.Options{
+		Rules:               g.rulesForFrame,
+		OnShed:              g.metrics.pausesShed.Inc,
+		ReadLoopSender:      g.fx.Sender(g.mux, g.log),
+		ErrorForNavigation:  g.cfg.BlockedNavigation == "error",
+		PauseTimeout:        g.cfg.PauseTimeout,
+		Logger:              g.log,
+		OnBlock:             g.onBlock,
+		OnAnswer:            g.metrics.decision,
+		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
+		Grants:              g.scopes.ForFrame,
+		Self:                g.isSelfHost,
+	})
+	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), dialogGrace(g.cfg.DialogGrace), g.log)
+	g.startControls()
+	g.runFiles()
+	g.wg.Add(6)
+	go func() { // the policy file's watcher, if any: ends with the guard
+		defer g.wg.Done()
+		g.pol.Watch(g.ctx)
+	}()
+	go func() { // the idle-user sweeper: ends with the guard
+		defer g.wg.Done()
+		g.users.Run(g.ctx)
+	}()
+	go func() { // the read loop's browser sends: end with the browser connection
+		defer g.wg.Done()
+		g.fx.Run(g.mux.Done())
+	}()
+	go func() { // the read loop: ends when the browser connection does
+		defer g.wg.Done()
+		err := g.mux.Run()
+		if g.ctx.Err() == nil {
+			g.log.Error("browser connection lost; every agent connection was closed", "err", err)
+		}
+		_ = g.closeAsync()
+	}()
+	go func() { // the judge: ends with the guard
+		defer g.wg.Done()
+		g.judge.Run(g.ctx)
+	}()
+	go func() { // a launched browser that exits ends the guard
+		defer g.wg.Done()
+		if g.proc == nil {
+			<-g.ctx.Done()
+			return
+		}
+		select {
+		case <-g.proc.Done():
+			_ = g.mux.Close()
+		case <-g.ctx.Done():
+		}
+	}()
+
+	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := g.setupBrowserSession(setupCtx); err != nil {
+		return fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	if err := g.listen(); err != nil {
+		return err
+	}
+	g.ready.Store(true)
+	g.agents.mcp.WarnShared(g.log)
+	g.log.Info("browser " + g.about.version.Browser + " (" + g.about.version.UserAgent + ")")
+	def := g.rules().Default().Policy
+	g.log.Info("cdpguard up, allowed origins="+strings.Join(def.Origins(), ";"), "blocked", strings.Join(def.Blocked(), ";"), "groups", strings.Join(g.rules().GroupNames(), ";"), "policyFile", g.cfg.PolicyFile, "endpoint", g.ep.url, "mode", g.mode())
+	return nil
+}
+
+func (g *Guard) mode() string {
+	if g.attached {
+		return "attach"
+	}
+	return "launch"
+}
+
+// setupBrowserSession enables browser-level interception and auto-attach on
+// the guard's root session, then waits until every existing page is set up.
+func (g *Guard) setupBrowserSession(ctx context.Context) error {
+	if _, err := g.mux.Call(ctx, "", "Fetch.enable", fetchdomain.EnableParams()); err != nil {
+		return fmt.Errorf("enable browser-level interception: %w", err)
+	}
+	if _, err := g.mux.Call(ctx, "", "Target.setDiscoverTargets", map[string]any{"discover": true}); err != nil {
+		return fmt.Errorf("discover targets: %w", err)
+	}
+	if _, err := g.mux.Call(ctx, "", "Target.setAutoAttach", map[string]any{
+		"autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true,
+	}); err != nil {
+		return fmt.Errorf("auto-attach: %w", err)
+	}
+	g.learnBrowserTarget(ctx)
+	g.scopes.LearnDefaultContext(ctx)
+	if g.about.version.Browser == "" {
+		if res, err := g.mux.Call(ctx, "", "Browser.getVersion", nil); err == nil {
+			g.about.version = versionFromCDP(res)
+		}
+	}
+	targets, err := g.targets(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range targets {
+		if t.Type != "page" {
+			continue
+		}
+		if err := g.awaitSetup(ctx, t.TargetID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newIsolator wires per-user isolation (internal/isolation) to the guard:
+// the users registry, the guard's browser session for window look-ups, the
+// guard's proxy settings for the contexts users create, the browser's own
+// target id, and the outbox goroutine for the browser sends an event
+// filter decides on (it runs on the read loop and must not send itself).
+func (g *Guard) newIsolator() *isolation.Isolator {
+	return isolation.New(isolation.Options{
+		Users:   g.users,
+		Browser: muxCaller{g},
+		ContextParams: func(u *users.User, in map[string]jsonv2.Value) (map[string]any, error) {
+			sc := g.scopes.OfUser(u)
+			if sc == nil || (g.proxyURL != "" && sc.ProxyURL() == "") {
+				return nil, errors.New("this user's session has no egress proxy listener")
+			}
+			return g.contextParams(in, sc), nil
+		},
+		BrowserTarget: func() string {
+			if b := g.about.target.Load(); b != nil {
+				return *b
+			}
+			return ""
+		},
+		Undo: func(parent, child string, waiting bool) {
+			g.fx.Add(func() {
+				if waiting {
+					_ = g.mux.Send(child, "Runtime.runIfWaitingForDebugger", nil)
+				}
+				_ = g.mux.Send(parent, "Target.detachFromTarget", map[string]any{"sessionId": child})
+			})
+		},
+		MaxTabs:     g.limits().MaxTabs,
+		MaxContexts: g.limits().MaxContexts,
+		OnCap:       func(c string) { g.metrics.bounds.Capped(c) }, // read at each call: a Supervisor swaps g.metrics after newGuard
+	})
+}
