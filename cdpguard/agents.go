@@ -34,9 +34,9 @@ func (g *Guard) admitAgent(ctx context.Context, conn relay.AgentConn, s agentSpe
 		OnActivity: func() { st.touch(g) },
 		Share:      share,
 		Bounds:     g.limits().Relay(),
-		OnCutOff:   g.metrics.bounds.OnCutOff(g.log, s.name, s.key),
-		OnThrottle: g.metrics.bounds.Throttled,
-		OnDropped:  g.metrics.bounds.Dropped,
+		OnCutOff:   g.metrics.Bounds.OnCutOff(g.log, s.name, s.key),
+		OnThrottle: g.metrics.Bounds.Throttled,
+		OnDropped:  g.metrics.Bounds.Dropped,
 		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
 			return g.countRefusal(cmd, g.intercept(ctx, a, st, cmd))
 		},

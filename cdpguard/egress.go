@@ -83,7 +83,7 @@ func (g *Guard) proxyFlags() []string {
 // and the user's agents are told. Refusals on the shared listener are only
 // logged (telling every user would show them each other's hosts).
 func (g *Guard) onRefuse(r egress.Refusal) {
-	g.metrics.proxyRefused.Inc()
+	g.metrics.ProxyRefused.Inc()
 	g.logProxyRefusal(r)
 	if sc := scopes.FromTag(r.Tag); sc != nil {
 		g.notifyBlock(sc.Key(), fetchdomain.Block{URL: net.JoinHostPort(r.Host, strconv.Itoa(r.Port)), Reason: r.Reason, ResourceType: "Connection"})

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cdpguard/cdpguard/internal/metrics"
 	"github.com/cdpguard/cdpguard/internal/policystate"
 )
 
@@ -27,7 +28,7 @@ type Guard struct {
 	cfg     Config
 	log     *slog.Logger
 	pol     *policystate.State // the policy in force (wire_policy.go)
-	metrics *metrics
+	metrics *metrics.Metrics
 
 	browserSide // the browser connection and what the guard keeps about it
 	netSide     // where agents connect and where pages go out

@@ -81,7 +81,7 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/read":
 		g.serveRead(w, r)
 	case path == "/metrics":
-		g.metrics.handler.ServeHTTP(w, r)
+		g.metrics.Handler.ServeHTTP(w, r)
 	case strings.HasSuffix(path, "/json/version") || strings.HasSuffix(path, "/json/version/"):
 		g.ep.json.Version(w, r)
 	case path == "/json" || path == "/json/" || path == "/json/list" || path == "/json/list/":

@@ -15,6 +15,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/hostmap"
 	"github.com/cdpguard/cdpguard/internal/isolation"
+	"github.com/cdpguard/cdpguard/internal/metrics"
 	"github.com/cdpguard/cdpguard/internal/outbox"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
 	"github.com/cdpguard/cdpguard/internal/relay"
@@ -31,8 +32,8 @@ func Launch(ctx context.Context, cfg Config) (*Guard, error) {
 
 // launchOptions are what a Supervisor gives each guard it launches.
 type launchOptions struct {
-	endpoint string   // the supervisor's listen address; "" makes the guard listen itself
-	metrics  *metrics // shared across relaunches; nil makes the guard's own
+	endpoint string           // the supervisor's listen address; "" makes the guard listen itself
+	metrics  *metrics.Metrics // shared across relaunches; nil makes the guard's own
 	// transport, when set, wraps the browser connection (tests count the
 	// guard's browser round trips with it).
 	transport func(relay.Transport) relay.Transport
@@ -64,7 +65,7 @@ func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, err
 		Flags:       flags,
 		GuardFlags:  guardFlags,
 		Stderr:      cfg.ChromeStderr,
-		OnOversize:  func(kind string) { g.metrics.browserOversize.WithLabelValues(kind).Inc() },
+		OnOversize:  func(kind string) { g.metrics.BrowserOversize.WithLabelValues(kind).Inc() },
 	})
 	if err != nil {
 		_ = g.Close()
@@ -196,13 +197,13 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	g.rd = g.newReader()
 	g.judge = fetchdomain.New(g.mux, fetchdomain.Options{
 		Rules:               g.rulesForFrame,
-		OnShed:              g.metrics.pausesShed.Inc,
+		OnShed:              g.metrics.PausesShed.Inc,
 		ReadLoopSender:      g.fx.Sender(g.mux, g.log),
 		ErrorForNavigation:  g.cfg.BlockedNavigation == "error",
 		PauseTimeout:        g.cfg.PauseTimeout,
 		Logger:              g.log,
 		OnBlock:             g.onBlock,
-		OnAnswer:            g.metrics.decision,
+		OnAnswer:            g.metrics.Decision,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
 		Grants:              g.scopes.ForFrame,
 		Self:                g.isSelfHost,
@@ -339,6 +340,6 @@ func (g *Guard) newIsolator() *isolation.Isolator {
 		},
 		MaxTabs:     g.limits().MaxTabs,
 		MaxContexts: g.limits().MaxContexts,
-		OnCap:       func(c string) { g.metrics.bounds.Capped(c) }, // read at each call: a Supervisor swaps g.metrics after newGuard
+		OnCap:       func(c string) { g.metrics.Bounds.Capped(c) }, // read at each call: a Supervisor swaps g.metrics after newGuard
 	})
 }

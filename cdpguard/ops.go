@@ -95,7 +95,7 @@ func (g *Guard) onTargetCrashed(params []byte) {
 		g.log.Error("unreadable Target.targetCrashed", "err", err)
 		return
 	}
-	g.metrics.rendererCrashes.Inc()
+	g.metrics.RendererCrashes.Inc()
 	user, _ := g.users.OwnerKey(p.TargetID)
 	g.log.Warn("renderer crashed; closing the tab", "target", p.TargetID, "user", user, "status", p.Status, "errorCode", p.ErrorCode)
 	_ = g.fx.Sender(g.mux, g.log).Send("", "Target.closeTarget", map[string]any{"targetId": p.TargetID})
@@ -111,7 +111,7 @@ func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
 		if name == "" || !refusesOnItsOwn(rule) {
 			name = "isolation"
 		}
-		g.metrics.cdpRefused.WithLabelValues(name).Inc()
+		g.metrics.CDPRefused.WithLabelValues(name).Inc()
 	}
 	return v
 }
@@ -164,7 +164,7 @@ const defaultAgentWriteTimeout = 10 * time.Second
 
 // onAgentStall counts and logs an agent cut off for not reading.
 func (g *Guard) onAgentStall() {
-	g.metrics.bounds.CutOff(bounds.CutWriteStall)
+	g.metrics.Bounds.CutOff(bounds.CutWriteStall)
 	g.log.Warn("agent cut off: it did not read its messages", "bound", g.agentWriteTimeout())
 }
 

@@ -60,18 +60,18 @@ func TestOpsMetrics(t *testing.T) {
 	m.ToolCall("browser_navigate", "ok")
 	m.ToolCall("browser_navigate", "whatever")
 	m.ToolCall(strings.Repeat("t", 500), "refused")
-	m.decision(300 * time.Microsecond)
-	m.browserRestarts.Inc()
+	m.Decision(300 * time.Microsecond)
+	m.BrowserRestarts.Inc()
 	g.countRefusal(relay.Command{Method: "Browser.crash", Browser: true}, relay.Verdict{Refuse: "no"})
 	g.countRefusal(relay.Command{Method: "Runtime.evaluate"}, relay.Verdict{Refuse: "foreign session"})
 	g.countRefusal(relay.Command{Method: "Runtime.evaluate"}, relay.Verdict{})
 	rec := httptest.NewRecorder()
-	m.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	m.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	body := rec.Body.String()
 	for _, s := range []string{
 		`cdpguard_mcp_tool_calls_total{outcome="ok",tool="browser_navigate"} 1`,
 		`cdpguard_mcp_tool_calls_total{outcome="error",tool="browser_navigate"} 1`,
-		`cdpguard_mcp_tool_calls_total{outcome="refused",tool="` + strings.Repeat("t", maxLabel) + `"} 1`,
+		`cdpguard_mcp_tool_calls_total{outcome="refused",tool="` + strings.Repeat("t", 64) + `"} 1`,
 		`cdpguard_decision_seconds_bucket{le="0.0005"} 1`,
 		`cdpguard_browser_restarts_total 1`,
 		`cdpguard_renderer_crashes_total 0`,

@@ -96,7 +96,7 @@ func TestPolicyReload(t *testing.T) {
 		t.Error("a bad file changed the policy")
 	}
 	var m dto.Metric
-	if err := g.metrics.policyReloads.WithLabelValues("error").Write(&m); err != nil || m.GetCounter().GetValue() != 1 {
+	if err := g.metrics.PolicyReloads.WithLabelValues("error").Write(&m); err != nil || m.GetCounter().GetValue() != 1 {
 		n := m.GetCounter().GetValue()
 		t.Errorf("error reloads counted %v, want 1", n)
 	}

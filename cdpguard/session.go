@@ -144,7 +144,7 @@ func (g *Guard) targets(ctx context.Context) ([]targetInfo, error) {
 
 // onBlock counts a refused request and tells agents that asked.
 func (g *Guard) onBlock(b fetchdomain.Block) {
-	g.metrics.fetchBlocked.WithLabelValues(b.ResourceType).Inc()
+	g.metrics.FetchBlocked.WithLabelValues(b.ResourceType).Inc()
 	key, ok := g.users.OwnerKey(b.FrameID)
 	g.logFetchBlock(b, key, ok)
 	g.ctl.Blocked(b.FrameID, b.URL, b.Reason, b.TopLevel)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
 	"github.com/cdpguard/cdpguard/internal/httpgate"
+	"github.com/cdpguard/cdpguard/internal/metrics"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
 )
 
@@ -31,7 +32,7 @@ type Supervisor struct {
 	cfg     Config
 	opts    SupervisorOptions
 	log     *slog.Logger
-	metrics *metrics
+	metrics *metrics.Metrics
 	gate    httpgate.Gate // the request checks (Host header, web pages) while no guard is ready
 	ln      net.Listener
 	srv     *http.Server
@@ -173,7 +174,7 @@ func (s *Supervisor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/healthz":
 		devtoolsjson.WriteText(w, http.StatusOK, "ok")
 	case "/metrics":
-		s.metrics.handler.ServeHTTP(w, r)
+		s.metrics.Handler.ServeHTTP(w, r)
 	case "/readyz":
 		devtoolsjson.WriteText(w, http.StatusServiceUnavailable, "not ready: the browser is (re)starting")
 	default:
@@ -224,7 +225,7 @@ func (s *Supervisor) watch(g *Guard) {
 			_ = next.Close()
 			return
 		}
-		s.metrics.browserRestarts.Inc()
+		s.metrics.BrowserRestarts.Inc()
 		s.log.Info("the browser was relaunched; the endpoint is ready again")
 		g = next
 	}

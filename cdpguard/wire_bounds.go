@@ -33,15 +33,6 @@ func (g *Guard) limits() bounds.Limits {
 // boundsStats is the bounds gauges' view of a guard.
 type boundsStats struct{ g *Guard }
 
-// boundsStatsOf returns the gauges' view of g; nil while there is no guard
-// with users (the gauges read 0).
-func boundsStatsOf(g *Guard) bounds.Stats {
-	if g == nil || g.users == nil {
-		return nil
-	}
-	return boundsStats{g}
-}
-
 func (s boundsStats) QueuedBytes() (total, most int64) {
 	s.g.agents.shares.Range(func(sh *relay.Share) {
 		n := sh.QueuedBytes()
@@ -68,7 +59,7 @@ func (g *Guard) tabOverCap(t targetInfo, session string, waiting bool) bool {
 	}
 	limit := g.limits().MaxTabs
 	err := &isolation.CapError{Cap: isolation.CapTabs, Limit: limit, Flag: "--max-tabs-per-user"}
-	g.metrics.bounds.Capped(isolation.CapTabs)
+	g.metrics.Bounds.Capped(isolation.CapTabs)
 	g.log.Warn("tab over the per-user cap closed", "user", u.Key, "target", t.TargetID, "opener", t.OpenerID, "cap", limit)
 	id := t.TargetID
 	g.fx.Add(func() {

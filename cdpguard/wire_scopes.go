@@ -1,8 +1,6 @@
 package cdpguard
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/users"
@@ -24,7 +22,7 @@ func (g *Guard) newScopes() *scopes.Table {
 		Go:         g.goOwned,
 		Policy:     g.policyOf,
 		AllowAddrs: g.allowAddrsOf,
-		Granted:    g.metrics.grantsMade.Inc,
+		Granted:    g.metrics.GrantsMade.Inc,
 		Log:        g.log,
 	})
 }
@@ -44,16 +42,6 @@ func (g *Guard) goOwned(f func()) bool {
 		f()
 	}()
 	return true
-}
-
-// newGrantsCounter registers the grants counter on reg.
-func newGrantsCounter(reg *prometheus.Registry) prometheus.Counter {
-	c := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "cdpguard_grants_total",
-		Help: "Hosts granted for a session (\"Allow <host> for this session\").",
-	})
-	reg.MustRegister(c)
-	return c
 }
 
 // decideFor judges a URL an agent of user u names (Page.navigate's

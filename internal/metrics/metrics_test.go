@@ -1,14 +1,14 @@
-package cdpguard
+package metrics
 
 import "testing"
 
 // TestShedCounter: the judge's shed counter is on the guard's registry, and
 // a guard started again on the same registry keeps counting on it.
 func TestShedCounter(t *testing.T) {
-	m := newMetrics(func() *Guard { return nil })
-	m.pausesShed.Inc() // the first guard (the judge's OnShed)
-	m.pausesShed.Inc() // a guard launched again with the same metrics
-	mfs, err := m.reg.Gather()
+	m := New(func() View { return nil })
+	m.PausesShed.Inc() // the first guard (the judge's OnShed)
+	m.PausesShed.Inc() // a guard launched again with the same metrics
+	mfs, err := m.Reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
