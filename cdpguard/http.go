@@ -10,17 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/cdpguard/cdpguard/internal/browser"
 	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
 	"github.com/cdpguard/cdpguard/internal/httpgate"
-	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/wsagent"
 )
-
-// agentReadLimit bounds one agent message. Agents send scripts and file
-// lists, not screenshots; 64 MiB leaves room for large evaluate payloads.
-const agentReadLimit = 64 << 20
 
 func (g *Guard) listen() error {
 	if g.ep.supervisor != "" {
@@ -194,68 +188,36 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 		return
 	}
 	defer g.wg.Done()
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	conn, err := wsagent.Accept(w, r, g.agentWriteTimeout(), g.onAgentStall)
 	if err != nil {
 		return // Accept has answered
 	}
-	c.SetReadLimit(agentReadLimit)
-	conn := newStallConn(&wsAgentConn{c: c, writeTimeout: g.agentWriteTimeout(), onStall: g.onAgentStall})
 	ctx := g.ctx
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	u, err := g.acquireUser(actx, key)
 	if err != nil {
 		g.log.Warn("agent connection refused", "remote", r.RemoteAddr, "err", err)
-		_ = c.Close(websocket.StatusInternalError, truncateReason("cdpguard: "+err.Error()))
+		conn.Reject(wsagent.StatusInternalError, "cdpguard: "+err.Error())
 		return
 	}
 	defer g.users.Release(u)
 	if targetID != "" && !g.users.OwnsTarget(u, targetID) {
-		_ = c.Close(websocket.StatusPolicyViolation, "cdpguard: no such target for this user")
+		conn.Reject(wsagent.StatusPolicy, "cdpguard: no such target for this user")
 		return
 	}
 	if msg := g.notWebRefusal("/devtools/page/", targetID); targetID != "" && msg != "" {
-		_ = c.Close(websocket.StatusPolicyViolation, truncateReason(msg))
+		conn.Reject(wsagent.StatusPolicy, msg)
 		return
 	}
 	a, err := g.admitAgent(actx, conn, agentSpec{name: r.RemoteAddr, key: key, targetID: targetID, user: u})
 	cancel()
 	if err != nil {
 		g.log.Warn("agent connection refused", "remote", r.RemoteAddr, "err", err)
-		_ = c.Close(websocket.StatusInternalError, truncateReason("cdpguard: "+err.Error()))
+		conn.Reject(wsagent.StatusInternalError, "cdpguard: "+err.Error())
 		return
 	}
-	err = a.Serve(ctx)
+	err = wsagent.Clean(a.Serve(ctx))
 	g.dropAgent(a)
-	if s := websocket.CloseStatus(err); s == websocket.StatusNormalClosure || s == websocket.StatusNoStatusRcvd || s == websocket.StatusGoingAway {
-		err = nil
-	}
 	g.log.Info("agent disconnected", "remote", r.RemoteAddr, "user", key, "err", err)
-}
-
-// wsAgentConn adapts a WebSocket to relay.AgentConn for reading and
-// closing; stallConn (wsconn.go) writes: a write that cannot finish within
-// writeTimeout (the agent does not read) closes the socket.
-type wsAgentConn struct {
-	c            *websocket.Conn
-	writeTimeout time.Duration
-	onStall      func()
-}
-
-func (w *wsAgentConn) Read(ctx context.Context) ([]byte, error) {
-	// Not ctx itself: a cancelled read drops the TCP connection at once,
-	// racing the close frame that tells the agent why (relay cancels reads
-	// as it closes an agent). Close ends this read instead.
-	typ, b, err := w.c.Read(context.WithoutCancel(ctx))
-	if err != nil {
-		return nil, err
-	}
-	if typ != websocket.MessageText {
-		return nil, &relay.CloseError{Code: int(websocket.StatusUnsupportedData), Reason: "cdpguard: binary frames are not CDP; send JSON in text frames"}
-	}
-	return b, nil
-}
-
-func (w *wsAgentConn) Close(code int, reason string) error {
-	return closeBounded(w.c, websocket.StatusCode(code), truncateReason(reason))
 }

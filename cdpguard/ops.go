@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
-	"github.com/coder/websocket"
 
 	"github.com/cdpguard/cdpguard/internal/bounds"
 	"github.com/cdpguard/cdpguard/internal/egress"
@@ -180,25 +179,5 @@ func (g *Guard) serving() bool {
 		return false
 	default:
 		return true
-	}
-}
-
-// closeHandshakeWait bounds the WebSocket close handshake with an agent: the
-// close frame (code and reason) is written first, and an agent that does not
-// answer it in time (it does not read) is dropped, so shutdown stays bounded.
-const closeHandshakeWait = time.Second
-
-// closeBounded closes c with a close frame, dropping the connection if the
-// handshake takes longer than closeHandshakeWait.
-func closeBounded(c *websocket.Conn, code websocket.StatusCode, reason string) error {
-	done := make(chan error, 1)
-	go func() { done <- c.Close(code, reason) }() // ends at the latest when CloseNow below closes the socket
-	t := time.NewTimer(closeHandshakeWait)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-t.C:
-		return c.CloseNow()
 	}
 }

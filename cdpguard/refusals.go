@@ -2,11 +2,11 @@ package cdpguard
 
 import (
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/wsagent"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
 
@@ -43,17 +43,5 @@ func refusal(method, why string) relay.Verdict {
 	return relay.Verdict{Refuse: cdpmsg.Refusal(method, why)}
 }
 
-// truncateReason keeps a close reason within the 123 bytes a close frame
-// allows, cutting only between UTF-8 characters (a close reason must be valid
-// UTF-8, RFC 6455 section 5.5.1; refusals also quote URLs with it).
-func truncateReason(s string) string {
-	const maxLen = 120
-	if len(s) <= maxLen {
-		return s
-	}
-	i := maxLen
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
-}
+// truncateReason keeps s within a close frame's reason (wsagent).
+func truncateReason(s string) string { return wsagent.TruncateReason(s) }

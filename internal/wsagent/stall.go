@@ -1,4 +1,4 @@
-package cdpguard
+package wsagent
 
 import (
 	"context"
@@ -46,7 +46,7 @@ type stallConn struct {
 // stalled or its agent was cut off, so that the close reason can follow it.
 const closeGrace = 2 * time.Second
 
-// newStallConn wraps the handler's connection (cdpguard/http.go).
+// newStallConn wraps the handler's connection (Accept).
 func newStallConn(w *wsAgentConn) *stallConn { return &stallConn{wsAgentConn: w} }
 
 // errAgentStalled ends a write that did not finish within the bound.

@@ -1,4 +1,4 @@
-package cdpguard
+package wsagent
 
 import (
 	"strings"
@@ -19,7 +19,7 @@ func TestTruncateReasonKeepsUTF8(t *testing.T) {
 		{"url", "http://" + strings.Repeat("пример", 30) + ".test/"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := truncateReason(c.in)
+			got := TruncateReason(c.in)
 			if len(got) > 123 {
 				t.Errorf("len = %d, want ≤ 123 (a close frame's reason)", len(got))
 			}
