@@ -92,7 +92,7 @@ func TestGrantsEndWithBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	first := s.cur.Load()
+	first := s.current()
 	u, err := first.users.Acquire(ctx, "u")
 	if err != nil {
 		t.Fatal(err)
@@ -107,12 +107,12 @@ func TestGrantsEndWithBrowser(t *testing.T) {
 	if err := syscall.Kill(first.proc.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(30 * time.Second); !s.Ready() || s.cur.Load() == first; time.Sleep(50 * time.Millisecond) {
+	for end := time.Now().Add(30 * time.Second); !s.Ready() || s.current() == first; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatal("no relaunched browser within 30s")
 		}
 	}
-	next := s.cur.Load()
+	next := s.current()
 	if next.proxyAddr != fixed {
 		t.Errorf("the relaunched guard's shared listener is on %s, want the fixed %s", next.proxyAddr, fixed)
 	}

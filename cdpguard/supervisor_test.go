@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdpguard/cdpguard/internal/supervise"
 	"github.com/coder/websocket"
 )
 
@@ -26,7 +27,7 @@ func TestSupervisorGivesUp(t *testing.T) {
 	defer s.Close()
 	kill := func() {
 		t.Helper()
-		g := s.cur.Load()
+		g := s.current()
 		if g == nil || g.proc == nil {
 			t.Fatal("no current guard with a launched browser")
 		}
@@ -39,7 +40,7 @@ func TestSupervisorGivesUp(t *testing.T) {
 			t.Fatal("guard not done 10s after its browser was killed")
 		}
 	}
-	first := s.cur.Load()
+	first := s.current()
 	ws := first.WebSocketURL()
 	kill()
 	// Between browsers every endpoint request is refused, fail closed.
@@ -53,7 +54,7 @@ func TestSupervisorGivesUp(t *testing.T) {
 			t.Errorf("GET %s between browsers: %d, want 503", path, resp.StatusCode)
 		}
 	}
-	for end := time.Now().Add(30 * time.Second); !s.Ready() || s.cur.Load() == first; time.Sleep(50 * time.Millisecond) {
+	for end := time.Now().Add(30 * time.Second); !s.Ready() || s.current() == first; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatal("no relaunched browser within 30s")
 		}
@@ -86,9 +87,9 @@ func TestSupervisorGivesUp(t *testing.T) {
 }
 
 func TestSupervisorBackoff(t *testing.T) {
-	s := &Supervisor{opts: SupervisorOptions{MaxFailures: 1000}.withDefaults()}
+	opts := SupervisorOptions{MaxFailures: 1000}.withDefaults()
 	for n, want := range map[int]time.Duration{1: 500 * time.Millisecond, 2: time.Second, 3: 2 * time.Second, 7: 30 * time.Second, 999: 30 * time.Second} {
-		if got := s.backoff(n); got != want {
+		if got := supervise.Backoff(opts.Backoff, n); got != want {
 			t.Errorf("backoff(%d) = %v, want %v", n, got, want)
 		}
 	}
