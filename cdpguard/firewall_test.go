@@ -72,7 +72,7 @@ func TestFirewallURLRefusal(t *testing.T) {
 
 func TestFirewallPolicyRows(t *testing.T) {
 	g := testGuard(t, Config{})
-	st := &agentState{user: &users.User{Key: "alice"}}
+	st := &agentState{User: &users.User{Key: "alice"}}
 	check := func(method, u string, browser bool) relay.Verdict {
 		rule, name := firewall.Lookup(method, browser)
 		return g.applyRule(t.Context(), nil, st, relay.Command{Method: method, Params: params(t, map[string]any{"url": u})}, name, rule)

@@ -89,9 +89,9 @@ func (g *Guard) Close() error {
 	g.closed.once.Do(func() {
 		g.ready.Store(false)
 		g.stop()
-		g.agents.mu.Lock() // a barrier: agent handlers check g.ctx under it
+		g.barrier.Lock() // a barrier: agent handlers check g.ctx under it
 		//lint:ignore SA2001 the empty critical section is that barrier
-		g.agents.mu.Unlock()
+		g.barrier.Unlock()
 		g.failHeldPauses()
 		var errs []error
 		if g.ep.srv != nil {
@@ -156,11 +156,11 @@ func (g *Guard) failHeldPauses() {
 const heldPausesBound = 2 * time.Second
 
 // enter registers a handler or goroutine that Close must wait for (g.wg),
-// under agents.mu, Close's barrier; false, registering nothing, once Close
+// under g.barrier, Close's barrier; false, registering nothing, once Close
 // began. The caller calls g.wg.Done when it ends.
 func (g *Guard) enter() bool {
-	g.agents.mu.Lock()
-	defer g.agents.mu.Unlock()
+	g.barrier.Lock()
+	defer g.barrier.Unlock()
 	if g.ctx.Err() != nil {
 		return false
 	}

@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"github.com/cdpguard/cdpguard/internal/admission"
 	"github.com/cdpguard/cdpguard/internal/browser"
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/controls"
@@ -23,7 +23,6 @@ import (
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
-	"github.com/cdpguard/cdpguard/internal/shares"
 	"github.com/cdpguard/cdpguard/internal/users"
 	"github.com/cdpguard/cdpguard/internal/worlds"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
@@ -47,11 +46,12 @@ type browserSide struct {
 // features are the guard's features, each a package of internal/ wired in
 // by a wire_*.go file.
 type features struct {
-	files  *files.Dirs        // the upload and download directories
-	worlds *worlds.Worlds     // the guard's isolated worlds, hidden from agents
-	rd     *readpage.Reader   // Guard.read, GET /read
-	scopes *scopes.Table      // per-user session grants and proxy listeners
-	ctl    *controls.Controls // the human's controls; nil when off
+	files  *files.Dirs         // the upload and download directories
+	worlds *worlds.Worlds      // the guard's isolated worlds, hidden from agents
+	rd     *readpage.Reader    // Guard.read, GET /read
+	scopes *scopes.Table       // per-user session grants and proxy listeners
+	ctl    *controls.Controls  // the human's controls; nil when off
+	mcp    *mcpserver.Endpoint // /mcp; nil when off (wire_mcp.go)
 }
 
 // netSide is where agents connect (the endpoint) and where pages go out
@@ -68,17 +68,20 @@ type netSide struct {
 type userSide struct {
 	users  *users.Registry
 	iso    *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
-	agents agentSet            // the agent connections and what they share
+	agents *admission.Set      // the agent connections and their fairness shares
 }
 
 // lifecycle is the guard's life: ready, the context and goroutines it
 // owns, and Close's once.
 type lifecycle struct {
-	ready  atomic.Bool
-	ctx    context.Context // ends at Close; owns every goroutine of the guard
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
-	closed closeState
+	ready atomic.Bool
+	// barrier is Close's barrier: handlers and goroutines check ctx and add
+	// to wg under it (enter, goOwned), Close takes it after cancelling ctx.
+	barrier sync.Mutex
+	ctx     context.Context // ends at Close; owns every goroutine of the guard
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	closed  closeState
 }
 
 // browserAbout is what agents are told about the browser.
@@ -107,16 +110,6 @@ type setups struct {
 	done map[string]chan struct{} // targetId → closed when the guard's setup on it ended
 }
 
-// agentSet is the guard's agent connections and what they share.
-type agentSet struct {
-	// mu guards m, and is the barrier between admitting an agent and
-	// Close: handlers check g.ctx and add to g.wg under it (enter).
-	mu     sync.Mutex
-	m      map[*relay.Agent]*agentState
-	shares *shares.Table[*relay.Share] // user key → the share of all the user's connections
-	mcp    *mcpserver.Endpoint         // /mcp; nil when off (wire_mcp.go)
-}
-
 // closeState makes Close run once and remembers its result.
 type closeState struct {
 	once sync.Once
@@ -124,23 +117,9 @@ type closeState struct {
 	done chan struct{}
 }
 
-type agentState struct {
-	user        *users.User
-	unshare     func()          // releases the user's fairness share
-	iso         *isolation.Conn // the targets this connection holds
-	guardEvents atomic.Bool     // Guard.enable was called
-	lastTouch   atomic.Int64    // unix seconds of the last activity recorded
-}
-
-// touch records the agent's activity for idle disposal, at most once a
-// second so that busy agents do not contend on the registry.
-func (st *agentState) touch(g *Guard) {
-	now := time.Now().Unix()
-	if st.lastTouch.Load() != now {
-		st.lastTouch.Store(now)
-		g.users.Touch(st.user)
-	}
-}
+// agentState is what the guard keeps of one agent connection
+// (internal/admission).
+type agentState = admission.Agent
 
 // muxCaller calls the browser through the guard's mux, which exists only
 // once the guard has started.

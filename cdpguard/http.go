@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cdpguard/cdpguard/internal/admission"
 	"github.com/cdpguard/cdpguard/internal/browser"
 	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
 	"github.com/cdpguard/cdpguard/internal/httpgate"
@@ -89,7 +90,7 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "/json/activate/"):
 		g.ep.json.Activate(w, r, strings.TrimPrefix(path, "/json/activate/"))
 	case path == "/mcp" || path == "/mcp/":
-		g.agents.mcp.ServeHTTP(w, r)
+		g.mcp.ServeHTTP(w, r)
 	case strings.HasPrefix(path, "/devtools/browser/"):
 		// Any id is accepted (Chrome 404s on a foreign one): behind a load
 		// balancer a client reads /json/version from one instance, often
@@ -181,7 +182,7 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 	if key == "" {
 		g.log.Warn("agent without the "+g.cfg.SessionHeader+" header: it shares the fallback context", "remote", r.RemoteAddr)
 	}
-	// Close waits for every agent: enter registers under agents.mu, which
+	// Close waits for every agent: enter registers under g.barrier, which
 	// Close takes after cancelling g.ctx, so no handler slips past it.
 	if !g.enter() {
 		http.Error(w, "cdpguard: shutting down", http.StatusServiceUnavailable)
@@ -210,7 +211,7 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 		conn.Reject(wsagent.StatusPolicy, msg)
 		return
 	}
-	a, err := g.admitAgent(actx, conn, agentSpec{name: r.RemoteAddr, key: key, targetID: targetID, user: u})
+	a, err := g.agents.Admit(actx, g.mux, conn, admission.Spec{Name: r.RemoteAddr, Key: key, TargetID: targetID, User: u})
 	cancel()
 	if err != nil {
 		g.log.Warn("agent connection refused", "remote", r.RemoteAddr, "err", err)
@@ -218,6 +219,6 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 		return
 	}
 	err = wsagent.Clean(a.Serve(ctx))
-	g.dropAgent(a)
+	g.agents.Drop(a)
 	g.log.Info("agent disconnected", "remote", r.RemoteAddr, "user", key, "err", err)
 }

@@ -118,14 +118,14 @@ func TestRequireSessionHeader(t *testing.T) {
 		}
 		c.CloseNow()
 	}
-	for g.agents.shares.Held() != 0 {
+	for g.agents.Shares().Held() != 0 {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%d users' shares still held after all their connections closed", g.agents.shares.Held())
+			t.Fatalf("%d users' shares still held after all their connections closed", g.agents.Shares().Held())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	if n := g.agents.shares.Len(); n > users {
+	if n := g.agents.Shares().Len(); n > users {
 		t.Fatalf("%d shares kept for %d users", n, users)
 	}
 }

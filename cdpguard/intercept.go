@@ -44,7 +44,7 @@ func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, c
 			return refusal(name, "unreadable params: "+err.Error())
 		}
 		if u != "" {
-			if d := g.decideFor(st.user, u); !d.Allowed {
+			if d := g.decideFor(st.User, u); !d.Allowed {
 				return refusal(name, fmt.Sprintf("%s (%s): %s", d.Reason, truncateReason(u), rule.Why))
 			}
 		}
@@ -55,7 +55,7 @@ func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, c
 			return refusal(name, why+": "+rule.Why)
 		}
 	case firewall.RewriteDownloads:
-		return g.files.RewriteDownloads(st.user.Key, cmd)
+		return g.files.RewriteDownloads(st.User.Key, cmd)
 	case firewall.CheckFiles:
 		return g.files.CheckUpload(cmd)
 	case firewall.CheckDropFiles:
@@ -67,13 +67,13 @@ func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, c
 	case firewall.GuardRead:
 		return g.guardRead(ctx, st, cmd)
 	case firewall.GuardPolicy:
-		b, err := jsonv2.Marshal(g.policyViewFor(st.user.Key, g.scopes.OfUser(st.user)))
+		b, err := jsonv2.Marshal(g.policyViewFor(st.User.Key, g.scopes.OfUser(st.User)))
 		if err != nil {
 			return refusal(name, err.Error())
 		}
 		return relay.Verdict{Local: b}
 	case firewall.GuardEnable, firewall.GuardDisable:
-		st.guardEvents.Store(rule.Action == firewall.GuardEnable)
+		st.GuardEvents.Store(rule.Action == firewall.GuardEnable)
 		return relay.Verdict{Local: []byte("{}")}
 	case firewall.Guard:
 		return refusal(cmd.Method, rule.Why)
@@ -125,7 +125,7 @@ func localNetworkGrant(cmd relay.Command) string {
 func (g *Guard) closeOwnTargets(ctx context.Context, st *agentState) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	for _, id := range g.users.Targets(st.user) {
+	for _, id := range g.users.Targets(st.User) {
 		if _, err := g.mux.Call(ctx, "", "Target.closeTarget", map[string]any{"targetId": id}); err != nil {
 			g.log.Debug("Browser.close: closing target failed", "target", id, "err", err)
 		}

@@ -168,8 +168,7 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.hosts = hosts
 	g.ep.self = selfaddr.New()
 	g.setups.done = map[string]chan struct{}{}
-	g.agents.m = map[*relay.Agent]*agentState{}
-	g.agents.shares = newShares()
+	g.agents = g.newAgents()
 	g.pol = g.newPolicyState(rules, sum)
 	g.about.id = hex.EncodeToString(id)
 	if g.files, err = g.newFiles(); err != nil {
@@ -181,7 +180,7 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
 	g.scopes = g.newScopes()
 	g.iso = g.newIsolator()
-	g.agents.mcp = g.newMCP()
+	g.mcp = g.newMCP()
 	g.ep.json = g.newDevtoolsJSON()
 	return g, nil
 }
@@ -258,7 +257,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		return err
 	}
 	g.ready.Store(true)
-	g.agents.mcp.WarnShared(g.log)
+	g.mcp.WarnShared(g.log)
 	g.log.Info("browser " + g.about.version.Browser + " (" + g.about.version.UserAgent + ")")
 	def := g.rules().Default().Policy
 	g.log.Info("cdpguard up, allowed origins="+strings.Join(def.Origins(), ";"), "blocked", strings.Join(def.Blocked(), ";"), "groups", strings.Join(g.rules().GroupNames(), ";"), "policyFile", g.cfg.PolicyFile, "endpoint", g.ep.url, "mode", g.mode())

@@ -62,7 +62,7 @@ func TestMCPOff(t *testing.T) {
 	}
 	defer func() { _ = g.Close() }()
 	rec := httptest.NewRecorder()
-	g.agents.mcp.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(initializeBody)))
+	g.mcp.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(initializeBody)))
 	if rec.Code != http.StatusNotFound {
 		t.Fatalf("--mcp=false: %d", rec.Code)
 	}

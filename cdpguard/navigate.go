@@ -32,7 +32,7 @@ func (g *Guard) refusedNavigation(ctx context.Context, a *relay.Agent, st *agent
 		frame = g.sessionTarget(ctx, a, cmd.SessionID)
 	}
 	g.log.Warn("navigation refused", "url", truncateReason(p.URL), "reason", reason)
-	g.notifyBlock(st.user.Key, fetchdomain.Block{URL: p.URL, Reason: reason, ResourceType: "Document", FrameID: frame, TopLevel: p.FrameID == ""})
+	g.notifyBlock(st.User.Key, fetchdomain.Block{URL: p.URL, Reason: reason, ResourceType: "Document", FrameID: frame, TopLevel: p.FrameID == ""})
 	res, err := jsonv2.Marshal(struct {
 		FrameID   string `json:"frameId"`
 		ErrorText string `json:"errorText"`

@@ -132,11 +132,7 @@ func refusesOnItsOwn(r firewall.Rule) bool {
 // browser restart), so that clients learn why rather than seeing a bare
 // close. Agents' in-flight commands fail with them.
 func (g *Guard) closeAgents(code int, reason string) {
-	g.agents.mu.Lock()
-	defer g.agents.mu.Unlock()
-	for a := range g.agents.m {
-		a.Close(code, reason)
-	}
+	g.agents.CloseAll(code, reason)
 }
 
 // useEndpoint records the address a Supervisor serves the endpoint on,

@@ -110,7 +110,7 @@ func (g *Guard) refusalStage(ctx context.Context, c *agentCommand) relay.Verdict
 // windows; the later stages see the params it produced (e.g. with the
 // user's browserContextId).
 func (g *Guard) isolationStage(ctx context.Context, c *agentCommand) relay.Verdict {
-	iso := g.iso.Command(ctx, c.st.iso, c.agent, c.Command, c.rule.Scope)
+	iso := g.iso.Command(ctx, c.st.Iso, c.agent, c.Command, c.rule.Scope)
 	if iso.Refuse != "" || iso.Local != nil {
 		return iso
 	}

@@ -29,7 +29,7 @@ func (g *Guard) checkRedirect(ctx context.Context, st *agentState, cmd relay.Com
 	if p.URL == "" {
 		return relay.Verdict{}
 	}
-	d := g.decideFor(st.user, p.URL)
+	d := g.decideFor(st.User, p.URL)
 	if d.Allowed {
 		return relay.Verdict{}
 	}

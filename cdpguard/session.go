@@ -9,6 +9,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/browser"
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
+	"github.com/cdpguard/cdpguard/internal/users"
 )
 
 // targetAttached keeps the guard's record of a target its root session's
@@ -162,13 +163,7 @@ func (g *Guard) notifyBlock(key string, b fetchdomain.Block) {
 	if err != nil {
 		return
 	}
-	g.agents.mu.Lock()
-	defer g.agents.mu.Unlock()
-	for a, st := range g.agents.m {
-		if st.user.Key == key && st.guardEvents.Load() {
-			a.SendEvent("Guard.requestBlocked", params)
-		}
-	}
+	g.agents.Notify(func(u *users.User) bool { return u.Key == key }, "Guard.requestBlocked", params)
 }
 
 func versionFromCDP(res []byte) browser.Version {

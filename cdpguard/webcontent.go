@@ -24,17 +24,7 @@ func (g *Guard) markWeb(t targetInfo, changed bool) {
 	}
 	reason := cdpmsg.Refusal("", fmt.Sprintf("target %s is no longer web content (%s %s): %s", t.TargetID, why, truncateReason(t.URL), firewall.WhyNotWeb))
 	id := t.TargetID
-	g.fx.Add(func() {
-		g.agents.mu.Lock()
-		agents := make([]interface{ Evict(string, string) }, 0, len(g.agents.m))
-		for a := range g.agents.m {
-			agents = append(agents, a)
-		}
-		g.agents.mu.Unlock()
-		for _, a := range agents {
-			a.Evict(id, reason)
-		}
-	})
+	g.fx.Add(func() { g.agents.Evict(id, reason) })
 }
 
 // notWebRefusal returns the refusal of a command naming a target that is

@@ -5,7 +5,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/bounds"
 	"github.com/cdpguard/cdpguard/internal/isolation"
-	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/users"
 )
 
 // This file wires the byte bounds of agent queues and the per-user caps
@@ -34,12 +34,7 @@ func (g *Guard) limits() bounds.Limits {
 type boundsStats struct{ g *Guard }
 
 func (s boundsStats) QueuedBytes() (total, most int64) {
-	s.g.agents.shares.Range(func(sh *relay.Share) {
-		n := sh.QueuedBytes()
-		total += n
-		most = max(most, n)
-	})
-	return total, most
+	return s.g.agents.QueuedBytes()
 }
 
 func (s boundsStats) TabStats() (most, atCap int) {
@@ -77,12 +72,6 @@ func (g *Guard) tabOverCap(t targetInfo, session string, waiting bool) bool {
 	if jerr != nil {
 		return true
 	}
-	g.agents.mu.Lock()
-	defer g.agents.mu.Unlock()
-	for a, st := range g.agents.m {
-		if st.user == u && st.guardEvents.Load() {
-			a.SendEvent("Guard.targetRefused", params)
-		}
-	}
+	g.agents.Notify(func(v *users.User) bool { return v == u }, "Guard.targetRefused", params)
 	return true
 }

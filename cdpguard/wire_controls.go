@@ -72,8 +72,8 @@ func (g *Guard) agentWatch(a *relay.Agent, st *agentState, cmd relay.Command, ru
 		return v
 	}
 	var user string
-	if st.user != nil {
-		user = st.user.Key
+	if st.User != nil {
+		user = st.User.Key
 	}
 	hook := g.ctl.AgentCommand(controls.Command{Agent: a, User: user, Session: cmd.SessionID, Params: cmd.Params}, rule.Controls)
 	if hook == nil {

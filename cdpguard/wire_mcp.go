@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cdpguard/cdpguard/internal/admission"
 	"github.com/cdpguard/cdpguard/internal/mcpserver"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
@@ -76,7 +77,7 @@ func (b mcpBackend) Open(ctx context.Context, key string, p *mcpserver.Pipe) (<-
 	if err != nil {
 		return nil, fmt.Errorf("cdpguard: %w", err)
 	}
-	a, err := g.admitAgent(actx, p.AgentSide(), agentSpec{name: "mcp", key: key, user: u})
+	a, err := g.agents.Admit(actx, g.mux, p.AgentSide(), admission.Spec{Name: "mcp", Key: key, User: u})
 	if err != nil {
 		g.users.Release(u)
 		return nil, fmt.Errorf("cdpguard: %w", err)
@@ -90,7 +91,7 @@ func (b mcpBackend) Open(ctx context.Context, key string, p *mcpserver.Pipe) (<-
 		defer g.wg.Done()
 		defer close(released)
 		err := a.Serve(g.ctx)
-		g.dropAgent(a)
+		g.agents.Drop(a)
 		g.users.Release(u)
 		if errors.Is(err, mcpserver.ErrClosed) {
 			err = nil

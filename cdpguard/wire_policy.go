@@ -63,7 +63,7 @@ func (g *Guard) newPolicyState(rules *policyfile.Set, sum [32]byte) *policystate
 			if g.proxy != nil {
 				closed = g.proxy.Recheck()
 			}
-			g.agents.mcp.PolicyChanged()
+			g.mcp.PolicyChanged()
 			return closed
 		},
 	})

@@ -55,7 +55,7 @@ func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int
 // guardRead answers Guard.read on an agent's page session, for pages of
 // the agent's user.
 func (g *Guard) guardRead(ctx context.Context, st *agentState, cmd relay.Command) relay.Verdict {
-	return g.rd.Command(ctx, cmd, func(targetID string) bool { return g.users.OwnsTarget(st.user, targetID) })
+	return g.rd.Command(ctx, cmd, func(targetID string) bool { return g.users.OwnsTarget(st.User, targetID) })
 }
 
 // serveRead answers GET /read?url=...&offset=...&maxChars=... with a

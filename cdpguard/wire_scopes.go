@@ -28,11 +28,11 @@ func (g *Guard) newScopes() *scopes.Table {
 }
 
 // goOwned runs f on a goroutine Close waits for, unless the guard is
-// closing: g.agents.mu is Close's barrier, no goroutine starts once Close
+// closing: g.barrier is Close's barrier, no goroutine starts once Close
 // waits for them.
 func (g *Guard) goOwned(f func()) bool {
-	g.agents.mu.Lock()
-	defer g.agents.mu.Unlock()
+	g.barrier.Lock()
+	defer g.barrier.Unlock()
 	if g.ctx.Err() != nil {
 		return false
 	}

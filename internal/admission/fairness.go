@@ -1,4 +1,4 @@
-package cdpguard
+package admission
 
 import (
 	"time"

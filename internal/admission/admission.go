@@ -1,0 +1,176 @@
+// Package admission admits agent connections to the guard's browser
+// connection and keeps them: every kind of agent (a WebSocket client, the
+// MCP tools' in-process connection) gets the same interceptor, event
+// filter, per-user fairness share and registration, so no kind can skip a
+// rule. It tells the user's connections what the guard decided (Notify),
+// evicts sessions and closes them all. It observes no CDP events.
+package admission
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cdpguard/cdpguard/internal/bounds"
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/isolation"
+	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/shares"
+	"github.com/cdpguard/cdpguard/internal/users"
+)
+
+// Agent is what the guard keeps of one admitted agent connection.
+type Agent struct {
+	User        *users.User
+	Iso         *isolation.Conn // the targets this connection holds
+	GuardEvents atomic.Bool     // Guard.enable was called
+	unshare     func()          // releases the user's fairness share
+	lastTouch   atomic.Int64    // unix seconds of the last activity recorded
+}
+
+// Spec names one agent connection: who it is for and what it is.
+type Spec struct {
+	Name     string // for logs: the remote address, or "mcp"
+	Key      string // the user key (session header value)
+	TargetID string // for /devtools/page/<id>; empty for browser connections
+	User     *users.User
+}
+
+// Deps are what admitting an agent takes from the guard.
+type Deps struct {
+	// Filter reports whether event e reaches agent a.
+	Filter func(st *Agent, a *relay.Agent, e *cdpmsg.Envelope) bool
+	// Intercept judges one agent command (the command pipeline).
+	Intercept func(ctx context.Context, a *relay.Agent, st *Agent, cmd relay.Command) relay.Verdict
+	// Touch records a user's activity for idle disposal.
+	Touch func(*users.User)
+	// Bounds are the relay's byte bounds.
+	Bounds func() relay.Bounds
+	// Metrics is read at each admission: a Supervisor swaps the guard's
+	// metrics after the guard is built.
+	Metrics func() *bounds.Metrics
+	// OnDrop is told of an agent that is gone.
+	OnDrop func(a *relay.Agent)
+	Log    *slog.Logger
+}
+
+// Set is the guard's agent connections and the users' fairness shares.
+type Set struct {
+	deps   Deps
+	mu     sync.Mutex
+	m      map[*relay.Agent]*Agent
+	shares *shares.Table[*relay.Share] // user key → the share of all the user's connections
+}
+
+// New returns an empty Set.
+func New(deps Deps) *Set {
+	return &Set{deps: deps, m: map[*relay.Agent]*Agent{}, shares: newShares()}
+}
+
+// Admit relays conn on mux as one agent of s.User. The caller runs
+// a.Serve and then calls Drop.
+func (set *Set) Admit(ctx context.Context, mux *relay.Mux, conn relay.AgentConn, s Spec) (*relay.Agent, error) {
+	share, unshare := set.shares.Acquire(s.Key)
+	st := &Agent{User: s.User, Iso: isolation.NewConn(s.User), unshare: unshare}
+	m := set.deps.Metrics()
+	a, err := mux.NewAgent(ctx, conn, relay.AgentOptions{
+		Name:     s.Name,
+		TargetID: s.TargetID,
+		FilterEvent: func(a *relay.Agent, e *cdpmsg.Envelope) bool {
+			return set.deps.Filter(st, a, e)
+		},
+		OnActivity: func() { set.touch(st) },
+		Share:      share,
+		Bounds:     set.deps.Bounds(),
+		OnCutOff:   m.OnCutOff(set.deps.Log, s.Name, s.Key),
+		OnThrottle: m.Throttled,
+		OnDropped:  m.Dropped,
+		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
+			return set.deps.Intercept(ctx, a, st, cmd)
+		},
+	})
+	if err != nil {
+		unshare()
+		return nil, err
+	}
+	set.mu.Lock()
+	set.m[a] = st
+	set.mu.Unlock()
+	set.deps.Log.Info("agent connected", "remote", s.Name, "user", s.Key, "target", s.TargetID)
+	return a, nil
+}
+
+// touch records the agent's activity for idle disposal, at most once a
+// second so that busy agents do not contend on the registry.
+func (set *Set) touch(st *Agent) {
+	now := time.Now().Unix()
+	if st.lastTouch.Load() != now {
+		st.lastTouch.Store(now)
+		set.deps.Touch(st.User)
+	}
+}
+
+// Drop forgets an agent whose Serve returned.
+func (set *Set) Drop(a *relay.Agent) {
+	set.mu.Lock()
+	st := set.m[a]
+	delete(set.m, a)
+	set.mu.Unlock()
+	if st != nil {
+		st.unshare()
+	}
+	set.deps.OnDrop(a)
+}
+
+// Notify sends the guard's event method with params to the connections
+// whose user to reports true and that sent Guard.enable. SendEvent only
+// queues: it never writes to the socket under the lock.
+func (set *Set) Notify(to func(*users.User) bool, method string, params []byte) {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	for a, st := range set.m {
+		if to(st.User) && st.GuardEvents.Load() {
+			a.SendEvent(method, params)
+		}
+	}
+}
+
+// Evict ends every agent session on targetID with reason.
+func (set *Set) Evict(targetID, reason string) {
+	set.mu.Lock()
+	agents := make([]*relay.Agent, 0, len(set.m))
+	for a := range set.m {
+		agents = append(agents, a)
+	}
+	set.mu.Unlock()
+	for _, a := range agents {
+		a.Evict(targetID, reason)
+	}
+}
+
+// CloseAll ends every agent connection with code and reason (shutdown,
+// browser restart), so that clients learn why rather than seeing a bare
+// close. Agents' in-flight commands fail with them.
+func (set *Set) CloseAll(code int, reason string) {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	for a := range set.m {
+		a.Close(code, reason)
+	}
+}
+
+// QueuedBytes returns the bytes queued for all users' connections and for
+// the user with the most (the bounds gauges).
+func (set *Set) QueuedBytes() (total, most int64) {
+	set.shares.Range(func(sh *relay.Share) {
+		n := sh.QueuedBytes()
+		total += n
+		most = max(most, n)
+	})
+	return total, most
+}
+
+// Shares returns the table of per-user shares (tests: pruning).
+func (set *Set) Shares() *shares.Table[*relay.Share] { return set.shares }
