@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"strconv"
-	"strings"
 
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
@@ -17,19 +15,9 @@ import (
 // HTTP(S) and WebSocket connection through it, so channels the Fetch domain
 // never sees (WebSocket handshakes, preconnects) are judged by host too.
 func (g *Guard) startProxy() error {
-	var private []netip.Prefix
-	for _, c := range g.cfg.AllowPrivate {
-		for _, s := range strings.FieldsFunc(c, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\n' }) {
-			pfx, err := netip.ParsePrefix(s)
-			if err != nil {
-				addr, aerr := netip.ParseAddr(s)
-				if aerr != nil {
-					return configError("AllowPrivate", s, "not a CIDR range or address")
-				}
-				pfx = netip.PrefixFrom(addr, addr.BitLen())
-			}
-			private = append(private, pfx)
-		}
+	private, bad := egress.ParsePrivate(g.cfg.AllowPrivate)
+	if bad != "" {
+		return configError("AllowPrivate", bad, "not a CIDR range or address")
 	}
 	p, err := egress.New(egress.Options{
 		Decide:       g.scopes.Decider(g.scopes.Default()), // the shared listener: Chrome's default context
@@ -66,18 +54,6 @@ func (g *Guard) startProxy() error {
 	return nil
 }
 
-// proxyFlags are the launch flags that send all of the managed browser's
-// traffic through the proxy and keep it from resolving names itself. (The
-// WebRTC and QUIC switches are among internal/browser's hardening flags.)
-func (g *Guard) proxyFlags() []string {
-	host, _, _ := net.SplitHostPort(g.proxyAddr)
-	return []string{
-		"--proxy-server=" + g.proxyURL,
-		"--proxy-bypass-list=<-loopback>",
-		"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE " + host,
-	}
-}
-
 // onRefuse counts and logs a proxy refusal. The proxy sees connections,
 // not tabs; a refusal on a user's own listener (grants.go) is that user's,
 // and the user's agents are told. Refusals on the shared listener are only
@@ -93,16 +69,8 @@ func (g *Guard) onRefuse(r egress.Refusal) {
 // checkEgressListen accepts only loopback addresses for --egress-listen: a
 // proxy to the allowed hosts must not be open to the network.
 func checkEgressListen(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return configError("EgressListen", addr, "want host:port")
-	}
-	if host == "localhost" {
-		return nil
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil || !a.IsLoopback() {
-		return configError("EgressListen", addr, "want a loopback address (127.0.0.1:PORT or [::1]:PORT): the proxy must not be open to the network")
+	if why := egress.ListenRefusal(addr); why != "" {
+		return configError("EgressListen", addr, why)
 	}
 	return nil
 }

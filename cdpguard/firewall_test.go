@@ -116,7 +116,7 @@ func TestFirewallPermissions(t *testing.T) {
 		{"permission": map[string]any{"name": "loopback-network"}, "setting": "prompt"},
 	}
 	for _, p := range refused {
-		why := localNetworkGrant(relay.Command{Method: "Browser.grantPermissions", Params: params(t, p)})
+		why := firewall.LocalNetworkGrant(params(t, p))
 		if why == "" {
 			t.Errorf("%v was not refused", p)
 		}
@@ -127,7 +127,7 @@ func TestFirewallPermissions(t *testing.T) {
 		{"permission": map[string]any{"name": "geolocation"}, "setting": "granted"},
 	}
 	for _, p := range passed {
-		if why := localNetworkGrant(relay.Command{Method: "Browser.setPermission", Params: params(t, p)}); why != "" {
+		if why := firewall.LocalNetworkGrant(params(t, p)); why != "" {
 			t.Errorf("%v refused: %s", p, why)
 		}
 	}

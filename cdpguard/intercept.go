@@ -13,14 +13,8 @@ import (
 
 // refuseParams refuses cmd if it carries one of rule.Params.
 func refuseParams(cmd relay.Command, name string, rule firewall.Rule) relay.Verdict {
-	var in map[string]jsonv2.Value
-	if err := unmarshalParams(cmd.Params, &in); err != nil {
-		return refusal(name, "unreadable params: "+err.Error())
-	}
-	for _, k := range rule.Params {
-		if _, ok := in[k]; ok {
-			return refusal(name, k+": "+rule.Why)
-		}
+	if why := firewall.ParamRefusal(cmd.Params, rule); why != "" {
+		return refusal(name, why)
 	}
 	return relay.Verdict{}
 }
@@ -51,7 +45,7 @@ func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, c
 	case firewall.CheckRedirect:
 		return g.checkRedirect(ctx, st, cmd, name, rule)
 	case firewall.CheckPermissions:
-		if why := localNetworkGrant(cmd); why != "" {
+		if why := firewall.LocalNetworkGrant(cmd.Params); why != "" {
 			return refusal(name, why+": "+rule.Why)
 		}
 	case firewall.RewriteDownloads:
@@ -93,32 +87,6 @@ func (g *Guard) applyRule(ctx context.Context, a *relay.Agent, st *agentState, c
 // checkURL returns a refusal message for a /json/new URL an agent may never
 // open.
 func (g *Guard) checkURL(u string) string { return urlRefusal("/json/new", u) }
-
-// localNetworkGrant returns why a Browser.grantPermissions or
-// Browser.setPermission command grants a local-network permission, or "".
-// Setting such a permission to "denied" only tightens the browser and
-// passes.
-func localNetworkGrant(cmd relay.Command) string {
-	var p struct {
-		Permissions []string `json:"permissions"`
-		Permission  struct {
-			Name string `json:"name"`
-		} `json:"permission"`
-		Setting string `json:"setting"`
-	}
-	if err := unmarshalParams(cmd.Params, &p); err != nil {
-		return "unreadable params: " + err.Error()
-	}
-	for _, n := range p.Permissions {
-		if firewall.IsLocalNetworkPermission(n) {
-			return fmt.Sprintf("permission %q", n)
-		}
-	}
-	if n := p.Permission.Name; n != "" && firewall.IsLocalNetworkPermission(n) && p.Setting != "denied" {
-		return fmt.Sprintf("permission %q set to %q", n, p.Setting)
-	}
-	return ""
-}
 
 // closeOwnTargets closes the user's targets: Browser.close from one agent
 // must not take the browser down for other users.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/browser"
 	"github.com/cdpguard/cdpguard/internal/dialogs"
+	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/hostmap"
 	"github.com/cdpguard/cdpguard/internal/isolation"
@@ -57,7 +58,7 @@ func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, err
 		return nil, err
 	}
 	flags := append([]string(nil), cfg.ChromeFlags...)
-	guardFlags := g.proxyFlags()
+	guardFlags := egress.ChromeFlags(g.proxyAddr)
 	proc, err := browser.Launch(ctx, browser.LaunchOptions{
 		Path:        cfg.ChromePath,
 		Headed:      cfg.Headed,

@@ -107,25 +107,12 @@ func (g *Guard) onTargetCrashed(params []byte) {
 func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
 	if v.Refuse != "" {
 		rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
-		if name == "" || !refusesOnItsOwn(rule) {
+		if name == "" || !rule.RefusesOnItsOwn() {
 			name = "isolation"
 		}
 		g.metrics.CDPRefused.WithLabelValues(name).Inc()
 	}
 	return v
-}
-
-// refusesOnItsOwn reports whether row r can be the reason of
-// a refusal; the rows that only let the guard follow a command (dialogs,
-// attach, detach) never refuse, so their refusals are isolation's.
-func refusesOnItsOwn(r firewall.Rule) bool {
-	switch r.Action {
-	case firewall.Pass, firewall.DialogsListen, firewall.DialogsUnlisten, firewall.DialogsAnswer, firewall.Detach, firewall.AttachTarget:
-		return false
-	case firewall.Controls:
-		return r.Controls.Refuses()
-	}
-	return true
 }
 
 // closeAgents ends every agent connection with code and reason (shutdown,

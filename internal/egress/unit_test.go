@@ -136,3 +136,29 @@ func BenchmarkConnect(b *testing.B) {
 		_ = c.Close()
 	}
 }
+
+// TestListenRefusal: the shared listener takes loopback addresses only.
+func TestListenRefusal(t *testing.T) {
+	for _, ok := range []string{"127.0.0.1:0", "127.0.0.1:8899", "[::1]:8899", "localhost:8899"} {
+		if why := ListenRefusal(ok); why != "" {
+			t.Errorf("%s: %s", ok, why)
+		}
+	}
+	for _, bad := range []string{"0.0.0.0:8899", ":8899", "[::]:8899", "10.0.0.1:8899", "example.com:8899", "127.0.0.1", "nonsense"} {
+		if ListenRefusal(bad) == "" {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// TestParsePrivate: ranges and addresses, several to a string; the first
+// bad entry is named.
+func TestParsePrivate(t *testing.T) {
+	got, bad := ParsePrivate([]string{"10.0.0.0/8, 192.168.1.5;fd00::/8\n::1"})
+	if bad != "" || len(got) != 4 || got[1].Bits() != 32 || got[3].Bits() != 128 {
+		t.Fatalf("ParsePrivate = %v, %q", got, bad)
+	}
+	if _, bad := ParsePrivate([]string{"10.0.0.0/8", "nope"}); bad != "nope" {
+		t.Fatalf("bad = %q, want nope", bad)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cdpguard/cdpguard/internal/ascii"
+	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
 
 // openable are the URL schemes an agent may open: network pages and schemes
@@ -125,4 +126,63 @@ func ResolveInside(dir, path string) (string, error) {
 		return "", &PathError{Path: path, Err: ErrOutsideDir}
 	}
 	return real, nil
+}
+
+// ParamRefusal returns why a command of a RefuseParams row is refused: it
+// carries one of r.Params; "" when it carries none.
+func ParamRefusal(params []byte, r Rule) string {
+	var in map[string]jsonv2.Value
+	if len(params) > 0 {
+		if err := jsonv2.Unmarshal(params, &in); err != nil {
+			return "unreadable params: " + err.Error()
+		}
+	}
+	for _, k := range r.Params {
+		if _, ok := in[k]; ok {
+			return k + ": " + r.Why
+		}
+	}
+	return ""
+}
+
+// LocalNetworkGrant returns why a Browser.grantPermissions or
+// Browser.setPermission command (a CheckPermissions row) grants a
+// local-network permission, or "". Setting such a permission to "denied"
+// only tightens the browser and passes.
+func LocalNetworkGrant(params []byte) string {
+	var p struct {
+		Permissions []string `json:"permissions"`
+		Permission  struct {
+			Name string `json:"name"`
+		} `json:"permission"`
+		Setting string `json:"setting"`
+	}
+	if len(params) > 0 {
+		if err := jsonv2.Unmarshal(params, &p); err != nil {
+			return "unreadable params: " + err.Error()
+		}
+	}
+	for _, n := range p.Permissions {
+		if IsLocalNetworkPermission(n) {
+			return fmt.Sprintf("permission %q", n)
+		}
+	}
+	if n := p.Permission.Name; n != "" && IsLocalNetworkPermission(n) && p.Setting != "denied" {
+		return fmt.Sprintf("permission %q set to %q", n, p.Setting)
+	}
+	return ""
+}
+
+// RefusesOnItsOwn reports whether row r can be the reason of a refusal
+// (the refusal metric's label); the rows that only let the guard follow a
+// command (dialogs, attach, detach) never refuse, so their refusals are
+// isolation's.
+func (r Rule) RefusesOnItsOwn() bool {
+	switch r.Action {
+	case Pass, DialogsListen, DialogsUnlisten, DialogsAnswer, Detach, AttachTarget:
+		return false
+	case Controls:
+		return r.Controls.Refuses()
+	}
+	return true
 }
