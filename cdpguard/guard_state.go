@@ -21,6 +21,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/outbox"
 	"github.com/cdpguard/cdpguard/internal/readpage"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/routes"
 	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
 	"github.com/cdpguard/cdpguard/internal/users"
@@ -99,6 +100,7 @@ type endpoint struct {
 	srv        *http.Server          // nil when a Supervisor serves the endpoint
 	supervisor string                // set when a Supervisor serves the endpoint: its address
 	json       *devtoolsjson.Handler // Chrome's /json/* (http.go)
+	routes     *routes.Table         // the endpoint's paths (http.go)
 	// self is every address the guard listens on (the endpoint, the egress
 	// proxy's listeners): never a destination for pages (self.go).
 	self *selfaddr.Set

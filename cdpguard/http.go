@@ -7,13 +7,13 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/cdpguard/cdpguard/internal/admission"
 	"github.com/cdpguard/cdpguard/internal/browser"
 	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
 	"github.com/cdpguard/cdpguard/internal/httpgate"
+	"github.com/cdpguard/cdpguard/internal/routes"
 	"github.com/cdpguard/cdpguard/internal/wsagent"
 )
 
@@ -48,68 +48,31 @@ func (g *Guard) listen() error {
 	return nil
 }
 
-// ServeHTTP is the endpoint: Chrome's /json/* and /devtools/* surface plus
-// the guard's own paths. A web page must not be able to drive the guard, so
-// requests whose Host is not an IP literal, localhost or a --public-host are
-// refused, and so are WebSocket upgrades that carry an Origin (gate).
-func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if g.gate().Refuse(w, r) {
-		return
-	}
-	path := r.URL.Path
-	switch {
-	case path == "/healthz":
-		devtoolsjson.WriteText(w, http.StatusOK, "ok")
-	case path == "/readyz":
-		if g.ready.Load() {
-			devtoolsjson.WriteText(w, http.StatusOK, "ok")
-		} else {
-			devtoolsjson.WriteText(w, http.StatusServiceUnavailable, "not ready")
-		}
-	case path == "/policy":
-		key, err := g.keyOf(r.Header)
-		if err != nil {
-			http.Error(w, "cdpguard: "+err.Error(), http.StatusForbidden)
-			return
-		}
-		g.writeJSON(w, g.policyViewFor(key, g.scopes.OfUser(g.users.Lookup(key))))
-	case path == "/read":
-		g.serveRead(w, r)
-	case path == "/metrics":
-		g.metrics.Handler.ServeHTTP(w, r)
-	case strings.HasSuffix(path, "/json/version") || strings.HasSuffix(path, "/json/version/"):
-		g.ep.json.Version(w, r)
-	case path == "/json" || path == "/json/" || path == "/json/list" || path == "/json/list/":
-		g.ep.json.List(w, r)
-	case path == "/json/protocol" || path == "/json/protocol/":
-		g.ep.json.Protocol(w, r)
-	case strings.HasPrefix(path, "/json/new"):
-		g.ep.json.NewTab(w, r)
-	case strings.HasPrefix(path, "/json/close/"):
-		g.ep.json.Close(w, r, strings.TrimPrefix(path, "/json/close/"))
-	case strings.HasPrefix(path, "/json/activate/"):
-		g.ep.json.Activate(w, r, strings.TrimPrefix(path, "/json/activate/"))
-	case path == "/mcp" || path == "/mcp/":
-		g.mcp.ServeHTTP(w, r)
-	case strings.HasPrefix(path, "/devtools/browser/"):
-		// Any id is accepted (Chrome 404s on a foreign one): behind a load
-		// balancer a client reads /json/version from one instance, often
-		// without the user header (chromedp), and its WebSocket is hashed
-		// to another (e2e/haproxy_test.go). The id is no secret.
-		if id := strings.TrimPrefix(path, "/devtools/browser/"); id == "" || strings.Contains(id, "/") {
-			http.Error(w, "cdpguard: bad browser id", http.StatusNotFound)
-			return
-		}
-		g.serveAgent(w, r, "")
-	case strings.HasPrefix(path, "/devtools/page/"):
-		id := strings.TrimPrefix(path, "/devtools/page/")
-		if id == "" || strings.Contains(id, "/") {
-			http.Error(w, "cdpguard: bad target id", http.StatusNotFound)
-			return
-		}
-		g.serveAgent(w, r, id)
-	default:
-		http.NotFound(w, r)
+// ServeHTTP is the endpoint (internal/routes): Chrome's /json/* and
+// /devtools/* surface plus the guard's own paths. A web page must not be
+// able to drive the guard, so requests whose Host is not an IP literal,
+// localhost or a --public-host are refused, and so are WebSocket upgrades
+// that carry an Origin (gate).
+func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.ep.routes.ServeHTTP(w, r) }
+
+// newRoutes wires the endpoint's paths to the guard's handlers.
+func (g *Guard) newRoutes() *routes.Table {
+	return &routes.Table{
+		Gate:  g.gate,
+		Ready: g.ready.Load,
+		Policy: func(w http.ResponseWriter, r *http.Request) {
+			key, err := g.keyOf(r.Header)
+			if err != nil {
+				http.Error(w, "cdpguard: "+err.Error(), http.StatusForbidden)
+				return
+			}
+			g.writeJSON(w, g.policyViewFor(key, g.scopes.OfUser(g.users.Lookup(key))))
+		},
+		Read:    g.serveRead,
+		Metrics: func() http.Handler { return g.metrics.Handler },
+		JSON:    g.ep.json,
+		MCP:     g.mcp,
+		Agent:   g.serveAgent,
 	}
 }
 

@@ -183,6 +183,7 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.iso = g.newIsolator()
 	g.mcp = g.newMCP()
 	g.ep.json = g.newDevtoolsJSON()
+	g.ep.routes = g.newRoutes()
 	return g, nil
 }
 
