@@ -1,16 +1,12 @@
 package cdpguard
 
 import (
-	"context"
-	"log/slog"
-	"net"
 	"net/netip"
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/blocklog"
 	"github.com/cdpguard/cdpguard/internal/bounds"
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
@@ -21,8 +17,9 @@ import (
 
 // Block log fields: every refused request is logged once, by the guard, as
 // msg="blocked" with exactly these keys (as JSON keys with --log-format
-// json), whichever layer refused it. Operators grep and alert on them; keep
-// the names stable.
+// json), whichever layer refused it (internal/blocklog writes the line;
+// TestBlockedLine keeps these names its own). Operators grep and alert on
+// them; keep the names stable.
 const (
 	BlockedMsg        = "blocked"
 	FieldURL          = "url"
@@ -41,41 +38,15 @@ const (
 )
 
 // logFetchBlock logs the canonical line for a request the Fetch judge
-// refused. The target (and so the user) is known when the request came from
-// a tab's main frame, whose frame id is the target id.
+// refused (blocklog.Fetch).
 func (g *Guard) logFetchBlock(b fetchdomain.Block, key string, owned bool) {
-	host := ""
-	if u, err := url.Parse(b.URL); err == nil {
-		host = u.Hostname()
-	}
-	user, target := "", ""
-	if owned {
-		user, target = key, b.FrameID
-	}
-	g.logBlocked(b.URL, host, b.Reason, b.ResourceType, user, target, LayerFetch)
+	blocklog.Fetch(g.log, b, key, owned)
 }
 
 // logProxyRefusal logs the canonical line for a connection the egress proxy
-// refused. The proxy sees connections, not tabs: target is empty, and user
-// is set only for a user's own listener (refusalUser).
+// refused; the user is known only on a user's own listener.
 func (g *Guard) logProxyRefusal(r egress.Refusal) {
-	u := r.Host
-	if r.Port != 0 {
-		u = net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
-	}
-	g.logBlocked(u, r.Host, r.Reason, "Connection", scopes.FromTag(r.Tag).Key(), "", LayerEgressProxy)
-}
-
-func (g *Guard) logBlocked(u, host, reason, resourceType, user, target, layer string) {
-	g.log.LogAttrs(context.Background(), slog.LevelInfo, BlockedMsg,
-		slog.String(FieldURL, u),
-		slog.String(FieldHost, host),
-		slog.String(FieldReason, reason),
-		slog.String(FieldResourceType, resourceType),
-		slog.String(FieldUser, user),
-		slog.String(FieldTarget, target),
-		slog.String(FieldLayer, layer),
-	)
+	blocklog.Proxy(g.log, r, scopes.FromTag(r.Tag).Key())
 }
 
 // onTargetCrashed closes a tab whose renderer crashed (Target.targetCrashed

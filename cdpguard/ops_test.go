@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cdpguard/cdpguard/internal/blocklog"
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/relay"
@@ -27,6 +28,11 @@ func TestBlockedLine(t *testing.T) {
 	defer g.stop()
 	g.logFetchBlock(fetchdomain.Block{URL: "https://evil.test:8443/x?y", Reason: `host "evil.test" is not in the allowlist`, ResourceType: "Fetch", FrameID: "F1"}, "", false)
 	g.logProxyRefusal(egress.Refusal{Host: "evil.test", Port: 443, Reason: "not allowed", Method: "CONNECT"})
+	for _, c := range [][2]string{{BlockedMsg, blocklog.Msg}, {FieldURL, blocklog.FieldURL}, {FieldHost, blocklog.FieldHost}, {FieldReason, blocklog.FieldReason}, {FieldResourceType, blocklog.FieldResourceType}, {FieldUser, blocklog.FieldUser}, {FieldTarget, blocklog.FieldTarget}, {FieldLayer, blocklog.FieldLayer}, {LayerFetch, blocklog.LayerFetch}, {LayerEgressProxy, blocklog.LayerEgressProxy}} {
+		if c[0] != c[1] {
+			t.Errorf("exported name %q, internal/blocklog writes %q", c[0], c[1])
+		}
+	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 2 {
 		t.Fatalf("got %d lines, want 2:\n%s", len(lines), buf.String())
