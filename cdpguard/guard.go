@@ -8,7 +8,6 @@ package cdpguard
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -39,35 +38,11 @@ type Guard struct {
 
 // awaitSetup waits until the guard's setup on a target ended.
 func (g *Guard) awaitSetup(ctx context.Context, targetID string) error {
-	g.setups.mu.Lock()
-	ch := g.setups.done[targetID]
-	if ch == nil {
-		ch = make(chan struct{})
-		g.setups.done[targetID] = ch
-	}
-	g.setups.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("page %s was not set up in time: %w", targetID, ctx.Err())
-	}
+	return g.setups.Await(ctx, targetID)
 }
 
-func (g *Guard) setupDone(targetID string) {
-	g.setups.mu.Lock()
-	defer g.setups.mu.Unlock()
-	ch := g.setups.done[targetID]
-	if ch == nil {
-		ch = make(chan struct{})
-		g.setups.done[targetID] = ch
-	}
-	select {
-	case <-ch:
-	default:
-		close(ch)
-	}
-}
+// setupDone records that the guard's setup on a target ended.
+func (g *Guard) setupDone(targetID string) { g.setups.Done(targetID) }
 
 // URL returns the endpoint's base URL, e.g. http://127.0.0.1:9222: what
 // chromium.connectOverCDP, puppeteer.connect({browserURL}) and chromedp's

@@ -24,6 +24,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/routes"
 	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
+	"github.com/cdpguard/cdpguard/internal/setups"
 	"github.com/cdpguard/cdpguard/internal/users"
 	"github.com/cdpguard/cdpguard/internal/worlds"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
@@ -40,7 +41,7 @@ type browserSide struct {
 	judge    *fetchdomain.Judge
 	dialogs  *dialogs.Handler
 	about    browserAbout  // what agents are told about the browser
-	setups   setups        // the guard's setup of each target
+	setups   *setups.Table // the guard's setup of each target
 	fx       *outbox.Queue // browser sends decided on the read loop (internal/outbox)
 }
 
@@ -104,12 +105,6 @@ type endpoint struct {
 	// self is every address the guard listens on (the endpoint, the egress
 	// proxy's listeners): never a destination for pages (self.go).
 	self *selfaddr.Set
-}
-
-// setups tracks the guard's setup of each target.
-type setups struct {
-	mu   sync.Mutex
-	done map[string]chan struct{} // targetId → closed when the guard's setup on it ended
 }
 
 // closeState makes Close run once and remembers its result.

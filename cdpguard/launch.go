@@ -21,6 +21,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/policyfile"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
+	"github.com/cdpguard/cdpguard/internal/setups"
 	"github.com/cdpguard/cdpguard/internal/users"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
@@ -168,7 +169,7 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.closed.done = make(chan struct{})
 	g.hosts = hosts
 	g.ep.self = selfaddr.New()
-	g.setups.done = map[string]chan struct{}{}
+	g.setups = setups.New()
 	g.agents = g.newAgents()
 	g.pol = g.newPolicyState(rules, sum)
 	g.about.id = hex.EncodeToString(id)

@@ -75,9 +75,7 @@ func (g *Guard) targetDestroyed(e *cdpmsg.Envelope) {
 	}
 	g.pageGone(p.TargetID)
 	g.users.ForgetTarget(p.TargetID)
-	g.setups.mu.Lock()
-	delete(g.setups.done, p.TargetID)
-	g.setups.mu.Unlock()
+	g.setups.Forget(p.TargetID)
 }
 
 // setupTarget prepares a target the guard auto-attached and then releases
