@@ -19,7 +19,7 @@ import (
 const agentReadLimit = 64 << 20
 
 // wsAgentConn adapts a WebSocket to relay.AgentConn for reading and
-// closing; stallConn (wsconn.go) writes: a write that cannot finish within
+// closing; stallConn (stall.go) writes: a write that cannot finish within
 // writeTimeout (the agent does not read) closes the socket.
 type wsAgentConn struct {
 	c            *websocket.Conn
