@@ -32,4 +32,4 @@ func (v gaugeView) PausesInFlight() int {
 }
 
 func (v gaugeView) Ready() bool          { return v.g.ready.Load() }
-func (v gaugeView) Bounds() bounds.Stats { return boundsStats{v.g} }
+func (v gaugeView) Bounds() bounds.Stats { return boundsStats(v) }
