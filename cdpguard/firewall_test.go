@@ -106,29 +106,3 @@ func TestFirewallRefuseParams(t *testing.T) {
 	}
 	wantRefused(t, refuseParams(relay.Command{Method: name, Params: []byte(`{"proxyServer":1,"proxyServer":2}`)}, name, rule), "Target.createBrowserContext", "unreadable")
 }
-
-func TestFirewallPermissions(t *testing.T) {
-	refused := []map[string]any{
-		{"permissions": []string{"geolocation", "localNetworkAccess"}},
-		{"permissions": []string{"loopbackNetwork"}},
-		{"permissions": []string{"localNetwork"}},
-		{"permission": map[string]any{"name": "local-network-access"}, "setting": "granted"},
-		{"permission": map[string]any{"name": "loopback-network"}, "setting": "prompt"},
-	}
-	for _, p := range refused {
-		why := firewall.LocalNetworkGrant(params(t, p))
-		if why == "" {
-			t.Errorf("%v was not refused", p)
-		}
-	}
-	passed := []map[string]any{
-		{"permissions": []string{"geolocation", "notifications"}},
-		{"permission": map[string]any{"name": "local-network-access"}, "setting": "denied"},
-		{"permission": map[string]any{"name": "geolocation"}, "setting": "granted"},
-	}
-	for _, p := range passed {
-		if why := firewall.LocalNetworkGrant(params(t, p)); why != "" {
-			t.Errorf("%v refused: %s", p, why)
-		}
-	}
-}
