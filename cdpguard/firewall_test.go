@@ -8,6 +8,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/rules"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
@@ -54,14 +55,14 @@ func wantRefused(t *testing.T, v relay.Verdict, method string, parts ...string) 
 
 func TestFirewallURLRefusal(t *testing.T) {
 	for _, u := range []string{"file:///etc/passwd", "chrome://version", "fi\tle:///etc/passwd", "view-source:http://allowed.test/"} {
-		msg := urlRefusal("Page.navigate", u)
+		msg := rules.URLRefusal("Page.navigate", u)
 		if !strings.HasPrefix(msg, "cdpguard: Page.navigate is refused: scheme ") {
-			t.Errorf("urlRefusal(%q) = %q", u, msg)
+			t.Errorf("rules.URLRefusal(%q) = %q", u, msg)
 		}
 	}
 	for _, u := range []string{"http://evil.test/", "about:blank", "data:text/html,x", ""} {
-		if msg := urlRefusal("Page.navigate", u); msg != "" {
-			t.Errorf("urlRefusal(%q) = %q, want allowed (hosts are the Fetch judge's)", u, msg)
+		if msg := rules.URLRefusal("Page.navigate", u); msg != "" {
+			t.Errorf("rules.URLRefusal(%q) = %q, want allowed (hosts are the Fetch judge's)", u, msg)
 		}
 	}
 	g := testGuard(t, Config{})
@@ -75,7 +76,7 @@ func TestFirewallPolicyRows(t *testing.T) {
 	st := &agentState{User: &users.User{Key: "alice"}}
 	check := func(method, u string, browser bool) relay.Verdict {
 		rule, name := firewall.Lookup(method, browser)
-		return g.applyRule(t.Context(), nil, st, relay.Command{Method: method, Params: params(t, map[string]any{"url": u})}, name, rule)
+		return g.rs.Apply(t.Context(), nil, st, relay.Command{Method: method, Params: params(t, map[string]any{"url": u})}, name, rule)
 	}
 	wantRefused(t, check("Network.loadNetworkResource", "http://evil.test/x", false), "Network.loadNetworkResource", "evil.test", "bypasses request interception")
 	wantRefused(t, check("Network.loadNetworkResource", "file:///etc/passwd", false), "Network.loadNetworkResource", "file")
@@ -86,7 +87,7 @@ func TestFirewallPolicyRows(t *testing.T) {
 	wantRefused(t, check("Network.continueInterceptedRequest", "http://evil.test/", false), "Network.continueInterceptedRequest")
 	nav := relay.Command{Method: "Page.navigate", Params: params(t, map[string]any{"url": "chrome://version", "frameId": "F1"})}
 	rule, name := firewall.Lookup(nav.Method, false)
-	if v := g.applyRule(t.Context(), nil, st, nav, name, rule); v.Refuse != "" || string(v.Local) != `{"frameId":"F1","errorText":"net::ERR_BLOCKED_BY_CLIENT"}` {
+	if v := g.rs.Apply(t.Context(), nil, st, nav, name, rule); v.Refuse != "" || string(v.Local) != `{"frameId":"F1","errorText":"net::ERR_BLOCKED_BY_CLIENT"}` {
 		t.Errorf("Page.navigate to chrome: must be answered as Chrome answers a blocked navigation, got refuse=%q local=%s", v.Refuse, v.Local)
 	}
 	wantRefused(t, check("Target.createTarget", "file:///etc/passwd", true), "Target.createTarget", `"file"`)

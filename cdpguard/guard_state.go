@@ -22,6 +22,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/readpage"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/routes"
+	"github.com/cdpguard/cdpguard/internal/rules"
 	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
 	"github.com/cdpguard/cdpguard/internal/setups"
@@ -54,6 +55,7 @@ type features struct {
 	scopes *scopes.Table       // per-user session grants and proxy listeners
 	ctl    *controls.Controls  // the human's controls; nil when off
 	mcp    *mcpserver.Endpoint // /mcp; nil when off (wire_mcp.go)
+	rs     *rules.Stage        // the pipeline's last stage: the row's check or rewrite
 }
 
 // netSide is where agents connect (the endpoint) and where pages go out

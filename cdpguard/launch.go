@@ -185,6 +185,7 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.mcp = g.newMCP()
 	g.ep.json = g.newDevtoolsJSON()
 	g.ep.routes = g.newRoutes()
+	g.rs = g.newRuleStage()
 	return g, nil
 }
 

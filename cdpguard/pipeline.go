@@ -23,7 +23,7 @@ var commandStages = [...]stage{
 	{"worlds", (*Guard).worldsStage},                // the guard's hidden worlds (worlds_refuse.go)
 	{"firewall", (*Guard).refusalStage},             // the row's outright refusals, the reserved names
 	{"isolation", (*Guard).isolationStage},          // the user's own targets and contexts (internal/isolation)
-	{"rule", (*Guard).ruleStage},                    // the row's check or rewrite (intercept.go)
+	{"rule", (*Guard).ruleStage},                    // the row's check or rewrite (internal/rules)
 }
 
 // stage is one step of commandStages.
@@ -120,8 +120,8 @@ func (g *Guard) isolationStage(ctx context.Context, c *agentCommand) relay.Verdi
 	return relay.Combine(iso, c.next(g, ctx))
 }
 
-// ruleStage applies the row's check or rewrite (applyRule). It is the last
+// ruleStage applies the row's check or rewrite (internal/rules). It is the last
 // stage: its verdict is the whole verdict of the stages after isolation.
 func (g *Guard) ruleStage(ctx context.Context, c *agentCommand) relay.Verdict {
-	return g.applyRule(ctx, c.agent, c.st, c.Command, c.name, c.rule)
+	return g.rs.Apply(ctx, c.agent, c.st, c.Command, c.name, c.rule)
 }

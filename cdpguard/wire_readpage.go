@@ -11,6 +11,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/readpage"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/rules"
 	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
@@ -111,7 +112,7 @@ func (g *Guard) readRefusal(key string, sc *scopes.Scope, url string) string {
 }
 
 func readRefusal(p *policy.Policy, granted *grants.Set, url string) string {
-	if msg := urlRefusal("read", url); msg != "" {
+	if msg := rules.URLRefusal("read", url); msg != "" {
 		return strings.TrimPrefix(msg, "cdpguard: ")
 	}
 	if d := granted.Decide(p.Decide(url)); !d.Allowed {

@@ -1,0 +1,232 @@
+// Package rules is the last stage of the command pipeline
+// (cdpguard/pipeline.go): the check or rewrite a command's firewall row
+// names (firewall.Rule.Action), applied to one agent command of one user.
+// It decides by the row's action, never by a method name; what it needs of
+// the guard it takes from Deps.
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/admission"
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/files"
+	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/policy"
+	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/users"
+	"github.com/cdpguard/cdpguard/internal/wsagent"
+)
+
+// Browser is the guard's browser connection.
+type Browser interface {
+	Call(ctx context.Context, sessionID, method string, params any) (jsonv2.Value, error)
+}
+
+// Deps are what the rules take from the guard. The funcs are called at
+// each command, so components built after the Stage (the reader, the
+// controls, the dialog handler) are seen.
+type Deps struct {
+	// Browser returns the browser connection; nil before there is one.
+	Browser func() Browser
+	// Decide judges a URL an agent of u names: the policy of u's group,
+	// then u's session grants, then the guard's own addresses.
+	Decide func(u *users.User, url string) policy.Decision
+	// RefusedNavigation answers a Page.navigate refused with reason the
+	// way Chrome answers a failed navigation.
+	RefusedNavigation func(ctx context.Context, a *relay.Agent, st *admission.Agent, cmd relay.Command, reason string) relay.Verdict
+	Files             *files.Dirs
+	// Read answers Guard.read.
+	Read func(ctx context.Context, st *admission.Agent, cmd relay.Command) relay.Verdict
+	// PolicyView is Guard.getPolicy's answer for u.
+	PolicyView func(u *users.User) any
+	// Dialogs applies the dialog rows.
+	Dialogs func(ctx context.Context, a *relay.Agent, cmd relay.Command, action firewall.Action) relay.Verdict
+	// ControlsRefusal applies the controls' column (Rule.Controls).
+	ControlsRefusal func(kind firewall.ControlsRule, params []byte) string
+	// Targets returns u's targets.
+	Targets func(u *users.User) []string
+	Log     *slog.Logger
+}
+
+// Stage applies a command's row.
+type Stage struct{ d Deps }
+
+// New returns the Stage.
+func New(d Deps) *Stage { return &Stage{d: d} }
+
+// Apply applies rule, the row named name, to cmd of agent a (st).
+func (s *Stage) Apply(ctx context.Context, a *relay.Agent, st *admission.Agent, cmd relay.Command, name string, rule firewall.Rule) relay.Verdict {
+	switch rule.Action {
+	case firewall.CheckURL, firewall.CheckNavigation:
+		u, err := urlParam(cmd.Params)
+		if err != nil {
+			return Refusal(name, "unreadable params: "+err.Error())
+		}
+		if msg := URLRefusal(name, u); msg != "" {
+			if rule.Action == firewall.CheckNavigation && !cmd.Browser {
+				return s.d.RefusedNavigation(ctx, a, st, cmd, msg)
+			}
+			return relay.Verdict{Refuse: msg}
+		}
+	case firewall.CheckPolicy:
+		u, err := urlParam(cmd.Params)
+		if err != nil {
+			return Refusal(name, "unreadable params: "+err.Error())
+		}
+		if u != "" {
+			if d := s.d.Decide(st.User, u); !d.Allowed {
+				return Refusal(name, fmt.Sprintf("%s (%s): %s", d.Reason, wsagent.TruncateReason(u), rule.Why))
+			}
+		}
+	case firewall.CheckRedirect:
+		return s.checkRedirect(ctx, st, cmd, name, rule)
+	case firewall.CheckPermissions:
+		if why := firewall.LocalNetworkGrant(cmd.Params); why != "" {
+			return Refusal(name, why+": "+rule.Why)
+		}
+	case firewall.RewriteDownloads:
+		return s.d.Files.RewriteDownloads(st.User.Key, cmd)
+	case firewall.CheckFiles:
+		return s.d.Files.CheckUpload(cmd)
+	case firewall.CheckDropFiles:
+		return s.d.Files.CheckDrop(cmd)
+	case firewall.CheckSizes:
+		if why := firewall.SizeRefusal(cmd.Params, rule.Sizes); why != "" {
+			return Refusal(name, why+": "+rule.Why)
+		}
+	case firewall.GuardRead:
+		return s.d.Read(ctx, st, cmd)
+	case firewall.GuardPolicy:
+		b, err := jsonv2.Marshal(s.d.PolicyView(st.User))
+		if err != nil {
+			return Refusal(name, err.Error())
+		}
+		return relay.Verdict{Local: b}
+	case firewall.GuardEnable, firewall.GuardDisable:
+		st.GuardEvents.Store(rule.Action == firewall.GuardEnable)
+		return relay.Verdict{Local: []byte("{}")}
+	case firewall.Guard:
+		return Refusal(cmd.Method, rule.Why)
+	case firewall.DialogsListen, firewall.DialogsUnlisten, firewall.DialogsAnswer, firewall.Detach:
+		return s.d.Dialogs(ctx, a, cmd, rule.Action)
+	case firewall.CloseOwnTargets:
+		s.closeOwnTargets(ctx, st)
+		return relay.Verdict{Local: []byte("{}")}
+	case firewall.Controls:
+		if why := s.d.ControlsRefusal(rule.Controls, cmd.Params); why != "" {
+			return Refusal(name, why)
+		}
+	}
+	return relay.Verdict{}
+}
+
+// closeOwnTargets closes the user's targets: Browser.close from one agent
+// must not take the browser down for other users.
+func (s *Stage) closeOwnTargets(ctx context.Context, st *admission.Agent) {
+	b := s.d.Browser()
+	if b == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for _, id := range s.d.Targets(st.User) {
+		if _, err := b.Call(ctx, "", "Target.closeTarget", map[string]any{"targetId": id}); err != nil {
+			s.d.Log.Debug("Browser.close: closing target failed", "target", id, "err", err)
+		}
+	}
+}
+
+// checkRedirect applies firewall.CheckRedirect to an agent's own request
+// interception: Fetch.continueRequest (or the deprecated
+// Network.continueInterceptedRequest) with a url outside the allowlist is
+// refused naming the host, and the request it would have continued is
+// failed at once with BlockedByClient on the agent's behalf. Refusing alone
+// left the request paused for ever: the page's fetch never ended
+// (Playwright's route.continue({url}) to a forbidden host).
+func (s *Stage) checkRedirect(ctx context.Context, st *admission.Agent, cmd relay.Command, name string, rule firewall.Rule) relay.Verdict {
+	var p struct {
+		URL            string `json:"url"`
+		RequestID      string `json:"requestId"`
+		InterceptionID string `json:"interceptionId"`
+	}
+	if err := UnmarshalParams(cmd.Params, &p); err != nil {
+		return Refusal(name, "unreadable params: "+err.Error())
+	}
+	if p.URL == "" {
+		return relay.Verdict{}
+	}
+	d := s.d.Decide(st.User, p.URL)
+	if d.Allowed {
+		return relay.Verdict{}
+	}
+	failed := "the request was failed (BlockedByClient)"
+	if err := s.failPaused(ctx, cmd, p.RequestID, p.InterceptionID); err != nil {
+		failed = "failing the request failed: " + err.Error()
+	}
+	return Refusal(name, fmt.Sprintf("%s (%s): %s; %s", d.Reason, wsagent.TruncateReason(p.URL), rule.Why, failed))
+}
+
+// errNoBrowser is returned by failPaused without a browser connection
+// (unit tests of the rules).
+var errNoBrowser = errors.New("no browser connection")
+
+// failPaused fails the agent's paused request on the agent's own session,
+// as the agent would with Fetch.failRequest.
+func (s *Stage) failPaused(ctx context.Context, cmd relay.Command, requestID, interceptionID string) error {
+	b := s.d.Browser()
+	if b == nil {
+		return errNoBrowser
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var err error
+	if interceptionID != "" { // Network.continueInterceptedRequest's
+		_, err = b.Call(ctx, cmd.SessionID, cmd.Method, map[string]any{"interceptionId": interceptionID, "errorReason": "BlockedByClient"})
+	} else {
+		_, err = b.Call(ctx, cmd.SessionID, "Fetch.failRequest", map[string]any{"requestId": requestID, "errorReason": "BlockedByClient"})
+	}
+	if err != nil {
+		s.d.Log.Debug("failing an agent's refused redirect failed", "method", cmd.Method, "err", err)
+	}
+	return err
+}
+
+// URLRefusal returns a refusal message for URLs an agent may never open,
+// whatever the allowlist says. Network URLs to hosts outside the allowlist
+// are not refused here: the Fetch judge answers them with the explanation
+// page, which tells the agent what it can reach.
+func URLRefusal(method, u string) string {
+	if s := firewall.RefusedScheme(u); s != "" {
+		return cdpmsg.Refusal(method, fmt.Sprintf("scheme %q is never allowed for agents (%s); only http(s), about:, data: and blob: URLs may be opened", s, wsagent.TruncateReason(u)))
+	}
+	return ""
+}
+
+// urlParam reads the url param of a command.
+func urlParam(params []byte) (string, error) {
+	var p struct {
+		URL string `json:"url"`
+	}
+	err := UnmarshalParams(params, &p)
+	return p.URL, err
+}
+
+// UnmarshalParams decodes command params; absent params are an empty object.
+func UnmarshalParams(params []byte, v any) error {
+	if len(params) == 0 {
+		return nil
+	}
+	return jsonv2.Unmarshal(params, v)
+}
+
+// Refusal is the firewall's error answer: it names the method and why.
+func Refusal(method, why string) relay.Verdict {
+	return relay.Verdict{Refuse: cdpmsg.Refusal(method, why)}
+}
