@@ -25,10 +25,11 @@ func (g *Guard) newRuleStage() *rules.Stage {
 			}
 			return g.mux
 		},
-		Decide:            g.decideFor,
-		RefusedNavigation: g.refusedNavigation,
-		Files:             g.files,
-		Read:              g.guardRead,
+		Decide:        g.decideFor,
+		SessionTarget: g.sessionTarget,
+		Blocked:       g.notifyBlock,
+		Files:         g.files,
+		Read:          g.guardRead,
 		PolicyView: func(u *users.User) any {
 			return g.policyViewFor(u.Key, g.scopes.OfUser(u))
 		},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/admission"
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/files"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/policy"
@@ -38,10 +39,12 @@ type Deps struct {
 	// Decide judges a URL an agent of u names: the policy of u's group,
 	// then u's session grants, then the guard's own addresses.
 	Decide func(u *users.User, url string) policy.Decision
-	// RefusedNavigation answers a Page.navigate refused with reason the
-	// way Chrome answers a failed navigation.
-	RefusedNavigation func(ctx context.Context, a *relay.Agent, st *admission.Agent, cmd relay.Command, reason string) relay.Verdict
-	Files             *files.Dirs
+	// SessionTarget returns the target of an agent's session, or "".
+	SessionTarget func(ctx context.Context, a *relay.Agent, sessionID string) string
+	// Blocked tells the connections of user key of a refused request
+	// (Guard.requestBlocked).
+	Blocked func(key string, b fetchdomain.Block)
+	Files   *files.Dirs
 	// Read answers Guard.read.
 	Read func(ctx context.Context, st *admission.Agent, cmd relay.Command) relay.Verdict
 	// PolicyView is Guard.getPolicy's answer for u.
@@ -71,7 +74,7 @@ func (s *Stage) Apply(ctx context.Context, a *relay.Agent, st *admission.Agent, 
 		}
 		if msg := URLRefusal(name, u); msg != "" {
 			if rule.Action == firewall.CheckNavigation && !cmd.Browser {
-				return s.d.RefusedNavigation(ctx, a, st, cmd, msg)
+				return s.refusedNavigation(ctx, a, st, cmd, msg)
 			}
 			return relay.Verdict{Refuse: msg}
 		}
@@ -229,4 +232,38 @@ func UnmarshalParams(params []byte, v any) error {
 // Refusal is the firewall's error answer: it names the method and why.
 func Refusal(method, why string) relay.Verdict {
 	return relay.Verdict{Refuse: cdpmsg.Refusal(method, why)}
+}
+
+// blockedErrorText is what Chrome puts in Page.navigate's errorText for a
+// navigation a client blocked (net::ERR_BLOCKED_BY_CLIENT, the same a
+// Fetch.failRequest with BlockedByClient produces).
+const blockedErrorText = "net::ERR_BLOCKED_BY_CLIENT"
+
+// refusedNavigation answers a Page.navigate the firewall refuses the way
+// Chrome answers a failed navigation: a normal reply with frameId and
+// errorText, not a CDP error, so that clients that read errorText
+// (chromedp's RunResponse, Puppeteer's and Playwright's goto) report it as
+// they report any blocked navigation. The reason goes to the guard's log
+// and to Guard.requestBlocked on the user's own connections.
+func (s *Stage) refusedNavigation(ctx context.Context, a *relay.Agent, st *admission.Agent, cmd relay.Command, reason string) relay.Verdict {
+	var p struct {
+		URL     string `json:"url"`
+		FrameID string `json:"frameId"`
+	}
+	_ = UnmarshalParams(cmd.Params, &p) // the caller has read url already
+	frame := p.FrameID
+	if frame == "" {
+		// A page's main frame id is its target id.
+		frame = s.d.SessionTarget(ctx, a, cmd.SessionID)
+	}
+	s.d.Log.Warn("navigation refused", "url", wsagent.TruncateReason(p.URL), "reason", reason)
+	s.d.Blocked(st.User.Key, fetchdomain.Block{URL: p.URL, Reason: reason, ResourceType: "Document", FrameID: frame, TopLevel: p.FrameID == ""})
+	res, err := jsonv2.Marshal(struct {
+		FrameID   string `json:"frameId"`
+		ErrorText string `json:"errorText"`
+	}{frame, blockedErrorText})
+	if err != nil {
+		return relay.Verdict{Refuse: reason}
+	}
+	return relay.Verdict{Local: res}
 }
