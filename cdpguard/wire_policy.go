@@ -2,11 +2,11 @@ package cdpguard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"slices"
-	"strings"
 
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
@@ -69,51 +69,26 @@ func (g *Guard) newPolicyState(rules *policyfile.Set, sum [32]byte) *policystate
 	})
 }
 
-// loadPolicy builds the starting policy from cfg: the policy file when
-// one is given (then Allow, Block and Instructions must be empty: the file
-// is the one source), else Allow, Block and Instructions.
+// loadPolicy builds the starting policy from cfg (policystate.Load): the
+// policy file when one is given (then Allow, Block and Instructions must be
+// empty: the file is the one source), else Allow, Block and Instructions.
 func loadPolicy(cfg Config) (*policyfile.Set, [32]byte, error) {
-	if cfg.PolicyFile == "" {
-		p, err := policy.Parse(cfg.Allow, cfg.Block)
-		if err != nil {
-			return nil, [32]byte{}, setupError("", err)
-		}
-		return policyfile.Static(p, cfg.Instructions), [32]byte{}, nil
+	header := cfg.SessionHeader
+	if header == "" {
+		header = DefaultSessionHeader
 	}
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{{"Allow", anyEntry(cfg.Allow)}, {"Block", anyEntry(cfg.Block)}, {"Instructions", strings.TrimSpace(cfg.Instructions) != ""}} {
-		if f.set {
-			return nil, [32]byte{}, configError(f.name, "", "set with PolicyFile (--policy-file): put allow, block and instructions in the policy file, its one source")
-		}
+	s, sum, err := policystate.Load(policystate.Source{File: cfg.PolicyFile, Allow: cfg.Allow, Block: cfg.Block, Instructions: cfg.Instructions, SessionHeader: header})
+	var fe *policystate.FieldError
+	switch {
+	case err == nil:
+		return s, sum, nil
+	case errors.As(err, &fe):
+		return nil, sum, configError(fe.Field, fe.Entry, fe.Reason)
+	case cfg.PolicyFile == "":
+		return nil, sum, setupError("", err)
+	default:
+		return nil, sum, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	s, sum, err := policyfile.Read(cfg.PolicyFile)
-	if err != nil {
-		return nil, [32]byte{}, fmt.Errorf("%w: %w", ErrSetup, err)
-	}
-	if h := s.Header(); h != "" && strings.EqualFold(h, sessionHeader(cfg)) {
-		return nil, [32]byte{}, configError("PolicyFile", h, "groupHeader must differ from the session header")
-	}
-	return s, sum, nil
-}
-
-// anyEntry reports whether list holds anything but blanks (an empty
-// ALLOWED_ORIGINS="" sets nothing, so it does not compete with the file).
-func anyEntry(list []string) bool {
-	for _, v := range list {
-		if strings.TrimSpace(v) != "" {
-			return true
-		}
-	}
-	return false
-}
-
-func sessionHeader(cfg Config) string {
-	if cfg.SessionHeader == "" {
-		return DefaultSessionHeader
-	}
-	return cfg.SessionHeader
 }
 
 // rules returns the policy in force; a guard not built by newGuard (the
