@@ -8,30 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/cdpguard/cdpguard/internal/relay"
 )
-
-// TestNamedVerdict: a command refused or answered by a later rule ends its
-// note at once; one that goes to the browser ends it with its reply.
-func TestNamedVerdict(t *testing.T) {
-	ended := 0
-	wv := namedVerdict(func() { ended++ })
-	if v := withNamed(wv, relay.Verdict{Refuse: "no"}); v.Refuse != "no" || ended != 1 {
-		t.Errorf("refused: %+v, ended %d", v, ended)
-	}
-	v := withNamed(wv, relay.Verdict{})
-	if ended != 1 || v.OnReply == nil {
-		t.Fatalf("forwarded: ended %d before the reply, hook %v", ended, v.OnReply != nil)
-	}
-	v.OnReply([]byte(`{}`), nil)
-	if ended != 2 {
-		t.Errorf("the reply did not end the note (%d)", ended)
-	}
-	if v := withNamed(namedVerdict(nil), relay.Verdict{Params: []byte(`{}`)}); string(v.Params) != `{}` || v.OnReply != nil {
-		t.Errorf("without controls: %+v", v)
-	}
-}
 
 // testControlsLateEventsFreshTab (in TestRecordedGuard) reproduces the
 // missing button: a fresh tab's first navigation to a blocked host, where the old renderer's late

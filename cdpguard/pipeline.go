@@ -5,6 +5,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/worlds"
 )
 
 // commandStages is the one path of every agent command, in order. The
@@ -79,13 +80,13 @@ func (g *Guard) browserTargetStage(ctx context.Context, c *agentCommand) relay.V
 
 // worldsStage refuses commands that name one of the guard's hidden worlds
 // and keeps the note of the context ids a passed command names until its
-// reply (worldCommand, withNamed).
+// reply (worldCommand, worlds.WithNamed).
 func (g *Guard) worldsStage(ctx context.Context, c *agentCommand) relay.Verdict {
 	wv := g.worldCommand(ctx, c.agent, c.Command)
 	if wv.Refuse != "" {
 		return wv
 	}
-	return withNamed(wv, c.next(g, ctx))
+	return worlds.WithNamed(wv, c.next(g, ctx))
 }
 
 // refusalStage applies the row's outright refusals: the whole method, or

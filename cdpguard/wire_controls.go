@@ -94,31 +94,5 @@ func (g *Guard) noteNamed(a *relay.Agent, session string, ids []int64) (done fun
 // not). It returns worldCommand's verdict for the command.
 func (g *Guard) passNamed(a *relay.Agent, session, target string, ids []int64, done func()) relay.Verdict {
 	g.ctl.Named(a, session, target, ids)
-	return namedVerdict(done)
-}
-
-// namedVerdict is worldCommand's verdict for a command it lets through:
-// its reply ends the note of the ids it names.
-func namedVerdict(done func()) relay.Verdict {
-	if done == nil {
-		return relay.Verdict{}
-	}
-	return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
-		done()
-		return result, errRaw
-	}}
-}
-
-// withNamed gives v, the verdict of the rules after worldCommand, the
-// reply hook of worldCommand's verdict wv; a command those rules refuse or
-// answer never reaches the browser, so its note ends now.
-func withNamed(wv, v relay.Verdict) relay.Verdict {
-	if wv.OnReply == nil {
-		return v
-	}
-	if v.Refuse != "" || v.Local != nil {
-		wv.OnReply(nil, nil)
-		return v
-	}
-	return relay.Combine(wv, v)
+	return worlds.NamedVerdict(done)
 }
