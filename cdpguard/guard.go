@@ -23,6 +23,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/hostmap"
 	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/outbox"
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
 	"github.com/cdpguard/cdpguard/internal/policystate"
 	"github.com/cdpguard/cdpguard/internal/relay"
@@ -221,7 +222,8 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	}
 	g.metrics = newMetrics(func() *Guard { return g })
 	g.worlds = g.newWorlds()
-	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
+	g.pages = pages.New()
+	g.users = users.New(browserContexts{g}, g.pages, cfg.SessionIdle, log)
 	g.scopes = g.newScopes()
 	g.iso = g.newIsolator()
 	g.agents.mcp = g.newMCP()
@@ -251,7 +253,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		Grants:              g.scopes.ForFrame,
 		Self:                g.isSelfHost,
 	})
-	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), dialogGrace(g.cfg.DialogGrace), g.log)
+	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), g.pages, dialogGrace(g.cfg.DialogGrace), g.log)
 	g.startControls()
 	g.runFiles()
 	g.wg.Add(6)

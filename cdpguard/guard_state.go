@@ -17,6 +17,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/mcpserver"
 	"github.com/cdpguard/cdpguard/internal/outbox"
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/internal/readpage"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/scopes"
@@ -61,9 +62,11 @@ type netSide struct {
 	proxyURL  string
 }
 
-// userSide is the users, their isolation and their agent connections.
+// userSide is the pages and users, their isolation and their agent
+// connections.
 type userSide struct {
-	users  *users.Registry
+	pages  *pages.Registry     // session ↔ target ↔ frame ↔ context (internal/pages)
+	users  *users.Registry     // context ↔ user
 	iso    *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
 	agents agentSet            // the agent connections and what they share
 }

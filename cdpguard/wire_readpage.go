@@ -33,6 +33,7 @@ func (g *Guard) newReader() *readpage.Reader {
 		Browser:       g.mux,
 		Policy:        readPolicy{g},
 		Users:         readUsers{g},
+		Pages:         g.pages,
 		World:         g.worlds.NewName("reader"),
 		WorldMade:     func(frameID string, id int64) { g.worlds.MadeIn("", frameID, id) },
 		AwaitSetup:    g.awaitSetup,
