@@ -119,7 +119,8 @@ func (r *Registry) MarkWeb(targetID, why string) {
 }
 
 // Attached records sessionID as the guard's own session on page targetID:
-// its setup starts, and the events on that session are the page's.
+// its setup starts, and the events on that session are the page's. A
+// destroyed target gets no session.
 func (r *Registry) Attached(targetID, sessionID string) {
 	if targetID == "" || sessionID == "" {
 		return
@@ -127,6 +128,9 @@ func (r *Registry) Attached(targetID, sessionID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.rec(targetID)
+	if t.gone {
+		return
+	}
 	if t.session != "" {
 		delete(r.sessions, t.session)
 	}

@@ -387,3 +387,46 @@ func TestWindowsForgottenWithContext(t *testing.T) {
 		t.Errorf("windows after the context went: %v", r.windows)
 	}
 }
+
+// TestTabs: a user's tabs are the live pages in the user's contexts, as
+// the page registry has them: not other targets, not other users' pages,
+// not destroyed ones (which the registry still places for late events).
+func TestTabs(t *testing.T) {
+	pg := pages.New()
+	r := New(&fakeContexts{}, pg, time.Minute, nil)
+	a, b := acquire(t, r, "alice"), acquire(t, r, "bob")
+	r.AddContext(a, "extra-a")
+	for _, s := range []struct{ target, context string }{
+		{"a1", a.Primary}, {"a2", "extra-a"}, {"a3", a.Primary}, {"b1", b.Primary},
+	} {
+		pg.Track(s.target, s.context)
+		pg.MarkPage(s.target)
+	}
+	pg.Track("a-worker", a.Primary) // not a page
+	pg.MarkPage("nowhere")          // a page in no known context
+	if n := r.Tabs(a); n != 3 {
+		t.Errorf("Tabs(alice) = %d, want 3", n)
+	}
+	if most, atLimit := r.TabStats(3); most != 3 || atLimit != 1 {
+		t.Errorf("TabStats(3) = %d, %d, want 3, 1", most, atLimit)
+	}
+	pg.Destroyed("a3")
+	if n := r.Tabs(a); n != 2 || !r.OwnsTarget(a, "a3") {
+		t.Errorf("after a tab's end: Tabs(alice) = %d, owns it %v; want 2, still owned for late events", n, r.OwnsTarget(a, "a3"))
+	}
+	if n := r.Tabs(b); n != 1 {
+		t.Errorf("Tabs(bob) = %d, want 1", n)
+	}
+	if most, atLimit := r.TabStats(0); most != 2 || atLimit != 0 {
+		t.Errorf("TabStats(0) = %d, %d, want 2, 0", most, atLimit)
+	}
+	if key, primary, ok := r.PrimaryOf("a2"); !ok || key != "alice" || primary != a.Primary {
+		t.Errorf("PrimaryOf(a2) = %q, %q, %v", key, primary, ok)
+	}
+	if key, ok := r.OwnerKey("b1"); !ok || key != "bob" {
+		t.Errorf("OwnerKey(b1) = %q, %v", key, ok)
+	}
+	if _, ok := r.OwnerKey("nowhere"); ok {
+		t.Error("a target in no context has an owner")
+	}
+}
