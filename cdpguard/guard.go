@@ -211,7 +211,6 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.closed.done = make(chan struct{})
 	g.hosts = hosts
 	g.ep.self = selfaddr.New()
-	g.setups.done = map[string]chan struct{}{}
 	g.agents.m = map[*relay.Agent]*agentState{}
 	g.agents.shares = newShares()
 	g.pol = g.newPolicyState(rules, sum)
@@ -351,38 +350,6 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// awaitSetup waits until the guard's setup on a target ended.
-func (g *Guard) awaitSetup(ctx context.Context, targetID string) error {
-	g.setups.mu.Lock()
-	ch := g.setups.done[targetID]
-	if ch == nil {
-		ch = make(chan struct{})
-		g.setups.done[targetID] = ch
-	}
-	g.setups.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("page %s was not set up in time: %w", targetID, ctx.Err())
-	}
-}
-
-func (g *Guard) setupDone(targetID string) {
-	g.setups.mu.Lock()
-	defer g.setups.mu.Unlock()
-	ch := g.setups.done[targetID]
-	if ch == nil {
-		ch = make(chan struct{})
-		g.setups.done[targetID] = ch
-	}
-	select {
-	case <-ch:
-	default:
-		close(ch)
-	}
 }
 
 // URL returns the endpoint's base URL, e.g. http://127.0.0.1:9222: what

@@ -38,7 +38,6 @@ type browserSide struct {
 	judge    *fetchdomain.Judge
 	dialogs  *dialogs.Handler
 	about    browserAbout  // what agents are told about the browser
-	setups   setups        // the guard's setup of each target
 	fx       *outbox.Queue // browser sends decided on the read loop (internal/outbox)
 }
 
@@ -99,12 +98,6 @@ type endpoint struct {
 	// self is every address the guard listens on (the endpoint, the egress
 	// proxy's listeners): never a destination for pages (self.go).
 	self *selfaddr.Set
-}
-
-// setups tracks the guard's setup of each target.
-type setups struct {
-	mu   sync.Mutex
-	done map[string]chan struct{} // targetId → closed when the guard's setup on it ended
 }
 
 // agentSet is the guard's agent connections and what they share.

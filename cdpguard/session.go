@@ -39,7 +39,7 @@ func (g *Guard) targetAttached(e *cdpmsg.Envelope) {
 	if a.TargetInfo.Type == "page" {
 		g.pages.MarkPage(a.TargetInfo.TargetID)                            // counted by the tab cap
 		if g.tabOverCap(a.TargetInfo, a.SessionID, a.WaitingForDebugger) { // closed at once, never released
-			g.setupDone(a.TargetInfo.TargetID)
+			g.pages.SetupDone(a.TargetInfo.TargetID)
 			return
 		}
 		g.pages.Attached(a.TargetInfo.TargetID, a.SessionID)
@@ -85,9 +85,12 @@ func (g *Guard) targetDestroyed(e *cdpmsg.Envelope) {
 	}
 	g.pageGone(p.TargetID)
 	g.pages.Destroyed(p.TargetID)
-	g.setups.mu.Lock()
-	delete(g.setups.done, p.TargetID)
-	g.setups.mu.Unlock()
+}
+
+// awaitSetup waits until the guard's setup of a target ended (the page
+// registry keeps it: internal/pages).
+func (g *Guard) awaitSetup(ctx context.Context, targetID string) error {
+	return g.pages.AwaitSetup(ctx, targetID)
 }
 
 // setupTarget prepares a target the guard auto-attached and then releases
@@ -95,7 +98,7 @@ func (g *Guard) targetDestroyed(e *cdpmsg.Envelope) {
 // waiting worker answers only once released. A page whose setup fails is
 // closed: nothing runs unguarded.
 func (g *Guard) setupTarget(a attachedToTarget) {
-	defer g.setupDone(a.TargetInfo.TargetID)
+	defer g.pages.SetupDone(a.TargetInfo.TargetID)
 	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
 	defer cancel()
 	type call struct {

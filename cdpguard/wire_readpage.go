@@ -36,7 +36,7 @@ func (g *Guard) newReader() *readpage.Reader {
 		Pages:         g.pages,
 		World:         g.worlds.NewName("reader"),
 		WorldMade:     func(frameID string, id int64) { g.worlds.MadeIn("", frameID, id) },
-		AwaitSetup:    g.awaitSetup,
+		AwaitSetup:    g.pages.AwaitSetup,
 		SearchURL:     g.cfg.SearchURL,
 		LoadTimeout:   g.cfg.ReadLoadTimeout,
 		SettleTimeout: g.cfg.ReadSettleTimeout,

@@ -100,7 +100,8 @@ type Deps struct {
 	// World is the controls world's name: random, starting with
 	// firewall.ReservedPrefix, hidden from agents.
 	World string
-	Pages   Pages
+	// Pages places the guard's page sessions and subframes.
+	Pages Pages
 	// OwnerOf returns the user key of target's page; known is false when
 	// the page is no user's (a human's own tab).
 	OwnerOf func(target string) (user string, known bool)

@@ -49,6 +49,9 @@ type target struct {
 	page    bool   // a page (a tab): counted against the per-user tab cap
 	notWeb  string // why it is not web content (firewall.NotWeb); "" web content
 	gone    bool   // destroyed, kept for late events
+	// setup is closed when the guard's setup of the target ended (setup.go);
+	// nil until its end or a wait for it.
+	setup chan struct{}
 }
 
 type destroyed struct {

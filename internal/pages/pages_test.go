@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -128,7 +129,7 @@ func TestSequences(t *testing.T) {
 	}, {
 		name: "cross-process navigation of the main frame keeps the target, its session and context",
 		steps: []string{"track T C", "page T", "attach T S", "frame S F",
-			"detach S F remove",             // the old document's frames go
+			"detach S F remove",              // the old document's frames go
 			"track T C", "web T _", "page T", // targetInfoChanged for the new URL
 			"frame S F2"},
 		want: want{targetOf: map[string]string{"S": "T"}, sessionOf: map[string]string{"T": "S"}, pageOf: map[string]string{"F": "none", "F2": "T"}, live: []string{"T/C/page"}},
@@ -319,5 +320,41 @@ func TestConcurrent(t *testing.T) {
 	wg.Wait()
 	if n := len(r.Live()); n != 250 {
 		t.Errorf("%d live targets, want 250", n)
+	}
+}
+
+// TestSetup: a wait for a target's setup ends when the setup does, whether
+// it began before the target was attached or after the setup ended; it is
+// bounded by its context; a destroyed target's ended setup stays ended.
+func TestSetup(t *testing.T) {
+	r, _ := newTest()
+	waited := make(chan error, 1)
+	go func() { waited <- r.AwaitSetup(t.Context(), "T") }() // before the attach
+	r.Track("T", "C")
+	r.Attached("T", "S")
+	select {
+	case err := <-waited:
+		t.Fatalf("the wait ended before the setup did: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	r.SetupDone("T")
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	r.SetupDone("T") // twice: no panic
+	if err := r.AwaitSetup(t.Context(), "T"); err != nil {
+		t.Errorf("a wait after the setup ended: %v", err)
+	}
+	r.Destroyed("T")
+	if err := r.AwaitSetup(t.Context(), "T"); err != nil {
+		t.Errorf("a wait on a destroyed target whose setup ended: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+	defer cancel()
+	if err := r.AwaitSetup(ctx, "U"); err == nil || !strings.Contains(err.Error(), "page U was not set up in time") {
+		t.Errorf("a wait for a setup that never ends: %v", err)
+	}
+	if live := r.Live(); len(live) != 0 {
+		t.Errorf("waits made live targets: %v", live)
 	}
 }
