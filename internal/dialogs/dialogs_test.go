@@ -280,3 +280,25 @@ func TestOwnerGrace(t *testing.T) {
 		h.ForgetOwner(owner)
 	})
 }
+
+// TestUnplacedSession: a dialog on a session the page registry does not
+// place (a page destroyed already, a session never set up) is still
+// answered on that session, and it does not reach a listener of a page.
+func TestUnplacedSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &rec{}
+		h := New(r, testPages, time.Hour, nil)
+		defer h.Close()
+		h.Attach("S1", "T1")
+		h.Listen(new(int), "A1", "T1", true)
+		h.Opening("SX", ev("alert"))
+		if r.n() != 1 || r.got[0]["session"] != "SX" {
+			t.Fatalf("answers %v, want one at once on SX", r.got)
+		}
+		h.Closed("SX") // no panic, nothing else answered
+		h.Opening("S1", ev("alert"))
+		if r.n() != 1 {
+			t.Fatal("T1's listener got no grace")
+		}
+	})
+}

@@ -199,29 +199,24 @@ func check(t *testing.T, r *Registry, w want) {
 		}
 		return s
 	}
-	for s, want := range w.targetOf {
-		if got := orNone(r.TargetOf(s)); got != want {
-			t.Errorf("TargetOf(%s) = %s, want %s", s, got, want)
-		}
+	always := func(f func(string) string) func(string) (string, bool) {
+		return func(k string) (string, bool) { return f(k), true }
 	}
-	for tg, want := range w.sessionOf {
-		if got := orNone(r.SessionOf(tg), true); got != want {
-			t.Errorf("SessionOf(%s) = %s, want %s", tg, got, want)
-		}
-	}
-	for f, want := range w.pageOf {
-		if got := orNone(r.PageOf(f), true); got != want {
-			t.Errorf("PageOf(%s) = %s, want %s", f, got, want)
-		}
-	}
-	for tg, want := range w.contextOf {
-		if got := orNone(r.ContextOf(tg)); got != want {
-			t.Errorf("ContextOf(%s) = %s, want %s", tg, got, want)
-		}
-	}
-	for tg, want := range w.notWeb {
-		if got := orNone(r.NotWeb(tg), true); got != want {
-			t.Errorf("NotWeb(%s) = %s, want %s", tg, got, want)
+	for _, l := range []struct {
+		name string
+		want map[string]string
+		get  func(string) (string, bool)
+	}{
+		{"TargetOf", w.targetOf, r.TargetOf},
+		{"SessionOf", w.sessionOf, always(r.SessionOf)},
+		{"PageOf", w.pageOf, always(r.PageOf)},
+		{"ContextOf", w.contextOf, r.ContextOf},
+		{"NotWeb", w.notWeb, always(r.NotWeb)},
+	} {
+		for k, want := range l.want {
+			if got := orNone(l.get(k)); got != want {
+				t.Errorf("%s(%s) = %s, want %s", l.name, k, got, want)
+			}
 		}
 	}
 	if w.live != nil {
