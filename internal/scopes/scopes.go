@@ -35,22 +35,22 @@ import (
 // grants apply to the shared egress listener.
 const DefaultKey = "(default context)"
 
-// Users places targets in browser contexts (internal/users.Registry).
+// Users finds the user of a target (internal/users.Registry).
 type Users interface {
 	// PrimaryOf returns the key and primary context id of the user whose
 	// context holds targetID.
 	PrimaryOf(targetID string) (key, primary string, ok bool)
-	// ContextOf returns the browser context of targetID.
-	ContextOf(targetID string) (contextID string, ok bool)
 }
 
-// Pages finds the page of a subframe (internal/pages.Registry): a paused
+// Pages places targets and frames (internal/pages.Registry): a paused
 // request names only its frame, and a same-process iframe or the first
 // navigation of an out-of-process one (whose target does not exist yet)
 // is its page's.
 type Pages interface {
 	// PageOf returns the page target that holds frameID, "" when unknown.
 	PageOf(frameID string) string
+	// ContextOf returns the browser context of targetID.
+	ContextOf(targetID string) (contextID string, ok bool)
 }
 
 // Caller sends a command to the browser and waits for its result.
@@ -270,7 +270,10 @@ func (t *Table) OfTarget(targetID string) *Scope {
 		defer t.mu.Unlock()
 		return t.byPrimary[primary]
 	}
-	c, ok := t.d.Users.ContextOf(targetID)
+	if t.d.Pages == nil {
+		return nil
+	}
+	c, ok := t.d.Pages.ContextOf(targetID)
 	if !ok {
 		return nil
 	}

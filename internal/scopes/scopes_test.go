@@ -33,10 +33,14 @@ func (f fakeUsers) ContextOf(target string) (string, bool) {
 	return t[2], ok
 }
 
-// fakePages places subframes: frame → page.
-type fakePages map[string]string
+// fakePages places subframes (frame → page) and targets in the contexts
+// of its fakeUsers.
+type fakePages struct {
+	fakeUsers
+	frames map[string]string
+}
 
-func (f fakePages) PageOf(frame string) string { return f[frame] }
+func (f fakePages) PageOf(frame string) string { return f.frames[frame] }
 
 type fakeBrowser string
 
@@ -132,7 +136,8 @@ func TestGrantScopes(t *testing.T) {
 // targets (and frames of its pages) get the default scope, which is
 // nobody's user; until then they get none.
 func TestDefaultContext(t *testing.T) {
-	tb := New(Deps{Users: fakeUsers{"H": {"", "", "DEF"}}, Pages: fakePages{"F": "H"}, Browser: fakeBrowser(""), Policy: testPolicy(t)})
+	us := fakeUsers{"H": {"", "", "DEF"}}
+	tb := New(Deps{Users: us, Pages: fakePages{us, map[string]string{"F": "H"}}, Browser: fakeBrowser(""), Policy: testPolicy(t)})
 	tb.LearnDefaultContext(context.Background())
 	if tb.OfTarget("H") != nil {
 		t.Fatal("a default-context target has a scope before the context is known")
@@ -157,7 +162,8 @@ func TestDefaultContext(t *testing.T) {
 // registry's, internal/pages); a frame the registry does not place is
 // nobody's, and so gets no grants.
 func TestFrames(t *testing.T) {
-	tb := New(Deps{Users: fakeUsers{"T": {"u", "CTX", "CTX"}}, Pages: fakePages{"F1": "T", "FX": "X"}, Policy: testPolicy(t)})
+	us := fakeUsers{"T": {"u", "CTX", "CTX"}}
+	tb := New(Deps{Users: us, Pages: fakePages{us, map[string]string{"F1": "T", "FX": "X"}}, Policy: testPolicy(t)})
 	if key, ok := tb.Owner("F1"); !ok || key != "u" {
 		t.Errorf("Owner(F1) = %q, %v", key, ok)
 	}

@@ -1,12 +1,5 @@
 package users
 
-// ContextOf returns the browser context targetID is in, as last reported
-// by Chrome (the page registry's answer); ok is false for a target never
-// seen in a context.
-func (r *Registry) ContextOf(targetID string) (contextID string, ok bool) {
-	return r.targets.ContextOf(targetID)
-}
-
 // PrimaryOf returns the key and primary context of the user whose context
 // holds targetID. ok is false when the target is unknown or in no live
 // user's context (Chrome's default context, or a user already retired):
