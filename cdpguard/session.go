@@ -37,7 +37,8 @@ func (g *Guard) targetAttached(e *cdpmsg.Envelope) {
 	}
 	g.pages.Track(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
 	if a.TargetInfo.Type == "page" {
-		g.pages.MarkPage(a.TargetInfo.TargetID)                            // before the tab cap counts it
+		// Marked before the tab cap counts the user's tabs, this one included.
+		g.pages.MarkPage(a.TargetInfo.TargetID)
 		if g.tabOverCap(a.TargetInfo, a.SessionID, a.WaitingForDebugger) { // closed at once, never released
 			g.pages.SetupDone(a.TargetInfo.TargetID)
 			return
