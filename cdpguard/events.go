@@ -54,7 +54,6 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 // pageAttached tells the page observers that a page target got the
 // guard's session (its setup starts; the page registry already has it).
 func (g *Guard) pageAttached(targetID, sessionID string) {
-	g.judge.AddPage(targetID)
 	g.dialogs.Attach(sessionID, targetID)
 	g.ctl.SetupPage(targetID, sessionID)
 }
@@ -62,7 +61,6 @@ func (g *Guard) pageAttached(targetID, sessionID string) {
 // pageGone is pageAttached's end: the target was destroyed (the page
 // registry forgets it after them).
 func (g *Guard) pageGone(targetID string) {
-	g.judge.RemovePage(targetID)
 	g.rd.PageGone(targetID)
 	g.worlds.PageGone(targetID)
 	g.dialogs.Forget(targetID)

@@ -67,7 +67,6 @@ func (g *Guard) targetChanged(e *cdpmsg.Envelope, created bool) {
 	g.markWeb(p.TargetInfo, !created)
 	if p.TargetInfo.Type == "page" {
 		g.pages.MarkPage(p.TargetInfo.TargetID)
-		g.judge.AddPage(p.TargetInfo.TargetID)
 		if created {
 			g.ctl.WindowOpened()
 		}

@@ -67,3 +67,13 @@ func (r *Registry) Live() []Target {
 	}
 	return out
 }
+
+// IsPage reports whether targetID is a live page (a tab): a page's main
+// frame has its target's id, so the Fetch judge asks it whether a Document
+// request is a top-level navigation.
+func (r *Registry) IsPage(targetID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.targets[targetID]
+	return t != nil && t.page && !t.gone
+}

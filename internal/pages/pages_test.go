@@ -81,6 +81,7 @@ type want struct {
 	pageOf    map[string]string // frame → page
 	contextOf map[string]string // target → context
 	notWeb    map[string]string // target → why
+	isPage    map[string]string // target → "yes" or "none"
 	live      []string          // "T/C" or "T/C/page", sorted
 }
 
@@ -97,6 +98,7 @@ func TestSequences(t *testing.T) {
 			sessionOf: map[string]string{"T": "S", "F1": "none"},
 			pageOf:    map[string]string{"F1": "T", "F2": "T", "T": "none"},
 			contextOf: map[string]string{"T": "C"},
+			isPage:    map[string]string{"T": "yes", "F1": "none"},
 			live:      []string{"T/C/page"},
 		},
 	}, {
@@ -136,7 +138,7 @@ func TestSequences(t *testing.T) {
 	}, {
 		name:  "a page navigated to WebUI is not web content, and back again",
 		steps: []string{"track T C", "web T chrome", "track U C", "web U chrome", "web U _", "web V _"},
-		want:  want{notWeb: map[string]string{"T": "chrome", "U": "none", "V": "none"}, live: []string{"T/C", "U/C"}},
+		want:  want{notWeb: map[string]string{"T": "chrome", "U": "none", "V": "none"}, isPage: map[string]string{"T": "none"}, live: []string{"T/C", "U/C"}},
 	}, {
 		name: "destroyed: its session and frames go at once, its context and marks stay for late events",
 		steps: []string{"track T C", "page T", "web T chrome", "attach T S", "frame S F",
@@ -154,7 +156,7 @@ func TestSequences(t *testing.T) {
 	}, {
 		name:  "a late target event does not bring a destroyed target back",
 		steps: []string{"track T C", "page T", "destroy T", "track T C", "page T", "attach T S"},
-		want:  want{contextOf: map[string]string{"T": "C"}, targetOf: map[string]string{"S": "none"}, live: []string{}},
+		want:  want{contextOf: map[string]string{"T": "C"}, targetOf: map[string]string{"S": "none"}, isPage: map[string]string{"T": "none"}, live: []string{}},
 	}, {
 		name:  "destroyed before anything was known of it: still nobody's, not live",
 		steps: []string{"destroy T", "track T C"},
@@ -212,6 +214,7 @@ func check(t *testing.T, r *Registry, w want) {
 		{"PageOf", w.pageOf, always(r.PageOf)},
 		{"ContextOf", w.contextOf, r.ContextOf},
 		{"NotWeb", w.notWeb, always(r.NotWeb)},
+		{"IsPage", w.isPage, func(k string) (string, bool) { return "yes", r.IsPage(k) }},
 	} {
 		for k, want := range l.want {
 			if got := orNone(l.get(k)); got != want {
