@@ -27,8 +27,9 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 		"Fetch.requestPaused")
 	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Opening(e.SessionID, e.Params) }, "Page.javascriptDialogOpening")
 	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Closed(e.SessionID) }, "Page.javascriptDialogClosed")
-	on("grant scopes", func(e *cdpmsg.Envelope) { g.scopes.OnEvent(e) },
-		"Page.frameAttached", "Page.frameDetached")
+	// The page registry first: the subframes of the guard's pages
+	// (internal/pages; the targets are session.go's record below).
+	on("pages", g.pages.OnEvent, "Page.frameAttached", "Page.frameDetached")
 	// The worlds forget a frame's old document before the controls record
 	// their live worlds again.
 	on("worlds", func(e *cdpmsg.Envelope) { g.worlds.OnEvent(e) },
@@ -50,22 +51,18 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 	return b, nil
 }
 
-// pageObservers are told when a page target gets the guard's session
-// (its setup starts) and when it is gone, in this order.
+// pageAttached tells the page observers that a page target got the
+// guard's session (its setup starts; the page registry already has it).
 func (g *Guard) pageAttached(targetID, sessionID string) {
-	g.judge.AddPage(targetID)
-	g.rd.PageAttached(targetID, sessionID)
-	g.scopes.PageAttached(sessionID, targetID)
 	g.dialogs.Attach(sessionID, targetID)
 	g.ctl.SetupPage(targetID, sessionID)
 }
 
-// pageGone is pageAttached's end: the target was destroyed.
+// pageGone is pageAttached's end: the target was destroyed (the page
+// registry forgets it after them).
 func (g *Guard) pageGone(targetID string) {
-	g.judge.RemovePage(targetID)
 	g.rd.PageGone(targetID)
 	g.worlds.PageGone(targetID)
-	g.scopes.PageGone(targetID)
 	g.dialogs.Forget(targetID)
 	g.ctl.PageGone(targetID)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/hostmap"
 	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/outbox"
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
 	"github.com/cdpguard/cdpguard/internal/policystate"
 	"github.com/cdpguard/cdpguard/internal/relay"
@@ -210,7 +211,6 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.closed.done = make(chan struct{})
 	g.hosts = hosts
 	g.ep.self = selfaddr.New()
-	g.setups.done = map[string]chan struct{}{}
 	g.agents.m = map[*relay.Agent]*agentState{}
 	g.agents.shares = newShares()
 	g.pol = g.newPolicyState(rules, sum)
@@ -221,7 +221,8 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	}
 	g.metrics = newMetrics(func() *Guard { return g })
 	g.worlds = g.newWorlds()
-	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
+	g.pages = pages.New()
+	g.users = users.New(browserContexts{g}, g.pages, cfg.SessionIdle, log)
 	g.scopes = g.newScopes()
 	g.iso = g.newIsolator()
 	g.agents.mcp = g.newMCP()
@@ -249,9 +250,10 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		OnAnswer:            g.metrics.decision,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
 		Grants:              g.scopes.ForFrame,
+		IsPage:              g.pages.IsPage,
 		Self:                g.isSelfHost,
 	})
-	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), dialogGrace(g.cfg.DialogGrace), g.log)
+	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), g.pages, dialogGrace(g.cfg.DialogGrace), g.log)
 	g.startControls()
 	g.runFiles()
 	g.wg.Add(6)
@@ -349,38 +351,6 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// awaitSetup waits until the guard's setup on a target ended.
-func (g *Guard) awaitSetup(ctx context.Context, targetID string) error {
-	g.setups.mu.Lock()
-	ch := g.setups.done[targetID]
-	if ch == nil {
-		ch = make(chan struct{})
-		g.setups.done[targetID] = ch
-	}
-	g.setups.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("page %s was not set up in time: %w", targetID, ctx.Err())
-	}
-}
-
-func (g *Guard) setupDone(targetID string) {
-	g.setups.mu.Lock()
-	defer g.setups.mu.Unlock()
-	ch := g.setups.done[targetID]
-	if ch == nil {
-		ch = make(chan struct{})
-		g.setups.done[targetID] = ch
-	}
-	select {
-	case <-ch:
-	default:
-		close(ch)
-	}
 }
 
 // URL returns the endpoint's base URL, e.g. http://127.0.0.1:9222: what

@@ -17,6 +17,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/mcpserver"
 	"github.com/cdpguard/cdpguard/internal/outbox"
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/internal/readpage"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/scopes"
@@ -37,7 +38,6 @@ type browserSide struct {
 	judge    *fetchdomain.Judge
 	dialogs  *dialogs.Handler
 	about    browserAbout  // what agents are told about the browser
-	setups   setups        // the guard's setup of each target
 	fx       *outbox.Queue // browser sends decided on the read loop (internal/outbox)
 }
 
@@ -61,9 +61,11 @@ type netSide struct {
 	proxyURL  string
 }
 
-// userSide is the users, their isolation and their agent connections.
+// userSide is the pages and users, their isolation and their agent
+// connections.
 type userSide struct {
-	users  *users.Registry
+	pages  *pages.Registry     // session ↔ target ↔ frame ↔ context (internal/pages)
+	users  *users.Registry     // context ↔ user
 	iso    *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
 	agents agentSet            // the agent connections and what they share
 }
@@ -96,12 +98,6 @@ type endpoint struct {
 	// self is every address the guard listens on (the endpoint, the egress
 	// proxy's listeners): never a destination for pages (self.go).
 	self *selfaddr.Set
-}
-
-// setups tracks the guard's setup of each target.
-type setups struct {
-	mu   sync.Mutex
-	done map[string]chan struct{} // targetId → closed when the guard's setup on it ended
 }
 
 // agentSet is the guard's agent connections and what they share.
