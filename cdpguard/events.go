@@ -27,8 +27,9 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 		"Fetch.requestPaused")
 	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Opening(e.SessionID, e.Params) }, "Page.javascriptDialogOpening")
 	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Closed(e.SessionID) }, "Page.javascriptDialogClosed")
-	on("grant scopes", func(e *cdpmsg.Envelope) { g.scopes.OnEvent(e) },
-		"Page.frameAttached", "Page.frameDetached")
+	// The page registry first: the subframes of the guard's pages
+	// (internal/pages; the targets are session.go's record below).
+	on("pages", g.pages.OnEvent, "Page.frameAttached", "Page.frameDetached")
 	// The worlds forget a frame's old document before the controls record
 	// their live worlds again.
 	on("worlds", func(e *cdpmsg.Envelope) { g.worlds.OnEvent(e) },

@@ -36,14 +36,6 @@ type Guard struct {
 	features    // the features wired in (wire_*.go), each an internal/ package
 }
 
-// awaitSetup waits until the guard's setup on a target ended.
-func (g *Guard) awaitSetup(ctx context.Context, targetID string) error {
-	return g.setups.Await(ctx, targetID)
-}
-
-// setupDone records that the guard's setup on a target ended.
-func (g *Guard) setupDone(targetID string) { g.setups.Done(targetID) }
-
 // URL returns the endpoint's base URL, e.g. http://127.0.0.1:9222: what
 // chromium.connectOverCDP, puppeteer.connect({browserURL}) and chromedp's
 // remote allocator take.

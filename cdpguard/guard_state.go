@@ -19,13 +19,13 @@ import (
 	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/mcpserver"
 	"github.com/cdpguard/cdpguard/internal/outbox"
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/internal/readpage"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/routes"
 	"github.com/cdpguard/cdpguard/internal/rules"
 	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
-	"github.com/cdpguard/cdpguard/internal/setups"
 	"github.com/cdpguard/cdpguard/internal/users"
 	"github.com/cdpguard/cdpguard/internal/worlds"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
@@ -42,7 +42,6 @@ type browserSide struct {
 	judge    *fetchdomain.Judge
 	dialogs  *dialogs.Handler
 	about    browserAbout  // what agents are told about the browser
-	setups   *setups.Table // the guard's setup of each target
 	fx       *outbox.Queue // browser sends decided on the read loop (internal/outbox)
 }
 
@@ -68,9 +67,11 @@ type netSide struct {
 	proxyURL  string
 }
 
-// userSide is the users, their isolation and their agent connections.
+// userSide is the pages and users, their isolation and their agent
+// connections.
 type userSide struct {
-	users  *users.Registry
+	pages  *pages.Registry     // session ↔ target ↔ frame ↔ context (internal/pages)
+	users  *users.Registry     // context ↔ user
 	iso    *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
 	agents *admission.Set      // the agent connections and their fairness shares
 }

@@ -18,10 +18,10 @@ import (
 	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/metrics"
 	"github.com/cdpguard/cdpguard/internal/outbox"
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
-	"github.com/cdpguard/cdpguard/internal/setups"
 	"github.com/cdpguard/cdpguard/internal/users"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
@@ -169,7 +169,6 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.closed.done = make(chan struct{})
 	g.hosts = hosts
 	g.ep.self = selfaddr.New()
-	g.setups = setups.New()
 	g.agents = g.newAgents()
 	g.pol = g.newPolicyState(rules, sum)
 	g.about.id = hex.EncodeToString(id)
@@ -179,7 +178,8 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	}
 	g.metrics = newMetrics(func() *Guard { return g })
 	g.worlds = g.newWorlds()
-	g.users = users.New(browserContexts{g}, cfg.SessionIdle, log)
+	g.pages = pages.New()
+	g.users = users.New(browserContexts{g}, g.pages, cfg.SessionIdle, log)
 	g.scopes = g.newScopes()
 	g.iso = g.newIsolator()
 	g.mcp = g.newMCP()
@@ -209,9 +209,10 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		OnAnswer:            g.metrics.Decision,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
 		Grants:              g.scopes.ForFrame,
+		IsPage:              g.pages.IsPage,
 		Self:                g.isSelfHost,
 	})
-	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), dialogGrace(g.cfg.DialogGrace), g.log)
+	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), g.pages, dialogGrace(g.cfg.DialogGrace), g.log)
 	g.startControls()
 	g.runFiles()
 	g.wg.Add(6)

@@ -221,7 +221,7 @@ func TestAcquireUserOneGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = g.Close() }()
-	g.users = users.New(fakeContexts{}, time.Hour, g.log)
+	g.users = users.New(fakeContexts{}, g.pages, time.Hour, g.log)
 	ctx := context.Background()
 	staff, err := g.acquireUser(ctx, policystate.GroupKey("alice", "staff"))
 	if err != nil {

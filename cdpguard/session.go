@@ -13,8 +13,10 @@ import (
 )
 
 // targetAttached keeps the guard's record of a target its root session's
-// auto-attach reached (Target.attachedToTarget): its user, whether it is a
-// page, and its setup, which releases it. It runs on the mux read loop.
+// auto-attach reached (Target.attachedToTarget): its context, whether it
+// is a page and the guard's session on it (the page registry,
+// internal/pages, before any observer hears of it), and its setup, which
+// releases it. It runs on the mux read loop.
 func (g *Guard) targetAttached(e *cdpmsg.Envelope) {
 	if e.SessionID != "" {
 		return // only the root session's auto-attach is the guard's
@@ -27,16 +29,17 @@ func (g *Guard) targetAttached(e *cdpmsg.Envelope) {
 	if a.TargetInfo.Type == "browser" {
 		return // an agent's own browser session
 	}
+	g.pages.Track(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
 	if a.TargetInfo.Type == "page" {
-		g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
-		g.users.MarkPage(a.TargetInfo.TargetID)
+		// Marked before the tab cap counts the user's tabs, this one included.
+		g.pages.MarkPage(a.TargetInfo.TargetID)
 		if g.tabOverCap(a.TargetInfo, a.SessionID, a.WaitingForDebugger) { // closed at once, never released
-			g.setupDone(a.TargetInfo.TargetID)
+			g.pages.SetupDone(a.TargetInfo.TargetID)
 			return
 		}
+		g.pages.Attached(a.TargetInfo.TargetID, a.SessionID)
 		g.pageAttached(a.TargetInfo.TargetID, a.SessionID)
 	}
-	g.users.TrackTarget(a.TargetInfo.TargetID, a.TargetInfo.BrowserContextID)
 	g.markWeb(a.TargetInfo, false)
 	g.wg.Add(1)
 	go func() {
@@ -54,18 +57,19 @@ func (g *Guard) targetChanged(e *cdpmsg.Envelope, created bool) {
 	if jsonv2.Unmarshal(e.Params, &p) != nil {
 		return
 	}
-	g.users.TrackTarget(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
+	g.pages.Track(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
 	g.markWeb(p.TargetInfo, !created)
 	if p.TargetInfo.Type == "page" {
-		g.users.MarkPage(p.TargetInfo.TargetID)
-		g.judge.AddPage(p.TargetInfo.TargetID)
+		g.pages.MarkPage(p.TargetInfo.TargetID)
 		if created {
 			g.ctl.WindowOpened()
 		}
 	}
 }
 
-// targetDestroyed ends the record of a target.
+// targetDestroyed ends the record of a target: its observers first, then
+// the page registry, which keeps the target's context a while for late
+// events.
 func (g *Guard) targetDestroyed(e *cdpmsg.Envelope) {
 	var p struct {
 		TargetID string `json:"targetId"`
@@ -74,8 +78,13 @@ func (g *Guard) targetDestroyed(e *cdpmsg.Envelope) {
 		return
 	}
 	g.pageGone(p.TargetID)
-	g.users.ForgetTarget(p.TargetID)
-	g.setups.Forget(p.TargetID)
+	g.pages.Destroyed(p.TargetID)
+}
+
+// awaitSetup waits until the guard's setup of a target ended (the page
+// registry keeps it: internal/pages).
+func (g *Guard) awaitSetup(ctx context.Context, targetID string) error {
+	return g.pages.AwaitSetup(ctx, targetID)
 }
 
 // setupTarget prepares a target the guard auto-attached and then releases
@@ -83,7 +92,7 @@ func (g *Guard) targetDestroyed(e *cdpmsg.Envelope) {
 // waiting worker answers only once released. A page whose setup fails is
 // closed: nothing runs unguarded.
 func (g *Guard) setupTarget(a attachedToTarget) {
-	defer g.setupDone(a.TargetInfo.TargetID)
+	defer g.pages.SetupDone(a.TargetInfo.TargetID)
 	ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
 	defer cancel()
 	type call struct {

@@ -17,7 +17,7 @@ func (g *Guard) markWeb(t targetInfo, changed bool) {
 		return
 	}
 	why := firewall.NotWeb(t.Type, t.URL)
-	g.users.MarkWeb(t.TargetID, why)
+	g.pages.MarkWeb(t.TargetID, why)
 	g.log.Debug("target", "id", t.TargetID, "type", t.Type, "url", truncateReason(t.URL), "context", t.BrowserContextID, "notWeb", why)
 	if why == "" || !changed {
 		return

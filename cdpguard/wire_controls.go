@@ -21,7 +21,7 @@ func (g *Guard) startControls() {
 		Worlds:         ctlWorlds{g.worlds},
 		Grants:         ctlGrants{g},
 		World:          g.worlds.NewName("controls"),
-		PageOf:         g.scopes.PageOf,
+		Pages:          g.pages,
 		OwnerOf:        g.users.OwnerKey,
 		ExplainBlocked: g.cfg.BlockedNavigation != "error",
 		Go: func(f func()) {

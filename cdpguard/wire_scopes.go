@@ -12,6 +12,7 @@ import (
 func (g *Guard) newScopes() *scopes.Table {
 	return scopes.New(scopes.Deps{
 		Users:   g.users,
+		Pages:   g.pages,
 		Browser: muxCaller{g},
 		Proxy: func() scopes.Proxy {
 			if g.proxy == nil {

@@ -203,10 +203,16 @@ func TestDifferential(t *testing.T) {
 		return obs
 	}
 	t.Run("clients", func(t *testing.T) {
-		t.Run("direct", func(t *testing.T) { t.Parallel(); obsDirect = collect(t, direct.URL, "") })
-		t.Run("guard", func(t *testing.T) { t.Parallel(); obsGuard = collect(t, g.URL(), "") })
-		// Downloads with --download-dir, against the same direct observations.
-		t.Run("guard-download-dir", func(t *testing.T) { t.Parallel(); obsDL = collect(t, gdl.URL(), "download") })
+		runConcurrently(t, []string{"direct", "guard", "guard-download-dir"}, func(t *testing.T, name string) {
+			switch name {
+			case "direct":
+				obsDirect = collect(t, direct.URL, "")
+			case "guard":
+				obsGuard = collect(t, g.URL(), "")
+			default: // downloads with --download-dir, against the same direct observations
+				obsDL = collect(t, gdl.URL(), "download")
+			}
+		})
 	})
 	if t.Failed() {
 		return

@@ -116,63 +116,61 @@ var firewallSteps = []string{"connect", "refusedRows", "passingRows", "gotoFile"
 func TestFirewallClients(t *testing.T) {
 	t.Parallel() // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
 	needBrowser(t)
-	for _, mode := range []string{"deny", "dirs"} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel() // each mode has its own guard, browser, hosts and directories
-			h := testhosts.Start(t)
-			fs := startFileServer(t)
-			root := t.TempDir()
-			up, dl, agentDL := filepath.Join(root, "upload"), filepath.Join(root, "downloads"), filepath.Join(root, "agent-chosen")
-			for _, d := range []string{up, agentDL} {
-				if err := os.MkdirAll(d, 0o700); err != nil {
-					t.Fatal(err)
-				}
-			}
-			inside, outside := filepath.Join(up, "inside.txt"), filepath.Join(root, "outside.txt")
-			mustWrite(t, inside, insideMarker)
-			mustWrite(t, outside, outsideMarker)
-			if err := os.Symlink(outside, filepath.Join(up, "link-out.txt")); err != nil {
+	// Each mode has its own guard, browser, hosts and directories.
+	runConcurrently(t, []string{"deny", "dirs"}, func(t *testing.T, mode string) {
+		h := testhosts.Start(t)
+		fs := startFileServer(t)
+		root := t.TempDir()
+		up, dl, agentDL := filepath.Join(root, "upload"), filepath.Join(root, "downloads"), filepath.Join(root, "agent-chosen")
+		for _, d := range []string{up, agentDL} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			const capBytes = 1 << 20
-			g := userGuard(t, func(c *cdpguard.Config) {
-				if mode == "dirs" {
-					c.UploadDir, c.DownloadDir, c.DownloadMaxBytes = up, dl, capBytes
-				}
-			})
-			runNodeSteps(t, g.URL(), h, []string{
-				"FW_MODE=" + mode,
-				"FW_USER=" + fwUser,
-				"FW_ORIGIN=" + fs.origin,
-				"FW_UPLOAD_INSIDE=" + inside,
-				"FW_UPLOAD_OUTSIDE=" + outside,
-				"FW_UPLOAD_LINK=" + filepath.Join(up, "link-out.txt"),
-				"FW_AGENT_DOWNLOADS=" + agentDL,
-				"FW_FORBIDDEN=" + h.Forbidden.Origin() + testhosts.HitPath("firewall-load"),
-			}, firewallSteps, "firewall.mjs")
-
-			n, bodies := fs.uploads()
-			if strings.Contains(bodies, outsideMarker) {
-				t.Errorf("the form server received the file from outside the upload directory (%d posts)", n)
+		}
+		inside, outside := filepath.Join(up, "inside.txt"), filepath.Join(root, "outside.txt")
+		mustWrite(t, inside, insideMarker)
+		mustWrite(t, outside, outsideMarker)
+		if err := os.Symlink(outside, filepath.Join(up, "link-out.txt")); err != nil {
+			t.Fatal(err)
+		}
+		const capBytes = 1 << 20
+		g := userGuard(t, func(c *cdpguard.Config) {
+			if mode == "dirs" {
+				c.UploadDir, c.DownloadDir, c.DownloadMaxBytes = up, dl, capBytes
 			}
-			if got := strings.Contains(bodies, insideMarker); got != (mode == "dirs") {
-				t.Errorf("form server got the upload-dir file = %v, want %v (%d posts)", got, mode == "dirs", n)
-			}
-			if h.Forbidden.Total() > 0 || h.Forbidden.Conns() > 0 {
-				t.Errorf("forbidden host reached: %v", h.Forbidden.Log())
-			}
-			if entries, _ := os.ReadDir(agentDL); len(entries) > 0 {
-				t.Errorf("a download went to the agent's own downloadPath: %v", entries)
-			}
-			if mode == "deny" {
-				if _, err := os.Stat(dl); err == nil {
-					t.Errorf("download dir %s exists without --download-dir", dl)
-				}
-				return
-			}
-			checkDownloadDir(t, dl, capBytes)
 		})
-	}
+		runNodeSteps(t, g.URL(), h, []string{
+			"FW_MODE=" + mode,
+			"FW_USER=" + fwUser,
+			"FW_ORIGIN=" + fs.origin,
+			"FW_UPLOAD_INSIDE=" + inside,
+			"FW_UPLOAD_OUTSIDE=" + outside,
+			"FW_UPLOAD_LINK=" + filepath.Join(up, "link-out.txt"),
+			"FW_AGENT_DOWNLOADS=" + agentDL,
+			"FW_FORBIDDEN=" + h.Forbidden.Origin() + testhosts.HitPath("firewall-load"),
+		}, firewallSteps, "firewall.mjs")
+
+		n, bodies := fs.uploads()
+		if strings.Contains(bodies, outsideMarker) {
+			t.Errorf("the form server received the file from outside the upload directory (%d posts)", n)
+		}
+		if got := strings.Contains(bodies, insideMarker); got != (mode == "dirs") {
+			t.Errorf("form server got the upload-dir file = %v, want %v (%d posts)", got, mode == "dirs", n)
+		}
+		if h.Forbidden.Total() > 0 || h.Forbidden.Conns() > 0 {
+			t.Errorf("forbidden host reached: %v", h.Forbidden.Log())
+		}
+		if entries, _ := os.ReadDir(agentDL); len(entries) > 0 {
+			t.Errorf("a download went to the agent's own downloadPath: %v", entries)
+		}
+		if mode == "deny" {
+			if _, err := os.Stat(dl); err == nil {
+				t.Errorf("download dir %s exists without --download-dir", dl)
+			}
+			return
+		}
+		checkDownloadDir(t, dl, capBytes)
+	})
 }
 
 // checkDownloadDir checks that the user's directory holds the small

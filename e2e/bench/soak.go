@@ -48,8 +48,11 @@ const (
 	// 90 s, up to 64 per host (internal/egress/proxy.go), each one fd and
 	// two goroutines; a run that waits this long after its agents left is
 	// held to soakAfterSlack, a shorter one gets room for that pool.
-	soakPoolDrain     = 95 * time.Second
-	soakPoolPerHost   = 64
+	soakPoolDrain   = 95 * time.Second
+	soakPoolPerHost = 64
+	// soakAfterWait bounds the wait for the idle sweep once the agents
+	// left, past its nominal time (a loaded machine sweeps late).
+	soakAfterWait     = 30 * time.Second
 	soakMaxErrorShare = 0.02 // failed operations / all operations
 )
 
@@ -258,12 +261,25 @@ func soakRun(ctx context.Context, o options, cfg soakConfig) (*soakReport, error
 		}
 	}
 	start := time.Now()
-	endRun := time.AfterFunc(cfg.duration, stopUsers)
-	defer endRun.Stop()
+	// The run lasts cfg.duration and then until every operation has
+	// completed at least once (a loaded machine may not have reached the
+	// slow ones yet), bounded by one more loadTimeout.
+	minEnd, hardEnd := time.After(cfg.duration), time.After(cfg.duration+loadTimeout)
+	pastMin := false
 	tick := time.NewTicker(cfg.sample)
 	for done := false; !done; {
 		select {
+		case <-minEnd:
+			pastMin = true
+			if s.everyOpRan() {
+				stopUsers()
+			}
+		case <-hardEnd:
+			stopUsers()
 		case <-tick.C:
+			if pastMin && s.everyOpRan() {
+				stopUsers()
+			}
 			smp, err := s.read(ctx, time.Since(start).Seconds())
 			if err != nil {
 				s.fail("sample: " + err.Error())
@@ -277,6 +293,7 @@ func soakRun(ctx context.Context, o options, cfg soakConfig) (*soakReport, error
 		}
 	}
 	tick.Stop()
+	rep.DurationSec = time.Since(start).Seconds() // cfg.duration, or longer until every operation ran
 	if err := waitAgents(&wg); err != nil {
 		return rep, err
 	}
@@ -285,9 +302,12 @@ func soakRun(ctx context.Context, o options, cfg soakConfig) (*soakReport, error
 	}
 	// Contexts disposed, Chromium settled: an MCP user's agent connection
 	// lingers a quarter of --session-idle after its last call, then the
-	// context idles --session-idle, then the sweeper (every quarter) takes it.
+	// context idles --session-idle, then the sweeper (every quarter) takes
+	// it. The reading is taken once the guard reports no user (polled, so a
+	// loaded machine's slower sweep is waited for, bounded), and at the
+	// earliest that long after the last agent left.
 	time.Sleep(cfg.settle + soakIdleSeconds*time.Second*3/2 + cfg.drain)
-	if rep.After, err = s.read(ctx, time.Since(start).Seconds()); err != nil {
+	if rep.After, err = s.afterUsers(ctx, start); err != nil {
 		return rep, err
 	}
 	rep.ForbiddenHit = forbiddenHits.Load()
@@ -296,6 +316,38 @@ func soakRun(ctx context.Context, o options, cfg soakConfig) (*soakReport, error
 	s.mu.Unlock()
 	rep.Failures = s.check(rep)
 	return rep, nil
+}
+
+// everyOpRan reports whether every operation has completed at least once.
+func (s *soak) everyOpRan() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, op := range s.ops {
+		if s.counts[op.name] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// afterUsers takes the after-users reading once the guard reports no user,
+// polling for at most soakAfterWait. When the sweep came late, Chromium is
+// given cfg.settle to end the disposed contexts' processes and read again.
+func (s *soak) afterUsers(ctx context.Context, start time.Time) (soakSample, error) {
+	deadline := time.Now().Add(soakAfterWait)
+	for polled := false; ; polled = true {
+		smp, err := s.read(ctx, time.Since(start).Seconds())
+		switch {
+		case err != nil || (smp.Users == 0 && !polled):
+			return smp, err
+		case smp.Users == 0:
+			sleepCtx(ctx, s.cfg.settle)
+			return s.read(ctx, time.Since(start).Seconds())
+		case time.Now().After(deadline):
+			return smp, nil
+		}
+		sleepCtx(ctx, 250*time.Millisecond)
+	}
 }
 
 // waitAgents waits, bounded, for the agents to return once told to stop.

@@ -78,7 +78,7 @@ func (s *soak) check(rep *soakReport) []string {
 	// Once every agent has left and the idle timeout has disposed every
 	// user's context, cdpguard is back to its idle goroutines and fds.
 	if rep.After.Users != 0 {
-		fails = append(fails, fmt.Sprintf("%.0f users still have a context %.1fs after the last agent left", rep.After.Users, soakIdleSeconds*1.5))
+		fails = append(fails, fmt.Sprintf("%.0f users still have a context %.1fs after the last agent left", rep.After.Users, soakIdleSeconds*1.5+soakAfterWait.Seconds()))
 	}
 	gSlack, fSlack := float64(soakAfterSlack), float64(soakAfterSlack)
 	if !rep.Drained { // the proxy's idle upstream pool (one host) may still be there

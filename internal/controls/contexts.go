@@ -11,8 +11,8 @@ import "time"
 // the main frame's is where the guard pushes and the only one whose
 // binding calls count.
 func (c *Controls) contextCreated(session, frameID string, id int64, uniq string) {
+	target, ok := c.d.Pages.TargetOf(session)
 	c.mu.Lock()
-	target, ok := c.sessions[session]
 	p := c.pages[target]
 	if !ok || p == nil {
 		c.mu.Unlock()
@@ -51,9 +51,9 @@ func (c *Controls) contextDestroyed(session string, id int64, uniq string) {
 // and uniqueId; a recovered context has no uniqueId). An id stays known
 // (worlds, taint) while another live context still has it.
 func (c *Controls) contextGone(session string, match func(int64, string) bool) {
+	target, _ := c.d.Pages.TargetOf(session)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	target := c.sessions[session]
 	p := c.pages[target]
 	if p == nil {
 		return

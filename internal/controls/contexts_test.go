@@ -1,6 +1,10 @@
 package controls
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/cdpguard/cdpguard/internal/pages"
+)
 
 // TestControlsContextsByUniqueID: across a process swap the new document's
 // controls context can have the same small id as the old one; the old
@@ -75,5 +79,20 @@ func TestOff(t *testing.T) {
 	c.Run()
 	if c.Note(a, "S", []int64{1}) != nil || c.World() != "" || c.Session("T") != "" {
 		t.Error("the controls off kept state")
+	}
+}
+
+// TestLateEventsAfterPageGone: once a page is destroyed (the controls'
+// PageGone, then the page registry), late events on its session find no
+// page: nothing is recorded, nothing is dirty.
+func TestLateEventsAfterPageGone(t *testing.T) {
+	c := newTest(t)
+	c.PageGone("T")
+	c.d.Pages.(*pages.Registry).Destroyed("T")
+	c.contextCreated("S", "T", 3, "late.1")
+	c.FrameNavigated("S", "T", "http://a.test/")
+	c.DialogAnswered("S", "alert", "late")
+	if len(c.pages) != 0 || len(c.dirty) != 0 {
+		t.Errorf("late events on a destroyed page's session left pages %v, dirty %v", c.pages, c.dirty)
 	}
 }

@@ -82,6 +82,16 @@ type Grants interface {
 	Reachable(target string) []string
 }
 
+// Pages places the guard's page sessions and subframes
+// (internal/pages.Registry). Its lock is a leaf: it is asked under
+// Controls.mu.
+type Pages interface {
+	// TargetOf returns the page target of the guard's session.
+	TargetOf(sessionID string) (targetID string, ok bool)
+	// PageOf returns the page target of a subframe, "" when unknown.
+	PageOf(frameID string) string
+}
+
 // Deps is what the controls need from the guard.
 type Deps struct {
 	Browser Caller
@@ -90,8 +100,8 @@ type Deps struct {
 	// World is the controls world's name: random, starting with
 	// firewall.ReservedPrefix, hidden from agents.
 	World string
-	// PageOf returns the page target of a subframe, "" when unknown.
-	PageOf func(frameID string) string
+	// Pages places the guard's page sessions and subframes.
+	Pages Pages
 	// OwnerOf returns the user key of target's page; known is false when
 	// the page is no user's (a human's own tab).
 	OwnerOf func(target string) (user string, known bool)
@@ -113,10 +123,9 @@ type Controls struct {
 	dbg     debuggers       // agents' debugger sessions (agents.go)
 	wake    chan struct{}
 
-	mu       sync.Mutex        // before dbg.mu and the Deps' own locks
-	pages    map[string]*page  // page target id → its state
-	sessions map[string]string // the guard's page session → target id
-	dirty    map[string]bool   // targets whose state changed since the last push
+	mu    sync.Mutex       // before dbg.mu and the Deps' own locks (Pages)
+	pages map[string]*page // page target id → its state
+	dirty map[string]bool  // targets whose state changed since the last push
 }
 
 // page is what the guard knows and shows about one page target.
@@ -191,13 +200,12 @@ func New(ctx context.Context, d Deps) *Controls {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Controls{
-		d:        d,
-		ctx:      ctx,
-		binding:  firewall.ReservedPrefix + hex.EncodeToString(b),
-		wake:     make(chan struct{}, 1),
-		pages:    map[string]*page{},
-		sessions: map[string]string{},
-		dirty:    map[string]bool{},
+		d:       d,
+		ctx:     ctx,
+		binding: firewall.ReservedPrefix + hex.EncodeToString(b),
+		wake:    make(chan struct{}, 1),
+		pages:   map[string]*page{},
+		dirty:   map[string]bool{},
 	}
 }
 
@@ -234,7 +242,6 @@ func (c *Controls) SetupPage(targetID, session string) {
 		return
 	}
 	c.mu.Lock()
-	c.sessions[session] = targetID
 	if c.pages[targetID] == nil {
 		c.pages[targetID] = newPage(session)
 	}
@@ -261,9 +268,6 @@ func (c *Controls) PageGone(targetID string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p := c.pages[targetID]; p != nil {
-		delete(c.sessions, p.session)
-	}
 	delete(c.pages, targetID)
 	delete(c.dirty, targetID)
 	c.taint.gone(targetID, func(int64) bool { return true })
@@ -318,8 +322,8 @@ func (c *Controls) FrameNavigated(session, frameID, frameURL string) {
 	if c == nil {
 		return
 	}
+	target, _ := c.d.Pages.TargetOf(session)
 	c.mu.Lock()
-	target := c.sessions[session]
 	p := c.pages[target]
 	if p == nil {
 		c.mu.Unlock()
@@ -371,8 +375,8 @@ func (c *Controls) Blocked(frameID, rawURL, reason string, topLevel bool) {
 	defer c.mu.Unlock()
 	target := frameID
 	p := c.pages[target]
-	if p == nil && c.d.PageOf != nil {
-		target = c.d.PageOf(frameID) // a subframe
+	if p == nil {
+		target = c.d.Pages.PageOf(frameID) // a subframe
 		p = c.pages[target]
 	}
 	if p == nil {
@@ -405,9 +409,7 @@ func (c *Controls) DialogAnswered(session, typ, why string) {
 	if typ == "beforeunload" {
 		verb = "accepted"
 	}
-	c.mu.Lock()
-	target := c.sessions[session]
-	c.mu.Unlock()
+	target, _ := c.d.Pages.TargetOf(session)
 	c.noteOn(target, "cdpguard "+verb+" this page's "+typ+" dialog: "+why)
 }
 

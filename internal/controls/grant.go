@@ -34,8 +34,8 @@ func (c *Controls) bindingCalled(session string, params []byte) {
 		return
 	}
 	now := time.Now()
+	target, _ := c.d.Pages.TargetOf(session)
 	c.mu.Lock()
-	target := c.sessions[session]
 	pg := c.pages[target]
 	var why string
 	var x *explained

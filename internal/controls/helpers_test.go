@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/pages"
 )
 
 // fakeAgent is an agent connection with the sessions and targets it was
@@ -59,13 +61,21 @@ func newTest(t *testing.T) *Controls {
 	c := New(ctx, Deps{
 		Browser: nopBrowser{},
 		Worlds:  &fakeWorlds{},
+		Pages:   pages.New(),
 		World:   "cdpguard_controls_test",
 		OwnerOf: func(string) (string, bool) { return "", false },
 		Go:      func(f func()) { f() },
 		Log:     slog.New(slog.DiscardHandler),
 	})
-	c.SetupPage("T", "S")
+	setup(c, "T", "S")
 	return c
+}
+
+// setup attaches page target on the guard's session, as the guard's
+// wiring does: the page registry first, then the controls.
+func setup(c *Controls, target, session string) {
+	c.d.Pages.(*pages.Registry).Attached(target, session)
+	c.SetupPage(target, session)
 }
 
 func marshal(t *testing.T, v any) []byte {

@@ -97,8 +97,8 @@ func TestWorldTaint(t *testing.T) {
 // nothing and does not fail.
 func TestNamed(t *testing.T) {
 	c := newTest(t)
-	c.SetupPage("T1", "S1")
-	c.SetupPage("T2", "S2")
+	setup(c, "T1", "S1")
+	setup(c, "T2", "S2")
 	c.pages["T1"].worlds[7] = "T1"
 	a := &fakeAgent{} // no sessions it was told of: the target is unknown
 	done := c.Note(a, "S", []int64{7})

@@ -31,6 +31,14 @@ type Sender interface {
 	Send(sessionID, method string, params any) error
 }
 
+// Pages tells which page a session of the guard's is on
+// (internal/pages.Registry). It never calls back into the handler, so it
+// is asked under Handler.mu.
+type Pages interface {
+	// TargetOf returns the page target of the guard's session sessionID.
+	TargetOf(sessionID string) (targetID string, ok bool)
+}
+
 // state is where a dialog is in its life.
 type state int
 
@@ -70,29 +78,30 @@ type listener struct {
 // Handler answers dialogs. Its zero grace answers at once.
 type Handler struct {
 	send  Sender
+	pages Pages
 	grace time.Duration
 	log   *slog.Logger
 	now   func() time.Time
 
 	wg        sync.WaitGroup // answers being sent by timers
-	mu        sync.Mutex
+	mu        sync.Mutex     // taken before the page registry's lock (Pages)
 	closed    bool
-	pages     map[string]*page      // target id → state
-	sessions  map[string]string     // the guard's session → target id
+	byTarget  map[string]*page      // target id → state
 	listeners map[listener]string   // an agent's session with Page enabled → target id
 	graces    map[any]time.Duration // owners with a grace of their own (SetOwnerGrace)
 	human     bool                  // a human may answer: every dialog gets the grace (SetHuman)
 	onAnswer  func(sessionID, typ, why string)
 }
 
-// New returns a Handler whose listening agents get grace to answer.
-func New(send Sender, grace time.Duration, log *slog.Logger) *Handler {
+// New returns a Handler whose listening agents get grace to answer; pages
+// places the guard's sessions.
+func New(send Sender, pages Pages, grace time.Duration, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Handler{
-		send: send, grace: grace, log: log, now: time.Now,
-		pages: map[string]*page{}, sessions: map[string]string{}, listeners: map[listener]string{},
+		send: send, pages: pages, grace: grace, log: log, now: time.Now,
+		byTarget: map[string]*page{}, listeners: map[listener]string{},
 		graces: map[any]time.Duration{},
 	}
 }
@@ -100,15 +109,15 @@ func New(send Sender, grace time.Duration, log *slog.Logger) *Handler {
 // Grace returns the grace period agents get.
 func (h *Handler) Grace() time.Duration { return h.grace }
 
-// Attach records that sessionID is the guard's session on targetID.
+// Attach starts the dialog state of page targetID, on which sessionID is
+// the guard's session.
 func (h *Handler) Attach(sessionID, targetID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.sessions[sessionID] = targetID
-	if p := h.pages[targetID]; p != nil {
+	if p := h.byTarget[targetID]; p != nil {
 		p.session = sessionID
 	} else {
-		h.pages[targetID] = &page{session: sessionID}
+		h.byTarget[targetID] = &page{session: sessionID}
 	}
 }
 
@@ -116,12 +125,11 @@ func (h *Handler) Attach(sessionID, targetID string) {
 func (h *Handler) Forget(targetID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if p := h.pages[targetID]; p != nil {
+	if p := h.byTarget[targetID]; p != nil {
 		if p.cur != nil && p.cur.timer != nil {
 			p.cur.timer.Stop()
 		}
-		delete(h.sessions, p.session)
-		delete(h.pages, targetID)
+		delete(h.byTarget, targetID)
 	}
 	for l, t := range h.listeners {
 		if t == targetID {
@@ -193,18 +201,24 @@ func (h *Handler) ForgetOwner(owner any) {
 	}
 }
 
-// pageOf returns the page of the guard's session, creating it for a
-// session Attach never named (keyed by the session then).
-func (h *Handler) pageOf(sessionID string) (string, *page) {
-	target, ok := h.sessions[sessionID]
-	if !ok {
-		target = sessionID
-		h.sessions[sessionID] = target
+// targetOf returns the target of the guard's session; a session the page
+// registry does not place (not a page's, or its page destroyed) keys its
+// own state. The caller holds h.mu.
+func (h *Handler) targetOf(sessionID string) string {
+	if target, ok := h.pages.TargetOf(sessionID); ok {
+		return target
 	}
-	p := h.pages[target]
+	return sessionID
+}
+
+// pageOf returns the page of the guard's session, creating it for a
+// session Attach never named. The caller holds h.mu.
+func (h *Handler) pageOf(sessionID string) (string, *page) {
+	target := h.targetOf(sessionID)
+	p := h.byTarget[target]
 	if p == nil {
 		p = &page{session: sessionID}
-		h.pages[target] = p
+		h.byTarget[target] = p
 	}
 	return target, p
 }
@@ -270,11 +284,7 @@ func (h *Handler) expire(p *page, d *dialog) {
 func (h *Handler) Closed(sessionID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	target, ok := h.sessions[sessionID]
-	if !ok {
-		return
-	}
-	p := h.pages[target]
+	p := h.byTarget[h.targetOf(sessionID)]
 	if p == nil || p.cur == nil {
 		return
 	}
@@ -317,7 +327,7 @@ func (h *Handler) Claim(owner any, sessionID string) (done func(ok bool), late s
 	if !ok {
 		return nil, "" // a session the guard cannot place: Chrome decides
 	}
-	p := h.pages[target]
+	p := h.byTarget[target]
 	if p == nil || p.cur == nil {
 		return nil, ""
 	}
@@ -362,7 +372,7 @@ func (h *Handler) Claim(owner any, sessionID string) (done func(ok bool), late s
 func (h *Handler) Close() {
 	h.mu.Lock()
 	h.closed = true
-	for _, p := range h.pages {
+	for _, p := range h.byTarget {
 		if p.cur != nil && p.cur.timer != nil {
 			p.cur.timer.Stop()
 		}

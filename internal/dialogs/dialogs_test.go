@@ -30,6 +30,18 @@ func (r *rec) n() int {
 	return len(r.got)
 }
 
+// testPages places the guard's sessions of these tests: S1, and S2 after
+// T1 was forgotten, are on T1 (the page registry, internal/pages, is tested
+// on its own).
+var testPages = sessions{"S1": "T1", "S2": "T1"}
+
+type sessions map[string]string
+
+func (s sessions) TargetOf(session string) (string, bool) {
+	t, ok := s[session]
+	return t, ok
+}
+
 func ev(typ string) []byte {
 	return []byte(`{"type":"` + typ + `","message":"m","url":"http://a.test/"}`)
 }
@@ -42,7 +54,7 @@ func TestNobodyListens(t *testing.T) {
 		accept bool
 	}{{"alert", false}, {"confirm", false}, {"prompt", false}, {"beforeunload", true}} {
 		r := &rec{}
-		h := New(r, time.Hour, nil)
+		h := New(r, testPages, time.Hour, nil)
 		h.Attach("S1", "T1")
 		h.Opening("S1", ev(c.typ))
 		if r.n() != 1 {
@@ -61,7 +73,7 @@ func TestAgentAnswersInGrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) { // time moves only when the test waits
 		r := &rec{}
 		grace := 50 * time.Millisecond
-		h := New(r, grace, nil)
+		h := New(r, testPages, grace, nil)
 		defer h.Close()
 		agent := new(int)
 		h.Attach("S1", "T1")
@@ -88,7 +100,7 @@ func TestAgentAnswersInGrace(t *testing.T) {
 // answers, so the dialog is still answered exactly once.
 func TestAgentAnswerFails(t *testing.T) {
 	r := &rec{}
-	h := New(r, time.Hour, nil)
+	h := New(r, testPages, time.Hour, nil)
 	defer h.Close()
 	agent := new(int)
 	h.Attach("S1", "T1")
@@ -111,7 +123,7 @@ func TestGraceThenLateAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &rec{}
 		grace := 30 * time.Millisecond
-		h := New(r, grace, nil)
+		h := New(r, testPages, grace, nil)
 		defer h.Close()
 		agent := new(int)
 		h.Attach("S1", "T1")
@@ -144,7 +156,7 @@ func TestLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &rec{}
 		grace := 40 * time.Millisecond
-		h := New(r, grace, nil)
+		h := New(r, testPages, grace, nil)
 		defer h.Close()
 		agent := new(int)
 		h.Attach("S1", "T1")
@@ -186,7 +198,7 @@ func TestLoop(t *testing.T) {
 // do not cost an agent that starts listening its grace.
 func TestListenerComesLate(t *testing.T) {
 	r := &rec{}
-	h := New(r, time.Hour, nil)
+	h := New(r, testPages, time.Hour, nil)
 	defer h.Close()
 	h.Attach("S1", "T1")
 	h.Opening("S1", ev("alert"))
@@ -201,7 +213,7 @@ func TestListenerComesLate(t *testing.T) {
 // the grace.
 func TestListenOff(t *testing.T) {
 	r := &rec{}
-	h := New(r, time.Hour, nil)
+	h := New(r, testPages, time.Hour, nil)
 	defer h.Close()
 	a, b := new(int), new(int)
 	h.Attach("S1", "T1")
@@ -227,7 +239,7 @@ func TestCloseStopsTimers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &rec{}
 		grace := 30 * time.Millisecond
-		h := New(r, grace, nil)
+		h := New(r, testPages, grace, nil)
 		h.Attach("S1", "T1")
 		h.Listen(new(int), "A1", "T1", true)
 		h.Opening("S1", ev("alert"))
@@ -245,7 +257,7 @@ func TestCloseStopsTimers(t *testing.T) {
 func TestOwnerGrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &rec{}
-		h := New(r, time.Second, nil)
+		h := New(r, testPages, time.Second, nil)
 		defer h.Close()
 		h.Attach("S1", "T1")
 		owner := new(int)
@@ -266,5 +278,27 @@ func TestOwnerGrace(t *testing.T) {
 			t.Errorf("late answer: %q", late)
 		}
 		h.ForgetOwner(owner)
+	})
+}
+
+// TestUnplacedSession: a dialog on a session the page registry does not
+// place (a page destroyed already, a session never set up) is still
+// answered on that session, and it does not reach a listener of a page.
+func TestUnplacedSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &rec{}
+		h := New(r, testPages, time.Hour, nil)
+		defer h.Close()
+		h.Attach("S1", "T1")
+		h.Listen(new(int), "A1", "T1", true)
+		h.Opening("SX", ev("alert"))
+		if r.n() != 1 || r.got[0]["session"] != "SX" {
+			t.Fatalf("answers %v, want one at once on SX", r.got)
+		}
+		h.Closed("SX") // no panic, nothing else answered
+		h.Opening("S1", ev("alert"))
+		if r.n() != 1 {
+			t.Fatal("T1's listener got no grace")
+		}
 	})
 }

@@ -83,6 +83,11 @@ type Options struct {
 	// replaces Policy and Instructions. It is called once per request, so
 	// it must be cheap and must not block.
 	Rules func(frameID string) (*policy.Policy, string)
+	// IsPage, if set, reports whether frameID is a live page target's id:
+	// a page's main frame has its target's id, so a Document request in it
+	// is a top-level navigation (answered with the explanation page). It is
+	// the page registry's (internal/pages); unset, no request is top-level.
+	IsPage func(frameID string) bool
 }
 
 // ReasonSelf is the reason of a request refused because it is addressed to
@@ -100,7 +105,6 @@ type Judge struct {
 	mu       sync.Mutex
 	stopped  bool                // Run has ended: pauses are failed at once
 	inflight map[string]deadline // requestId → an unanswered pause
-	topLevel map[string]bool     // frame ids that are main frames (== page target ids)
 }
 
 // deadline is the timer that fails one unanswered pause, and the session the
@@ -150,7 +154,6 @@ func New(send Sender, opts Options) *Judge {
 		log:      log,
 		queue:    make(chan pause, opts.QueueSize),
 		inflight: make(map[string]deadline),
-		topLevel: make(map[string]bool),
 	}
 }
 
@@ -158,21 +161,6 @@ func New(send Sender, opts Options) *Judge {
 // request stage.
 func EnableParams() map[string]any {
 	return map[string]any{"patterns": []map[string]any{{"urlPattern": "*", "requestStage": "Request"}}}
-}
-
-// AddPage records a page target id: its main frame has the same id, so a
-// Document request in that frame is a top-level navigation.
-func (j *Judge) AddPage(targetID string) {
-	j.mu.Lock()
-	j.topLevel[targetID] = true
-	j.mu.Unlock()
-}
-
-// RemovePage forgets a page target.
-func (j *Judge) RemovePage(targetID string) {
-	j.mu.Lock()
-	delete(j.topLevel, targetID)
-	j.mu.Unlock()
 }
 
 // Paused takes a Fetch.requestPaused event from the read loop and never
@@ -307,9 +295,7 @@ func (j *Judge) answer(p pause) {
 		}
 		return
 	}
-	j.mu.Lock()
-	top := rp.ResourceType == "Document" && j.topLevel[rp.FrameID]
-	j.mu.Unlock()
+	top := rp.ResourceType == "Document" && j.opts.IsPage != nil && j.opts.IsPage(rp.FrameID)
 	b := Block{URL: rp.Request.URL, Reason: d.Reason, ResourceType: rp.ResourceType, FrameID: rp.FrameID, TopLevel: top}
 	j.log.Debug("request blocked", "url", b.URL, "reason", b.Reason, "type", b.ResourceType, "topLevel", top, "redirect", rp.RedirectedRequestID != "")
 	if j.opts.OnBlock != nil {

@@ -88,6 +88,11 @@ func newJudge(t *testing.T, s Sender, opts Options) (*Judge, func()) {
 	return j, func() { cancel(); <-done }
 }
 
+// isPage is the page registry of a test with one live page, target.
+func isPage(target string) func(string) bool {
+	return func(frameID string) bool { return frameID == target }
+}
+
 func TestAnswers(t *testing.T) {
 	cases := []struct {
 		name, url, typ, frame string
@@ -108,11 +113,11 @@ func TestAnswers(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := &fakeSender{}
+			if c.top {
+				c.opts.IsPage = isPage(c.frame)
+			}
 			j, stop := newJudge(t, s, c.opts)
 			defer stop()
-			if c.top {
-				j.AddPage(c.frame)
-			}
 			j.Paused("S", paused("R1", c.url, c.typ, c.frame, c.headers))
 			got := s.waitN(t, 1)
 			time.Sleep(20 * time.Millisecond)
@@ -347,10 +352,11 @@ func TestSelfRefused(t *testing.T) {
 		{url: "http://allowed.test:9222/", typ: "Fetch", want: "Fetch.continueRequest"},
 	} {
 		s := &fakeSender{}
-		j, stop := newJudge(t, s, Options{Policy: p, Self: self})
+		opts := Options{Policy: p, Self: self}
 		if c.top {
-			j.AddPage(c.frame)
+			opts.IsPage = isPage(c.frame)
 		}
+		j, stop := newJudge(t, s, opts)
 		j.Paused("S", paused("R1", c.url, c.typ, c.frame, nil))
 		got := s.waitN(t, 1)
 		stop()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
@@ -69,6 +70,7 @@ type undo struct {
 type world struct {
 	iso          *Isolator
 	reg          *users.Registry
+	pg           *pages.Registry
 	br           *fakeBrowser
 	alice, bob   *users.User
 	conn         *Conn
@@ -79,7 +81,8 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	w := &world{reg: users.New(&counter{}, 0, nil), br: &fakeBrowser{windows: map[string]int64{}}}
+	pg := pages.New()
+	w := &world{reg: users.New(&counter{}, pg, 0, nil), pg: pg, br: &fakeBrowser{windows: map[string]int64{}}}
 	var err error
 	if w.alice, err = w.reg.Acquire(t.Context(), "alice"); err != nil {
 		t.Fatal(err)
@@ -87,10 +90,10 @@ func newWorld(t *testing.T) *world {
 	if w.bob, err = w.reg.Acquire(t.Context(), "bob"); err != nil {
 		t.Fatal(err)
 	}
-	w.reg.TrackTarget("A1", w.alice.Primary)
-	w.reg.TrackTarget("A2", w.alice.Primary)
-	w.reg.MarkWeb("A2", firewall.NotWeb("page", "chrome://settings/"))
-	w.reg.TrackTarget("B1", w.bob.Primary)
+	w.pg.Track("A1", w.alice.Primary)
+	w.pg.Track("A2", w.alice.Primary)
+	w.pg.MarkWeb("A2", firewall.NotWeb("page", "chrome://settings/"))
+	w.pg.Track("B1", w.bob.Primary)
 	w.iso = New(Options{
 		Users:   w.reg,
 		Browser: w.br,

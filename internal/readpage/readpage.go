@@ -5,10 +5,10 @@
 // and cuts the requested section. It answers Guard.read on an agent's page
 // and the guard's Read (GET /read, `cdpguard read`).
 //
-// It observes no CDP event itself: the guard tells it of the pages it
-// attached to (Target.attachedToTarget: PageAttached) and of pages gone
-// (Target.targetDestroyed: PageGone). Policy, users and the guard's worlds
-// are reached through the narrow interfaces in Deps.
+// It observes no CDP event itself: the guard's session on each page is the
+// page registry's (internal/pages, Deps.Pages), and the guard tells it of
+// pages gone (Target.targetDestroyed: PageGone). Policy, users and the
+// guard's worlds are reached through the narrow interfaces in Deps.
 package readpage
 
 import (
@@ -92,11 +92,19 @@ type User interface {
 	Context() string
 }
 
+// Pages knows the guard's own session on each page (internal/pages.Registry).
+type Pages interface {
+	// SessionOf returns the guard's session on page targetID, "" when the
+	// guard has none (not set up, or destroyed).
+	SessionOf(targetID string) string
+}
+
 // Deps is what a Reader needs of the guard.
 type Deps struct {
 	Browser Caller
 	Policy  Policy
 	Users   Users
+	Pages   Pages
 	// World is the name of the reader's isolated world, which the guard
 	// hides from agents.
 	World string
@@ -117,9 +125,8 @@ type Deps struct {
 type Reader struct {
 	d Deps
 
-	mu       sync.Mutex
-	sessions map[string]string // page target id → the guard's session on it
-	tabs     map[string]*tab   // user key → the tab GET /read uses
+	mu   sync.Mutex
+	tabs map[string]*tab // user key → the tab GET /read uses
 }
 
 // tab is a user's tab for GET /read; mu keeps two reads from navigating it
@@ -140,7 +147,7 @@ func New(d Deps) *Reader {
 	case d.SettleTimeout < 0:
 		d.SettleTimeout = 0
 	}
-	return &Reader{d: d, sessions: map[string]string{}, tabs: map[string]*tab{}}
+	return &Reader{d: d, tabs: map[string]*tab{}}
 }
 
 // Bound is the longest one read takes: the load, the settle and the read.
@@ -148,18 +155,10 @@ func (r *Reader) Bound() time.Duration {
 	return r.d.LoadTimeout + r.d.SettleTimeout + callTimeout
 }
 
-// PageAttached records the guard's own session on a page.
-func (r *Reader) PageAttached(targetID, sessionID string) {
-	r.mu.Lock()
-	r.sessions[targetID] = sessionID
-	r.mu.Unlock()
-}
-
-// PageGone forgets a page that was destroyed, and the reader tab it was.
+// PageGone forgets the reader tab a destroyed page was.
 func (r *Reader) PageGone(targetID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.sessions, targetID)
 	for user, t := range r.tabs {
 		if t.targetID == targetID {
 			delete(r.tabs, user)
@@ -167,11 +166,7 @@ func (r *Reader) PageGone(targetID string) {
 	}
 }
 
-func (r *Reader) session(targetID string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.sessions[targetID]
-}
+func (r *Reader) session(targetID string) string { return r.d.Pages.SessionOf(targetID) }
 
 // Command answers Guard.read on an agent's page session; owns reports
 // whether a target is the agent's user's. It runs on the agent's read

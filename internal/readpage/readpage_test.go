@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/js"
 )
@@ -161,16 +162,17 @@ func (u user) Context() string { return "CTX" }
 type fixture struct {
 	b      *browser
 	us     *users
+	pg     *pages.Registry
 	r      *Reader
 	worlds []string
 }
 
 func newFixture(t *testing.T, d Deps) *fixture {
-	f := &fixture{b: newBrowser(t), us: &users{}}
-	d.Browser, d.Policy, d.Users, d.World = f.b, policy{}, f.us, "reader-world"
+	f := &fixture{b: newBrowser(t), us: &users{}, pg: pages.New()}
+	d.Browser, d.Policy, d.Users, d.Pages, d.World = f.b, policy{}, f.us, f.pg, "reader-world"
 	d.WorldMade = func(frame string, id int64) { f.worlds = append(f.worlds, fmt.Sprintf("%s/%d", frame, id)) }
 	d.AwaitSetup = func(_ context.Context, target string) error {
-		f.r.PageAttached(target, "S-"+target) // the guard's setup attached to it
+		f.pg.Attached(target, "S-"+target) // the guard's setup attached to it
 		return nil
 	}
 	if d.SettleTimeout == 0 {
@@ -193,7 +195,7 @@ func command(t *testing.T, session string, browserLevel bool, params any) relay.
 func TestCommand(t *testing.T) {
 	f := newFixture(t, Deps{SearchURL: "https://search.test/"})
 	owns := func(target string) bool { return target != "T9" }
-	f.r.PageAttached("T1", "S-T1")
+	f.pg.Attached("T1", "S-T1")
 	refused := func(cmd relay.Command, parts ...string) {
 		t.Helper()
 		v := f.r.Command(t.Context(), cmd, owns)
@@ -274,7 +276,8 @@ func TestRead(t *testing.T) {
 	if _, err := f.r.Read(ctx, "bob", "https://a.test/", 0, 0); err != nil || f.b.created != 2 {
 		t.Errorf("another user gets a tab of their own: %v, %d tabs", err, f.b.created)
 	}
-	f.r.PageGone("N1")
+	f.r.PageGone("N1") // the guard's wiring: the observers, then the registry
+	f.pg.Destroyed("N1")
 	f.us.full = true
 	if _, err := f.r.Read(ctx, "alice", "https://a.test/", 0, 0); err == nil || !strings.Contains(err.Error(), "open a reader tab: the user has 3 tabs") || f.b.created != 2 {
 		t.Errorf("a user at the tab cap: %v, %d tabs", err, f.b.created)
@@ -308,7 +311,7 @@ func TestLoadBound(t *testing.T) {
 // ago is read at the first look.
 func TestSettle(t *testing.T) {
 	f := newFixture(t, Deps{SettleTimeout: 5 * time.Second})
-	f.r.PageAttached("T1", "S-T1")
+	f.pg.Attached("T1", "S-T1")
 	start := time.Now()
 	if ok, err := f.r.settle(t.Context(), "S-T1", true); !ok || err != nil {
 		t.Fatalf("settle: %v, %v", ok, err)

@@ -7,12 +7,9 @@
 //
 // It is apart from internal/grants, which stays a pure overlay on the
 // policy that the Fetch judge and the proxy consult per request: this
-// package owns listeners, goroutines and the user and frame look-ups.
-//
-// CDP events it observes, on the guard's own page sessions (OnEvent):
-// Page.frameAttached and Page.frameDetached; PageAttached and PageGone
-// follow the guard's page sessions (Target.attachedToTarget,
-// Target.targetDestroyed).
+// package owns listeners, goroutines and the user look-ups of targets and
+// frames. It observes no event: the page that holds a subframe is the page
+// registry's (internal/pages, Deps.Pages).
 package scopes
 
 import (
@@ -38,11 +35,20 @@ import (
 // grants apply to the shared egress listener.
 const DefaultKey = "(default context)"
 
-// Users places targets in browser contexts (internal/users.Registry).
+// Users finds the user of a target (internal/users.Registry).
 type Users interface {
 	// PrimaryOf returns the key and primary context id of the user whose
 	// context holds targetID.
 	PrimaryOf(targetID string) (key, primary string, ok bool)
+}
+
+// Pages places targets and frames (internal/pages.Registry): a paused
+// request names only its frame, and a same-process iframe or the first
+// navigation of an out-of-process one (whose target does not exist yet)
+// is its page's.
+type Pages interface {
+	// PageOf returns the page target that holds frameID, "" when unknown.
+	PageOf(frameID string) string
 	// ContextOf returns the browser context of targetID.
 	ContextOf(targetID string) (contextID string, ok bool)
 }
@@ -60,6 +66,7 @@ type Proxy interface {
 // Deps is what a Table needs of the rest of the guard.
 type Deps struct {
 	Users   Users
+	Pages   Pages
 	Browser Caller // asked once for Chrome's default context (LearnDefaultContext)
 	// Proxy returns the egress proxy, nil when there is none (unit tests):
 	// scopes then have grants only, and no listener.
@@ -146,9 +153,8 @@ func FromTag(tag any) *Scope {
 // *Table too, which has no scopes (a guard that serves no browser, such as
 // a Supervisor's gate).
 type Table struct {
-	d      Deps
-	def    Scope   // Chrome's default context
-	frames *frames // subframes → their page (frames.go)
+	d   Deps
+	def Scope // Chrome's default context
 
 	mu             sync.Mutex
 	byPrimary      map[string]*Scope // user's primary context id → scope
@@ -160,7 +166,7 @@ func New(d Deps) *Table {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Table{d: d, def: Scope{key: DefaultKey}, byPrimary: map[string]*Scope{}, frames: newFrames()}
+	return &Table{d: d, def: Scope{key: DefaultKey}, byPrimary: map[string]*Scope{}}
 }
 
 // Default returns the scope of Chrome's default context, whose grants
@@ -234,12 +240,21 @@ func (t *Table) Owner(frameID string) (string, bool) {
 	if key, _, ok := t.d.Users.PrimaryOf(frameID); ok {
 		return key, true
 	}
-	if page := t.frames.pageOf(frameID); page != "" {
+	if page := t.pageOf(frameID); page != "" {
 		if key, _, ok := t.d.Users.PrimaryOf(page); ok {
 			return key, true
 		}
 	}
 	return "", false
+}
+
+// pageOf returns the page that holds subframe frameID, "" when unknown or
+// when the table has no page registry.
+func (t *Table) pageOf(frameID string) string {
+	if t == nil || t.d.Pages == nil {
+		return ""
+	}
+	return t.d.Pages.PageOf(frameID)
 }
 
 // OfTarget returns the scope of the user whose context holds targetID
@@ -255,7 +270,10 @@ func (t *Table) OfTarget(targetID string) *Scope {
 		defer t.mu.Unlock()
 		return t.byPrimary[primary]
 	}
-	c, ok := t.d.Users.ContextOf(targetID)
+	if t.d.Pages == nil {
+		return nil
+	}
+	c, ok := t.d.Pages.ContextOf(targetID)
 	if !ok {
 		return nil
 	}
@@ -273,7 +291,7 @@ func (t *Table) OfTarget(targetID string) *Scope {
 func (t *Table) ForFrame(frameID string) *grants.Set {
 	sc := t.OfTarget(frameID)
 	if sc == nil {
-		if page := t.frames.pageOf(frameID); page != "" {
+		if page := t.pageOf(frameID); page != "" {
 			sc = t.OfTarget(page)
 		}
 	}

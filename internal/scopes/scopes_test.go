@@ -12,7 +12,6 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
-	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/users"
@@ -33,6 +32,15 @@ func (f fakeUsers) ContextOf(target string) (string, bool) {
 	t, ok := f[target]
 	return t[2], ok
 }
+
+// fakePages places subframes (frame → page) and targets in the contexts
+// of its fakeUsers.
+type fakePages struct {
+	fakeUsers
+	frames map[string]string
+}
+
+func (f fakePages) PageOf(frame string) string { return f.frames[frame] }
 
 type fakeBrowser string
 
@@ -128,7 +136,8 @@ func TestGrantScopes(t *testing.T) {
 // targets (and frames of its pages) get the default scope, which is
 // nobody's user; until then they get none.
 func TestDefaultContext(t *testing.T) {
-	tb := New(Deps{Users: fakeUsers{"H": {"", "", "DEF"}}, Browser: fakeBrowser(""), Policy: testPolicy(t)})
+	us := fakeUsers{"H": {"", "", "DEF"}}
+	tb := New(Deps{Users: us, Pages: fakePages{us, map[string]string{"F": "H"}}, Browser: fakeBrowser(""), Policy: testPolicy(t)})
 	tb.LearnDefaultContext(context.Background())
 	if tb.OfTarget("H") != nil {
 		t.Fatal("a default-context target has a scope before the context is known")
@@ -141,8 +150,6 @@ func TestDefaultContext(t *testing.T) {
 	if key, err := tb.Grant("H", "d.test", "controls"); err != nil || key != DefaultKey {
 		t.Fatalf("grant in the default context: %q %v", key, err)
 	}
-	tb.PageAttached("S", "H")
-	tb.OnEvent(&cdpmsg.Envelope{SessionID: "S", Method: "Page.frameAttached", Params: []byte(`{"frameId":"F","parentFrameId":"H"}`)})
 	if set := tb.ForFrame("F"); set == nil || !set.Has("d.test") {
 		t.Error("a subframe of the default context's page does not get its grants")
 	}
@@ -151,34 +158,22 @@ func TestDefaultContext(t *testing.T) {
 	}
 }
 
-// TestFrames: subframes attached on the guard's page sessions are tied to
-// their page until detached (a swap keeps them) or the page ends; frames on
-// sessions the guard did not record are ignored.
+// TestFrames: a subframe is its page's user's (its frames are the page
+// registry's, internal/pages); a frame the registry does not place is
+// nobody's, and so gets no grants.
 func TestFrames(t *testing.T) {
-	tb := New(Deps{Users: fakeUsers{"T": {"u", "CTX", "CTX"}}, Policy: testPolicy(t)})
-	ev := func(session, method, frame, reason string) {
-		tb.OnEvent(&cdpmsg.Envelope{SessionID: session, Method: method, Params: []byte(`{"frameId":"` + frame + `","reason":"` + reason + `"}`)})
-	}
-	tb.PageAttached("S", "T")
-	ev("S", "Page.frameAttached", "F1", "")
-	ev("S", "Page.frameAttached", "F2", "")
-	ev("S", "Page.frameAttached", "T", "") // the main frame is the page
-	ev("X", "Page.frameAttached", "FX", "")
-	ev("", "Page.frameAttached", "F0", "")
-	if tb.PageOf("F1") != "T" || tb.PageOf("F2") != "T" || tb.PageOf("T") != "" || tb.PageOf("FX") != "" || tb.PageOf("F0") != "" {
-		t.Fatalf("frames: %v", tb.frames.frames)
-	}
+	us := fakeUsers{"T": {"u", "CTX", "CTX"}}
+	tb := New(Deps{Users: us, Pages: fakePages{us, map[string]string{"F1": "T", "FX": "X"}}, Policy: testPolicy(t)})
 	if key, ok := tb.Owner("F1"); !ok || key != "u" {
 		t.Errorf("Owner(F1) = %q, %v", key, ok)
 	}
-	ev("S", "Page.frameDetached", "F1", "swap")
-	ev("S", "Page.frameDetached", "F2", "remove")
-	if tb.PageOf("F1") != "T" || tb.PageOf("F2") != "" {
-		t.Errorf("after detaching: F1 (swapped) %q, F2 (removed) %q", tb.PageOf("F1"), tb.PageOf("F2"))
-	}
-	tb.PageGone("T")
-	if len(tb.frames.frames) != 0 || len(tb.frames.sessions) != 0 {
-		t.Errorf("after the page's end: %v %v", tb.frames.frames, tb.frames.sessions)
+	for _, f := range []string{"F2", "FX"} {
+		if key, ok := tb.Owner(f); ok {
+			t.Errorf("Owner(%s) = %q, want nobody", f, key)
+		}
+		if tb.ForFrame(f) != nil {
+			t.Errorf("ForFrame(%s) has grants", f)
+		}
 	}
 }
 

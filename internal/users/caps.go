@@ -1,27 +1,13 @@
 package users
 
-// MarkPage records that target is a page (a tab): tabs count against the
-// per-user tab cap.
-func (r *Registry) MarkPage(targetID string) {
-	if targetID == "" {
-		return
-	}
-	r.mu.Lock()
-	r.pages[targetID] = true
-	r.mu.Unlock()
-}
-
 // Tabs returns the number of u's live tabs (pages in its contexts).
 func (r *Registry) Tabs(u *User) int {
+	live := r.targets.Live()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.tabsLocked(u)
-}
-
-func (r *Registry) tabsLocked(u *User) int {
 	n := 0
-	for t := range r.pages {
-		if _, dead := r.gone[t]; !dead && r.owner[r.targets[t]] == u {
+	for _, t := range live {
+		if t.Page && r.owner[t.Context] == u {
 			n++
 		}
 	}
@@ -50,14 +36,15 @@ func (r *Registry) OwnerOfContext(id string) *User {
 // at least limit open (limit <= 0: none), for metrics that need no series
 // per user.
 func (r *Registry) TabStats(limit int) (most, atLimit int) {
+	live := r.targets.Live()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	per := map[*User]int{}
-	for t := range r.pages {
-		if _, dead := r.gone[t]; dead {
+	for _, t := range live {
+		if !t.Page {
 			continue
 		}
-		if u := r.owner[r.targets[t]]; u != nil {
+		if u := r.owner[t.Context]; u != nil {
 			per[u]++
 		}
 	}

@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/cdpguard/cdpguard/internal/pages"
 )
 
 // TestDisposeNow: browser_close disposes a user's contexts at once, but
 // never from under a connection that still holds the user.
 func TestDisposeNow(t *testing.T) {
 	f := &fakeContexts{}
-	r := New(f, -1, nil)
+	r := New(f, pages.New(), -1, nil)
 	ctx := context.Background()
 	u, err := r.Acquire(ctx, "alice")
 	if err != nil {

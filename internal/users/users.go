@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/cdpguard/cdpguard/internal/pages"
 )
 
 // ErrClosed is returned by Acquire once Run has ended (the guard is closing).
@@ -20,6 +22,17 @@ var ErrClosed = errors.New("user registry closed")
 type Contexts interface {
 	Create(ctx context.Context, key string) (string, error)
 	Dispose(ctx context.Context, id string) error
+}
+
+// Targets is what the registry needs of the page registry
+// (internal/pages): the context of each target (destroyed ones still
+// answered a while, for late events), whether it is web content, and the
+// live targets. Its methods never call back into the users registry, so
+// they may be called under Registry.mu.
+type Targets interface {
+	ContextOf(targetID string) (contextID string, ok bool)
+	NotWeb(targetID string) string
+	Live() []pages.Target
 }
 
 // User is one user's share of the browser.
@@ -40,20 +53,19 @@ type User struct {
 
 // Registry holds every user. Its zero value is not usable; use New.
 type Registry struct {
-	ctxs Contexts
-	idle time.Duration
-	log  *slog.Logger
-	now  func() time.Time
+	ctxs    Contexts
+	targets Targets // target → context (internal/pages)
+	idle    time.Duration
+	log     *slog.Logger
+	now     func() time.Time
 
+	// mu is never held while the page registry (targets) is asked: its
+	// answer is read first, then the owners under mu.
 	mu      sync.Mutex
 	closed  bool
 	users   map[string]*User
-	owner   map[string]*User     // context id → user
-	targets map[string]string    // target id → context id
-	gone    map[string]time.Time // destroyed targets, kept a while for late events
-	windows map[int64]string     // window id → context id of the targets it shows
-	nonWeb  map[string]string    // target id → why it is not web content
-	pages   map[string]bool      // target ids of pages (tabs), caps.go
+	owner   map[string]*User // context id → user
+	windows map[int64]string // window id → context id of the targets it shows
 	stats   Stats
 }
 
@@ -62,20 +74,17 @@ type Stats struct {
 	Users, Connections, Disposed int
 }
 
-// New returns a Registry. idle <= 0 never disposes.
-func New(ctxs Contexts, idle time.Duration, log *slog.Logger) *Registry {
+// New returns a Registry whose targets' contexts are those targets
+// reports. idle <= 0 never disposes.
+func New(ctxs Contexts, targets Targets, idle time.Duration, log *slog.Logger) *Registry {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Registry{
-		ctxs: ctxs, idle: idle, log: log, now: time.Now,
+		ctxs: ctxs, targets: targets, idle: idle, log: log, now: time.Now,
 		users:   map[string]*User{},
 		owner:   map[string]*User{},
-		targets: map[string]string{},
-		gone:    map[string]time.Time{},
 		windows: map[int64]string{},
-		nonWeb:  map[string]string{},
-		pages:   map[string]bool{},
 	}
 }
 
@@ -192,44 +201,36 @@ func (r *Registry) Contexts(u *User) []string {
 	return out
 }
 
-// TrackTarget records which context a target is in.
-func (r *Registry) TrackTarget(targetID, contextID string) {
-	if targetID == "" || contextID == "" {
-		return
+// OwnsTarget reports whether target id is in one of u's contexts (a
+// destroyed target still is, a while: late events are attributed).
+func (r *Registry) OwnsTarget(u *User, targetID string) bool {
+	c, ok := r.targets.ContextOf(targetID)
+	if !ok {
+		return false
 	}
 	r.mu.Lock()
-	r.targets[targetID] = contextID
-	r.mu.Unlock()
-}
-
-// ForgetTarget marks a target destroyed; it is dropped later, so that late
-// events about it are still attributed.
-func (r *Registry) ForgetTarget(targetID string) {
-	r.mu.Lock()
-	r.gone[targetID] = r.now()
-	r.mu.Unlock()
-}
-
-// OwnsTarget reports whether target id is in one of u's contexts.
-func (r *Registry) OwnsTarget(u *User, targetID string) bool {
-	r.mu.Lock()
 	defer r.mu.Unlock()
-	c, ok := r.targets[targetID]
-	return ok && r.owner[c] == u
+	return r.owner[c] == u
 }
 
 // Targets returns the live targets in u's contexts.
 func (r *Registry) Targets(u *User) []string {
+	live := r.targets.Live()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
-	for t, c := range r.targets {
-		if _, dead := r.gone[t]; !dead && r.owner[c] == u {
-			out = append(out, t)
+	for _, t := range live {
+		if r.owner[t.Context] == u {
+			out = append(out, t.ID)
 		}
 	}
 	return out
 }
+
+// NotWeb returns why a target is not web content, or "" when it is (or is
+// unknown): the page registry's answer, for the isolation that asks the
+// users registry about targets.
+func (r *Registry) NotWeb(targetID string) string { return r.targets.NotWeb(targetID) }
 
 // Stats returns counters.
 func (r *Registry) Stats() Stats {
@@ -283,14 +284,6 @@ func (r *Registry) sweep(ctx context.Context) {
 	now := r.now()
 	var idle []*User
 	r.mu.Lock()
-	for t, at := range r.gone {
-		if now.Sub(at) > time.Minute {
-			delete(r.gone, t)
-			delete(r.targets, t)
-			delete(r.nonWeb, t)
-			delete(r.pages, t)
-		}
-	}
 	if r.idle > 0 {
 		for k, u := range r.users {
 			if u.conns == 0 && u.Primary != "" && now.Sub(u.last) > r.idle {

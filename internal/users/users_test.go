@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/cdpguard/cdpguard/internal/pages"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -75,7 +77,7 @@ func (c *fakeClock) add(d time.Duration) {
 }
 
 func newTestRegistry(f *fakeContexts, idle time.Duration) (*Registry, *fakeClock) {
-	r := New(f, idle, nil)
+	r := New(f, pages.New(), idle, nil)
 	clk := &fakeClock{t: time.Unix(1_000_000, 0)}
 	r.now = clk.now
 	return r, clk
@@ -219,7 +221,8 @@ func TestAcquireWaiterCancelled(t *testing.T) {
 
 func TestTargetAndContextOwnership(t *testing.T) {
 	f := &fakeContexts{}
-	r, _ := newTestRegistry(f, time.Minute)
+	pg := pages.New()
+	r := New(f, pg, time.Minute, nil)
 	a, b := acquire(t, r, "alice"), acquire(t, r, "bob")
 	r.AddContext(a, "extra-a")
 	if got := r.Contexts(a); len(got) != 2 || got[0] != a.Primary || got[1] != "extra-a" {
@@ -228,11 +231,11 @@ func TestTargetAndContextOwnership(t *testing.T) {
 	if !r.OwnsContext(a, "extra-a") || r.OwnsContext(b, "extra-a") {
 		t.Error("extra context ownership wrong")
 	}
-	r.TrackTarget("t-a1", a.Primary)
-	r.TrackTarget("t-a2", "extra-a")
-	r.TrackTarget("t-b1", b.Primary)
-	r.TrackTarget("t-none", "")  // ignored
-	r.TrackTarget("", a.Primary) // ignored
+	pg.Track("t-a1", a.Primary)
+	pg.Track("t-a2", "extra-a")
+	pg.Track("t-b1", b.Primary)
+	pg.Track("t-none", "")  // ignored
+	pg.Track("", a.Primary) // ignored
 	if !r.OwnsTarget(a, "t-a1") || !r.OwnsTarget(a, "t-a2") || r.OwnsTarget(a, "t-b1") || !r.OwnsTarget(b, "t-b1") {
 		t.Error("target ownership wrong")
 	}
@@ -244,7 +247,7 @@ func TestTargetAndContextOwnership(t *testing.T) {
 	if !slices.Equal(got, []string{"t-a1", "t-a2"}) {
 		t.Errorf("Targets(alice) = %q", got)
 	}
-	r.ForgetTarget("t-a1")
+	pg.Destroyed("t-a1")
 	if got := r.Targets(a); !slices.Equal(got, []string{"t-a2"}) {
 		t.Errorf("Targets(alice) after destroy = %q", got)
 	}
@@ -302,17 +305,12 @@ func TestIdleSweep(t *testing.T) {
 	}
 }
 
-func TestSweepDropsOldDestroyedTargets(t *testing.T) {
+// TestSweepNeverIdle: idle <= 0 never disposes. (Destroyed targets are
+// dropped by the page registry: internal/pages.)
+func TestSweepNeverIdle(t *testing.T) {
 	f := &fakeContexts{}
 	r, clk := newTestRegistry(f, -1)
 	a := acquire(t, r, "alice")
-	r.TrackTarget("t1", a.Primary)
-	r.ForgetTarget("t1")
-	clk.add(2 * time.Minute)
-	r.sweep(context.Background())
-	if r.OwnsTarget(a, "t1") {
-		t.Error("destroyed target kept after a minute")
-	}
 	r.Release(a)
 	clk.add(24 * time.Hour)
 	r.sweep(context.Background())
@@ -323,7 +321,7 @@ func TestSweepDropsOldDestroyedTargets(t *testing.T) {
 
 func TestRunDisposesAndStops(t *testing.T) {
 	f := &fakeContexts{}
-	r := New(f, 100*time.Millisecond, nil)
+	r := New(f, pages.New(), 100*time.Millisecond, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
@@ -348,12 +346,13 @@ func TestRunDisposesAndStops(t *testing.T) {
 }
 
 func TestUsersWindows(t *testing.T) {
-	r := New(nil, 0, nil)
+	pg := pages.New()
+	r := New(nil, pg, 0, nil)
 	alice := &User{Key: "alice", Primary: "ctxA", contexts: map[string]bool{"ctxA": true}}
 	mallory := &User{Key: "mallory", Primary: "ctxM", contexts: map[string]bool{"ctxM": true}}
 	r.owner["ctxA"], r.owner["ctxM"] = alice, mallory
-	r.TrackTarget("tA", "ctxA")
-	r.TrackTarget("tM", "ctxM")
+	pg.Track("tA", "ctxA")
+	pg.Track("tM", "ctxM")
 	r.AddWindow("tA", 1)
 	r.AddWindow("tM", 2)
 	r.AddWindow("unknown", 3)
@@ -374,10 +373,11 @@ func TestUsersWindows(t *testing.T) {
 
 // TestWindowsForgottenWithContext: a disposed context's windows are not kept.
 func TestWindowsForgottenWithContext(t *testing.T) {
-	r := New(nil, 0, nil)
+	pg := pages.New()
+	r := New(nil, pg, 0, nil)
 	u := &User{Key: "a", contexts: map[string]bool{"C1": true}}
 	r.owner["C1"] = u
-	r.targets["T1"] = "C1"
+	pg.Track("T1", "C1")
 	r.AddWindow("T1", 7)
 	if !r.OwnsWindow(u, 7) {
 		t.Fatal("window 7 not recorded")
@@ -385,5 +385,48 @@ func TestWindowsForgottenWithContext(t *testing.T) {
 	r.RemoveContext("C1")
 	if len(r.windows) != 0 {
 		t.Errorf("windows after the context went: %v", r.windows)
+	}
+}
+
+// TestTabs: a user's tabs are the live pages in the user's contexts, as
+// the page registry has them: not other targets, not other users' pages,
+// not destroyed ones (which the registry still places for late events).
+func TestTabs(t *testing.T) {
+	pg := pages.New()
+	r := New(&fakeContexts{}, pg, time.Minute, nil)
+	a, b := acquire(t, r, "alice"), acquire(t, r, "bob")
+	r.AddContext(a, "extra-a")
+	for _, s := range []struct{ target, context string }{
+		{"a1", a.Primary}, {"a2", "extra-a"}, {"a3", a.Primary}, {"b1", b.Primary},
+	} {
+		pg.Track(s.target, s.context)
+		pg.MarkPage(s.target)
+	}
+	pg.Track("a-worker", a.Primary) // not a page
+	pg.MarkPage("nowhere")          // a page in no known context
+	if n := r.Tabs(a); n != 3 {
+		t.Errorf("Tabs(alice) = %d, want 3", n)
+	}
+	if most, atLimit := r.TabStats(3); most != 3 || atLimit != 1 {
+		t.Errorf("TabStats(3) = %d, %d, want 3, 1", most, atLimit)
+	}
+	pg.Destroyed("a3")
+	if n := r.Tabs(a); n != 2 || !r.OwnsTarget(a, "a3") {
+		t.Errorf("after a tab's end: Tabs(alice) = %d, owns it %v; want 2, still owned for late events", n, r.OwnsTarget(a, "a3"))
+	}
+	if n := r.Tabs(b); n != 1 {
+		t.Errorf("Tabs(bob) = %d, want 1", n)
+	}
+	if most, atLimit := r.TabStats(0); most != 2 || atLimit != 0 {
+		t.Errorf("TabStats(0) = %d, %d, want 2, 0", most, atLimit)
+	}
+	if key, primary, ok := r.PrimaryOf("a2"); !ok || key != "alice" || primary != a.Primary {
+		t.Errorf("PrimaryOf(a2) = %q, %q, %v", key, primary, ok)
+	}
+	if key, ok := r.OwnerKey("b1"); !ok || key != "bob" {
+		t.Errorf("OwnerKey(b1) = %q, %v", key, ok)
+	}
+	if _, ok := r.OwnerKey("nowhere"); ok {
+		t.Error("a target in no context has an owner")
 	}
 }

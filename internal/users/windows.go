@@ -9,11 +9,13 @@ package users
 // AddWindow records that window shows target; the window belongs to the
 // target's context. Unknown targets are ignored.
 func (r *Registry) AddWindow(targetID string, window int64) {
+	c, ok := r.targets.ContextOf(targetID)
+	if !ok {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.targets[targetID]; ok {
-		r.windows[window] = c
-	}
+	r.windows[window] = c
 }
 
 // OwnsWindow reports whether window shows a target of one of u's contexts.

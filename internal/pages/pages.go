@@ -1,0 +1,224 @@
+// Package pages is the guard's one registry of pages: which browser context
+// each target is in, which targets are pages (tabs) and which are not web
+// content, the guard's own session on each page, and the page that holds
+// each subframe. It is fed once, on the browser connection's read loop, from
+// the target events (Target.attachedToTarget, targetCreated,
+// targetInfoChanged, targetDestroyed: cdpguard/session.go) and the frame
+// events on the guard's page sessions (Page.frameAttached,
+// Page.frameDetached: OnEvent, declared on the event bus in
+// cdpguard/events.go). The users registry (context → user), the grant
+// scopes, the controls, the reader and the dialog handler read it through
+// the small interfaces each of them declares.
+//
+// Its lock is a leaf: no method calls out while holding it, so any other
+// component's lock may be held while calling it (docs/decisions/
+// 2026-12-02-page-registry.md).
+package pages
+
+import (
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+)
+
+// Keep is how long a destroyed target is kept: events about it can arrive
+// after Target.targetDestroyed (a paused request of its last navigation, a
+// late frame event), and they must still be attributed to its user.
+const Keep = time.Minute
+
+// Registry is the table of targets, the guard's page sessions and
+// subframes. Its zero value is not usable; use New. Its methods are safe
+// for concurrent use.
+type Registry struct {
+	now func() time.Time
+
+	mu       sync.Mutex
+	targets  map[string]*target // target id → what is known of it; destroyed ones kept for Keep
+	sessions map[string]string  // the guard's session on a page → the page's target id
+	frames   map[string]string  // subframe id → the page target that holds it
+	gone     []destroyed        // destroyed targets, oldest first
+}
+
+// target is what the registry knows of one target.
+type target struct {
+	context string // browser context as Chrome last reported it; "" unknown
+	session string // the guard's session on it, for a page the guard set up
+	page    bool   // a page (a tab): counted against the per-user tab cap
+	notWeb  string // why it is not web content (firewall.NotWeb); "" web content
+	gone    bool   // destroyed, kept for late events
+	// setup is closed when the guard's setup of the target ended (setup.go);
+	// nil until its end or a wait for it.
+	setup chan struct{}
+}
+
+type destroyed struct {
+	id string
+	at time.Time
+}
+
+// Target is a live target as Live lists it.
+type Target struct {
+	ID, Context string
+	Page        bool
+}
+
+// New returns an empty registry.
+func New() *Registry {
+	return &Registry{
+		now:      time.Now,
+		targets:  map[string]*target{},
+		sessions: map[string]string{},
+		frames:   map[string]string{},
+	}
+}
+
+// rec returns targetID's record, creating it; the caller holds r.mu.
+func (r *Registry) rec(targetID string) *target {
+	t := r.targets[targetID]
+	if t == nil {
+		t = &target{}
+		r.targets[targetID] = t
+	}
+	return t
+}
+
+// Track records the browser context a target is in, as Chrome reports it
+// on every target event. An empty target or context id is ignored.
+func (r *Registry) Track(targetID, contextID string) {
+	if targetID == "" || contextID == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.prune(r.now())
+	r.rec(targetID).context = contextID
+}
+
+// MarkPage records that a target is a page (a tab).
+func (r *Registry) MarkPage(targetID string) {
+	if targetID == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rec(targetID).page = true
+}
+
+// MarkWeb records whether a target is web content: why is "" for web
+// content, or why it is not (firewall.NotWeb). A target's URL can change,
+// so it is updated on every target event.
+func (r *Registry) MarkWeb(targetID, why string) {
+	if targetID == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t := r.targets[targetID]; t != nil || why != "" {
+		r.rec(targetID).notWeb = why
+	}
+}
+
+// Attached records sessionID as the guard's own session on page targetID:
+// its setup starts, and the events on that session are the page's. A
+// destroyed target gets no session.
+func (r *Registry) Attached(targetID, sessionID string) {
+	if targetID == "" || sessionID == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.rec(targetID)
+	if t.gone {
+		return
+	}
+	if t.session != "" {
+		delete(r.sessions, t.session)
+	}
+	t.session = sessionID
+	r.sessions[sessionID] = targetID
+}
+
+// Destroyed ends a target (Target.targetDestroyed): its session and
+// subframes are forgotten at once, its context, page and web marks are kept
+// for Keep so that late events about it are still attributed.
+func (r *Registry) Destroyed(targetID string) {
+	if targetID == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	r.prune(now)
+	t := r.rec(targetID)
+	if t.session != "" {
+		delete(r.sessions, t.session)
+		t.session = ""
+	}
+	for f, page := range r.frames {
+		if page == targetID {
+			delete(r.frames, f)
+		}
+	}
+	if !t.gone {
+		t.gone = true
+		r.gone = append(r.gone, destroyed{id: targetID, at: now})
+	}
+}
+
+// prune drops the targets destroyed longer than Keep ago; the caller holds
+// r.mu. Every target event calls it (Track, Destroyed), so no goroutine
+// is needed and the kept targets are those destroyed within about Keep.
+func (r *Registry) prune(now time.Time) {
+	n := 0
+	for _, d := range r.gone {
+		if now.Sub(d.at) <= Keep {
+			break
+		}
+		if t := r.targets[d.id]; t != nil && t.gone {
+			delete(r.targets, d.id)
+		}
+		n++
+	}
+	if n > 0 {
+		r.gone = append(r.gone[:0], r.gone[n:]...)
+	}
+}
+
+// OnEvent learns the subframes of the guard's pages from Page.frameAttached
+// and Page.frameDetached on the guard's page sessions; other events, and
+// frames on sessions that are not the guard's page sessions (an
+// out-of-process iframe's, an agent's), are ignored: a paused request of a
+// frame the registry does not know gets no page, and so no user's grants
+// (the policy alone decides, which fails closed). A detach for a swap keeps
+// the frame: it moves to another process but stays on its page.
+func (r *Registry) OnEvent(e *cdpmsg.Envelope) {
+	if e.SessionID == "" || (e.Method != "Page.frameAttached" && e.Method != "Page.frameDetached") {
+		return
+	}
+	var p struct {
+		FrameID string `json:"frameId"`
+		Reason  string `json:"reason"`
+	}
+	if jsonv2.Unmarshal(e.Params, &p) != nil || p.FrameID == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	page, ok := r.sessions[e.SessionID]
+	if !ok {
+		return
+	}
+	switch e.Method {
+	case "Page.frameAttached":
+		if p.FrameID != page { // the main frame's id is the page's
+			r.frames[p.FrameID] = page
+		}
+	case "Page.frameDetached":
+		if p.Reason != "swap" {
+			delete(r.frames, p.FrameID)
+		}
+	}
+}
