@@ -28,6 +28,7 @@ func (c *Controls) flush(ctx context.Context) {
 	c.mu.Lock()
 	var pushes []push
 	var recoveries []recoveryAsk
+	var repairs []repairAsk
 	for target := range c.dirty {
 		p := c.pages[target]
 		delete(c.dirty, target)
@@ -39,6 +40,10 @@ func (c *Controls) flush(ctx context.Context) {
 				recoveries = append(recoveries, *r)
 			}
 			continue
+		}
+		if r := c.needsRepair(target, p); r != nil {
+			repairs = append(repairs, *r)
+			continue // pushed once repaired
 		}
 		st := state{Blocked: p.blocked, Recent: append([]block{}, p.recent...), Note: p.note, Binding: c.binding}
 		if x := p.explain; x != nil && x.committed {
@@ -53,6 +58,9 @@ func (c *Controls) flush(ctx context.Context) {
 	c.mu.Unlock()
 	for _, r := range recoveries {
 		c.recoverWorld(ctx, r)
+	}
+	for _, r := range repairs {
+		c.repairWorld(ctx, r)
 	}
 	for _, p := range pushes {
 		params := map[string]any{
@@ -104,8 +112,11 @@ func (c *Controls) pushed(p push, err error) {
 		return
 	}
 	if err == nil {
-		pg.failedPushes = 0
+		pg.failedPushes, pg.notDrawn = 0, false
 		return
+	}
+	if errors.Is(err, errNotDrawn) {
+		pg.notDrawn = true // repaired on the next round (repair.go)
 	}
 	pg.failedPushes++
 	level := slog.LevelDebug

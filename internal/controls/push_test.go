@@ -8,24 +8,41 @@ import (
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/js"
 )
 
-// notDrawnBrowser answers every push as js/controls_update.js does in a
-// world where the controls script never ran: false.
+// notDrawnBrowser answers pushes as js/controls_update.js does in a world
+// where the controls script never ran (false) until the guard evaluates
+// the script there, and gives the main frame's URL for Page.getFrameTree.
 type notDrawnBrowser struct {
 	nopBrowser
-	mu     sync.Mutex
-	pushes int
+	url string
+
+	mu        sync.Mutex
+	script    bool  // the controls script was evaluated in the world
+	pushes    int   // pushes answered
+	explained []any // whether each push carried the explained block
 }
 
-func (b *notDrawnBrowser) Call(_ context.Context, _, method string, _ any) (jsonv2.Value, error) {
-	if method != "Runtime.callFunctionOn" {
-		return jsonv2.Value("{}"), nil
-	}
+func (b *notDrawnBrowser) Call(_ context.Context, _, method string, params any) (jsonv2.Value, error) {
 	b.mu.Lock()
-	b.pushes++
-	b.mu.Unlock()
-	return jsonv2.Value(`{"result":{"type":"boolean","value":false}}`), nil
+	defer b.mu.Unlock()
+	switch method {
+	case "Runtime.evaluate":
+		m := params.(map[string]any)
+		b.script = m["uniqueContextId"] == "b.4" && m["expression"] == js.Controls
+	case "Page.getFrameTree":
+		return jsonv2.Value(`{"frameTree":{"frame":{"id":"T","url":"` + b.url + `"}}}`), nil
+	case "Runtime.callFunctionOn":
+		b.pushes++
+		st := params.(map[string]any)["arguments"].([]any)[0].(map[string]any)["value"].(state)
+		b.explained = append(b.explained, st.Explain != nil)
+		if b.script {
+			return jsonv2.Value(`{"result":{"type":"boolean","value":true}}`), nil
+		}
+		return jsonv2.Value(`{"result":{"type":"boolean","value":false}}`), nil
+	}
+	return jsonv2.Value("{}"), nil
 }
 
 // noGrants grants nothing and reaches nothing.
@@ -35,19 +52,15 @@ func (noGrants) GrantHost(string, string, string) (string, error) { return "", n
 func (noGrants) Grantable(string, string) error                   { return nil }
 func (noGrants) Reachable(string) []string                        { return nil }
 
-// TestPushNotDrawnIsRetried (#22, the missing Allow button): the events a
-// failing red-team page gave the guard (TestRedTeamControls, 2026-12-02),
-// replayed. The page was released before its Page.enable was in effect:
-// Chrome made the controls world in the explanation page's document
-// (context 4) but ran no script in it, and sent no Page.frameNavigated.
-// The push into context 4 answered false, which the controls took for a
-// drawn page: no retry, no log, no button. A push that draws nothing is
-// now a failed push, retried up to pushRetries and logged.
-func TestPushNotDrawnIsRetried(t *testing.T) {
+// failingPage replays the events a failing red-team page gave the guard
+// (TestRedTeamControls, 2026-12-02): Chrome made the controls world in the
+// explanation page's document (context 4) but ran no script in it, and
+// sent no Page.frameNavigated for that document.
+func failingPage(t *testing.T, b *notDrawnBrowser) *Controls {
 	c := newTest(t)
-	b := &notDrawnBrowser{}
-	c.d.Browser, c.d.Grants = b, noGrants{}
+	c.d.Browser, c.d.Grants, c.d.ExplainBlocked = b, noGrants{}, true
 	const world = "cdpguard_controls_test"
+	c.Blocked("T", "http://rc-pause.test:40883/", "not on the allowlist", true)
 	for _, ev := range []struct{ method, params string }{
 		{"Runtime.executionContextCreated", `{"context":{"id":2,"origin":"://","name":"","uniqueId":"a.2","auxData":{"isDefault":true,"type":"default","frameId":"T"}}}`},
 		{"Runtime.executionContextCreated", `{"context":{"id":1,"origin":"://","name":"` + world + `","uniqueId":"a.1","auxData":{"isDefault":false,"type":"isolated","frameId":"T"}}}`},
@@ -57,19 +70,40 @@ func TestPushNotDrawnIsRetried(t *testing.T) {
 	} {
 		c.OnEvent(&cdpmsg.Envelope{SessionID: "S", Method: ev.method, Params: jsonv2.Value(ev.params)})
 	}
-	c.Blocked("T", "http://rc-pause.test:40883/", "not on the allowlist", true)
-	c.flush(context.Background())
-	p := c.pages["T"]
-	if b.pushes != 1 || p.ctxID != 4 {
-		t.Fatalf("want one push into context 4, got %d pushes, context %d", b.pushes, p.ctxID)
-	}
-	if !c.dirty["T"] || p.failedPushes != 1 {
-		t.Fatalf("a push the world did not draw counted as done: dirty %v, failed pushes %d", c.dirty["T"], p.failedPushes)
-	}
-	for range pushRetries + 2 {
+	return c
+}
+
+// TestNotDrawnIsRepaired (#22, the missing Allow button): the push into
+// context 4 answered false, which the controls took for a drawn page (no
+// retry, no log), and the explanation page never counted as committed: no
+// button, ever. A push that draws nothing now has the guard evaluate the
+// controls script in that world and ask Chrome for the main frame's
+// document; the explanation page's URL commits the explained block, and
+// the next push draws the button.
+func TestNotDrawnIsRepaired(t *testing.T) {
+	b := &notDrawnBrowser{url: "http://rc-pause.test:40883/"}
+	c := failingPage(t, b)
+	for range 3 {
 		c.flush(context.Background())
 	}
-	if b.pushes != 1+pushRetries || c.dirty["T"] {
-		t.Fatalf("want %d pushes, then none: got %d, dirty %v", 1+pushRetries, b.pushes, c.dirty["T"])
+	p := c.pages["T"]
+	if !b.script || !p.explain.committed || b.pushes != 2 || b.explained[1] != true || p.failedPushes != 0 || c.dirty["T"] {
+		t.Fatalf("not repaired: script %v, committed %v, pushes %d (explained %v), failed %d, dirty %v",
+			b.script, p.explain.committed, b.pushes, b.explained, p.failedPushes, c.dirty["T"])
+	}
+}
+
+// TestNotDrawnOtherDocument: the repair commits nothing when the main
+// frame shows another document than the explained URL; the world still
+// gets its script and the badge.
+func TestNotDrawnOtherDocument(t *testing.T) {
+	b := &notDrawnBrowser{url: "http://elsewhere.test/"}
+	c := failingPage(t, b)
+	for range 3 {
+		c.flush(context.Background())
+	}
+	p := c.pages["T"]
+	if !b.script || p.explain.committed || b.pushes != 2 || b.explained[1] != false {
+		t.Fatalf("script %v, committed %v, pushes %d (explained %v)", b.script, p.explain.committed, b.pushes, b.explained)
 	}
 }
