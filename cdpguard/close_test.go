@@ -3,6 +3,7 @@ package cdpguard
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -26,6 +27,13 @@ type fakeBrowser struct {
 	mu      sync.Mutex
 	last    string   // request id of the event ReadMessage returned last
 	written []string // "method requestId" of every command written before Close
+	bySess  []sessionWrite
+}
+
+// sessionWrite is one command written, with the session it names.
+type sessionWrite struct {
+	seq             int
+	method, session string
 }
 
 func newFakeBrowser(holdID string) *fakeBrowser {
@@ -66,9 +74,10 @@ func (f *fakeBrowser) WriteMessage(msg []byte) error {
 	default:
 	}
 	var c struct {
-		ID     int64  `json:"id"`
-		Method string `json:"method"`
-		Params struct {
+		ID        int64  `json:"id"`
+		Method    string `json:"method"`
+		SessionID string `json:"sessionId"`
+		Params    struct {
 			RequestID string `json:"requestId"`
 		} `json:"params"`
 	}
@@ -82,6 +91,7 @@ func (f *fakeBrowser) WriteMessage(msg []byte) error {
 	}
 	f.mu.Lock()
 	f.written = append(f.written, c.Method+" "+c.Params.RequestID)
+	f.bySess = append(f.bySess, sessionWrite{seq: len(f.bySess), method: c.Method, session: c.SessionID})
 	f.mu.Unlock()
 	result := `{}`
 	if c.Method == "Target.getTargets" {
@@ -99,6 +109,12 @@ func (f *fakeBrowser) Close() error {
 func (f *fakeBrowser) pause(id, url string) {
 	f.in <- []byte(`{"method":"Fetch.requestPaused","params":{"requestId":"` + id +
 		`","resourceType":"Image","frameId":"F","request":{"url":"` + url + `","method":"GET","headers":{}}}}`)
+}
+
+func (f *fakeBrowser) sessions() []sessionWrite {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.bySess)
 }
 
 func (f *fakeBrowser) writes() []string {

@@ -88,8 +88,14 @@ func (g *Guard) awaitSetup(ctx context.Context, targetID string) error {
 }
 
 // setupTarget prepares a target the guard auto-attached and then releases
-// it. Commands are sent before the release and awaited after it, because a
-// waiting worker answers only once released. A page whose setup fails is
+// it. Commands are written before the release, in order on this goroutine
+// (Mux.Start), and awaited after it, because a waiting worker answers only
+// once released. Written before, not merely sent from another goroutine:
+// Chrome runs the controls script on a new document and reports
+// Page.frameNavigated only once Page.enable is in effect, and a
+// Page.enable that reached the renderer after the first document committed
+// left the explanation page with no Allow button
+// (docs/decisions/2026-12-02-allow-button.md). A page whose setup fails is
 // closed: nothing runs unguarded.
 func (g *Guard) setupTarget(a attachedToTarget) {
 	defer g.pages.SetupDone(a.TargetInfo.TargetID)
@@ -97,18 +103,11 @@ func (g *Guard) setupTarget(a attachedToTarget) {
 	defer cancel()
 	type call struct {
 		method string
-		err    chan error
+		wait   func(context.Context) (jsonv2.Value, error)
 	}
 	var calls []call
 	start := func(method string, params any) {
-		c := call{method: method, err: make(chan error, 1)}
-		calls = append(calls, c)
-		g.wg.Add(1)
-		go func() {
-			defer g.wg.Done()
-			_, err := g.mux.Call(ctx, a.SessionID, method, params)
-			c.err <- err
-		}()
+		calls = append(calls, call{method: method, wait: g.mux.Start(a.SessionID, method, params)})
 	}
 	if a.TargetInfo.Type == "page" {
 		if g.attached && !a.WaitingForDebugger {
@@ -124,7 +123,7 @@ func (g *Guard) setupTarget(a attachedToTarget) {
 		}
 	}
 	for _, c := range calls {
-		if err := <-c.err; err != nil {
+		if _, err := c.wait(ctx); err != nil {
 			if g.ctx.Err() != nil {
 				return
 			}

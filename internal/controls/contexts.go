@@ -25,6 +25,10 @@ func (c *Controls) contextCreated(session, frameID string, id int64, uniq string
 	main := frameID == target
 	if main {
 		p.ctxID, p.ctxUniq = id, uniq
+		p.failedPushes, p.notDrawn = 0, false
+		if p.explain != nil && !p.explain.committed {
+			p.explain.contextAfter = true
+		}
 		p.recover.changed()
 		c.dirty[target] = true
 	}

@@ -149,6 +149,10 @@ type page struct {
 	// failedPushes counts pushes in a row that failed into ctxID (a busy
 	// renderer timing out): retried up to pushRetries times.
 	failedPushes int
+	// notDrawn is set when a push into ctxID drew nothing (repair.go);
+	// repaired names the context last repaired.
+	notDrawn bool
+	repaired ctxKey
 }
 
 func newPage(session string) *page {
@@ -167,9 +171,12 @@ type explained struct {
 	url       string
 	host      string
 	committed bool // the explanation page is the frame's current document
-	granted   bool
-	refused   int
-	busy      bool // a grant is being made
+	// contextAfter: a main-frame controls context was created after the
+	// block was answered (a new document); repair.go commits only then.
+	contextAfter bool
+	granted      bool
+	refused      int
+	busy         bool // a grant is being made
 }
 
 // state is what the world draws (js/controls.js).
@@ -348,9 +355,7 @@ func (c *Controls) FrameNavigated(session, frameID, frameURL string) {
 		p.blocked, p.recent, p.note = 0, nil, ""
 		if x := p.explain; x != nil {
 			if x.url == frameURL && !x.committed {
-				x.committed = true
-				p.blocked = 1
-				p.recent = []block{{Host: x.host, Reason: "not on the allowlist (this page)"}}
+				p.commit()
 			} else {
 				p.explain = nil
 			}
@@ -362,6 +367,14 @@ func (c *Controls) FrameNavigated(session, frameID, frameURL string) {
 		c.d.Worlds.MadeIn(target, frameID, id)
 	}
 	c.poke()
+}
+
+// commit makes the page's explained block its current document: the
+// explanation page, with its one block on the panel.
+func (p *page) commit() {
+	p.explain.committed = true
+	p.blocked = 1
+	p.recent = []block{{Host: p.explain.host, Reason: "not on the allowlist (this page)"}}
 }
 
 // Blocked counts a refused request of frameID on its page; a main-frame

@@ -2,9 +2,13 @@ package controls
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
 
 	"github.com/cdpguard/cdpguard/js"
 )
@@ -24,6 +28,7 @@ func (c *Controls) flush(ctx context.Context) {
 	c.mu.Lock()
 	var pushes []push
 	var recoveries []recoveryAsk
+	var repairs []repairAsk
 	for target := range c.dirty {
 		p := c.pages[target]
 		delete(c.dirty, target)
@@ -35,6 +40,10 @@ func (c *Controls) flush(ctx context.Context) {
 				recoveries = append(recoveries, *r)
 			}
 			continue
+		}
+		if r := c.needsRepair(target, p); r != nil {
+			repairs = append(repairs, *r)
+			continue // pushed once repaired
 		}
 		st := state{Blocked: p.blocked, Recent: append([]block{}, p.recent...), Note: p.note, Binding: c.binding}
 		if x := p.explain; x != nil && x.committed {
@@ -50,6 +59,9 @@ func (c *Controls) flush(ctx context.Context) {
 	for _, r := range recoveries {
 		c.recoverWorld(ctx, r)
 	}
+	for _, r := range repairs {
+		c.repairWorld(ctx, r)
+	}
 	for _, p := range pushes {
 		params := map[string]any{
 			"functionDeclaration": js.ControlsUpdate,
@@ -64,10 +76,30 @@ func (c *Controls) flush(ctx context.Context) {
 			params["executionContextId"] = p.ctxID
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := c.d.Browser.Call(cctx, p.session, "Runtime.callFunctionOn", params)
+		res, err := c.d.Browser.Call(cctx, p.session, "Runtime.callFunctionOn", params)
 		cancel()
+		if err == nil {
+			err = drawn(res)
+		}
 		c.pushed(p, err)
 	}
+}
+
+// errNotDrawn is a push into a controls context where the controls script
+// does not run (js/controls_update.js answered false): nothing was drawn.
+var errNotDrawn = errors.New("the controls script is not running in its world")
+
+// drawn reads a push's reply: only true says the world drew the state.
+func drawn(res jsonv2.Value) error {
+	var r struct {
+		Result struct {
+			Value bool `json:"value"`
+		} `json:"result"`
+	}
+	if jsonv2.Unmarshal(res, &r) != nil || !r.Result.Value {
+		return errNotDrawn
+	}
+	return nil
 }
 
 // pushed records a push's outcome: a failed one is tried again on the next
@@ -80,11 +112,21 @@ func (c *Controls) pushed(p push, err error) {
 		return
 	}
 	if err == nil {
-		pg.failedPushes = 0
+		pg.failedPushes, pg.notDrawn = 0, false
 		return
 	}
+	if errors.Is(err, errNotDrawn) {
+		pg.notDrawn = true // repaired on the next round (repair.go)
+	}
 	pg.failedPushes++
-	c.d.Log.Debug("controls push failed", "target", p.target, "tries", pg.failedPushes, "err", err)
+	level := slog.LevelDebug
+	if errors.Is(err, errNotDrawn) {
+		// Never expected: the script runs as its world is made. Seen
+		// when the page was released before Page.enable was in effect
+		// (docs/decisions/2026-12-02-allow-button.md).
+		level = slog.LevelInfo
+	}
+	c.d.Log.Log(context.Background(), level, "controls push failed", "target", p.target, "tries", pg.failedPushes, "err", err)
 	if pg.failedPushes <= pushRetries {
 		c.dirty[p.target] = true
 		c.poke()

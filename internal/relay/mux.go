@@ -279,25 +279,37 @@ func (m *Mux) unregister(id int64) bool {
 // Call sends a guard command and waits for its reply. params may be nil, a
 // []byte of raw JSON, or a value to marshal.
 func (m *Mux) Call(ctx context.Context, sessionID, method string, params any) (jsonv2.Value, error) {
+	return m.Start(sessionID, method, params)(ctx)
+}
+
+// Start writes a guard command before it returns and gives the wait for its
+// reply: commands whose order on the wire matters (a page's setup before
+// its release, Runtime.runIfWaitingForDebugger) are written in order by
+// one goroutine and awaited after. A command that could not be written
+// returns its error from the wait.
+func (m *Mux) Start(sessionID, method string, params any) (wait func(context.Context) (jsonv2.Value, error)) {
 	raw, err := rawParams(params)
 	if err != nil {
-		return nil, err
+		return func(context.Context) (jsonv2.Value, error) { return nil, err }
 	}
 	p := &pending{method: method, ch: make(chan reply, 1)}
 	id, err := m.register(p)
 	if err != nil {
-		return nil, err
+		return func(context.Context) (jsonv2.Value, error) { return nil, err }
 	}
 	if err := m.conn.WriteMessage(cdpmsg.AppendCommand(nil, id, sessionID, method, raw)); err != nil {
 		m.unregister(id)
-		return nil, fmt.Errorf("%s: %w: %w", method, ErrBrowserLost, err)
+		err = fmt.Errorf("%s: %w: %w", method, ErrBrowserLost, err)
+		return func(context.Context) (jsonv2.Value, error) { return nil, err }
 	}
-	select {
-	case r := <-p.ch:
-		return r.result, r.err
-	case <-ctx.Done():
-		m.unregister(id)
-		return nil, fmt.Errorf("%s: %w", method, ctx.Err())
+	return func(ctx context.Context) (jsonv2.Value, error) {
+		select {
+		case r := <-p.ch:
+			return r.result, r.err
+		case <-ctx.Done():
+			m.unregister(id)
+			return nil, fmt.Errorf("%s: %w", method, ctx.Err())
+		}
 	}
 }
 
