@@ -54,6 +54,9 @@ const (
 	// left, past its nominal time (a loaded machine sweeps late).
 	soakAfterWait     = 30 * time.Second
 	soakMaxErrorShare = 0.02 // failed operations / all operations
+	// soakMinSteady is the fewest steady samples a run ends with (three
+	// in each half of the growth check).
+	soakMinSteady = 6
 )
 
 // soakSample is one reading of the guard and its browser.
@@ -263,7 +266,9 @@ func soakRun(ctx context.Context, o options, cfg soakConfig) (*soakReport, error
 	start := time.Now()
 	// The run lasts cfg.duration and then until every operation has
 	// completed at least once (a loaded machine may not have reached the
-	// slow ones yet), bounded by one more loadTimeout.
+	// slow ones yet) and the steady part holds soakMinSteady samples (a
+	// loaded machine samples slower, and growth read from two or three
+	// samples is the ramp-up), bounded by one more loadTimeout.
 	minEnd, hardEnd := time.After(cfg.duration), time.After(cfg.duration+loadTimeout)
 	pastMin := false
 	tick := time.NewTicker(cfg.sample)
@@ -271,13 +276,13 @@ func soakRun(ctx context.Context, o options, cfg soakConfig) (*soakReport, error
 		select {
 		case <-minEnd:
 			pastMin = true
-			if s.everyOpRan() {
+			if s.everyOpRan() && steadySamples(rep, time.Since(start)) >= soakMinSteady {
 				stopUsers()
 			}
 		case <-hardEnd:
 			stopUsers()
 		case <-tick.C:
-			if pastMin && s.everyOpRan() {
+			if pastMin && s.everyOpRan() && steadySamples(rep, time.Since(start)) >= soakMinSteady {
 				stopUsers()
 			}
 			smp, err := s.read(ctx, time.Since(start).Seconds())
@@ -316,6 +321,18 @@ func soakRun(ctx context.Context, o options, cfg soakConfig) (*soakReport, error
 	s.mu.Unlock()
 	rep.Failures = s.check(rep)
 	return rep, nil
+}
+
+// steadySamples counts the samples a run ended now would hold to the
+// growth bounds (halves: those after its first fifth).
+func steadySamples(rep *soakReport, ran time.Duration) int {
+	n := 0
+	for _, smp := range rep.Samples {
+		if smp.At >= ran.Seconds()/5 {
+			n++
+		}
+	}
+	return n
 }
 
 // everyOpRan reports whether every operation has completed at least once.
