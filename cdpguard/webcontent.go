@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 )
 
@@ -18,11 +19,11 @@ func (g *Guard) markWeb(t targetInfo, changed bool) {
 	}
 	why := firewall.NotWeb(t.Type, t.URL)
 	g.pages.MarkWeb(t.TargetID, why)
-	g.log.Debug("target", "id", t.TargetID, "type", t.Type, "url", truncateReason(t.URL), "context", t.BrowserContextID, "notWeb", why)
+	g.log.Debug("target", "id", t.TargetID, "type", t.Type, "url", clip.String(t.URL), "context", t.BrowserContextID, "notWeb", why)
 	if why == "" || !changed {
 		return
 	}
-	reason := cdpmsg.Refusal("", fmt.Sprintf("target %s is no longer web content (%s %s): %s", t.TargetID, why, truncateReason(t.URL), firewall.WhyNotWeb))
+	reason := cdpmsg.Refusal("", fmt.Sprintf("target %s is no longer web content (%s %s): %s", t.TargetID, why, clip.String(t.URL), firewall.WhyNotWeb))
 	id := t.TargetID
 	g.fx.Add(func() { g.agents.Evict(id, reason) })
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/grants"
 	"github.com/cdpguard/cdpguard/internal/policy"
@@ -107,7 +108,7 @@ func (g *Guard) readRefusal(key string, sc *scopes.Scope, url string) string {
 		return msg
 	}
 	if d := g.refuseSelf(p.Decide(url), url); !d.Allowed && d.Reason == fetchdomain.ReasonSelf {
-		return fmt.Sprintf("%s (%s); nothing was sent to it", d.Reason, truncateReason(url))
+		return fmt.Sprintf("%s (%s); nothing was sent to it", d.Reason, clip.String(url))
 	}
 	return ""
 }
@@ -121,7 +122,7 @@ func readRefusal(p *policy.Policy, granted *grants.Set, url string) string {
 		if o := p.Origins(); len(o) > 0 {
 			origins = strings.Join(o, ", ")
 		}
-		return fmt.Sprintf("%s (%s); nothing was sent to it. Reachable origins: %s", d.Reason, truncateReason(url), origins)
+		return fmt.Sprintf("%s (%s); nothing was sent to it. Reachable origins: %s", d.Reason, clip.String(url), origins)
 	}
 	return ""
 }

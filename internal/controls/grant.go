@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-	"unicode/utf8"
 
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
 
@@ -116,23 +116,9 @@ func clickRefusal(payload, label string) string {
 	case a.Visible != nil && !*a.Visible:
 		return "the button was covered or not fully visible when clicked"
 	case a.Label != label:
-		return fmt.Sprintf("the button's text was changed (%q)", truncate(a.Label))
+		return fmt.Sprintf("the button's text was changed (%q)", clip.String(a.Label))
 	}
 	return ""
-}
-
-// truncate shortens a page's string quoted in a refusal, on a rune
-// boundary.
-func truncate(s string) string {
-	const maxLen = 120
-	if len(s) <= maxLen {
-		return s
-	}
-	i := maxLen
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
 }
 
 // grant grants the explained host to the page's user for this session and

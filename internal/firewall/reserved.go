@@ -2,8 +2,8 @@ package firewall
 
 import (
 	"strings"
-	"unicode/utf8"
 
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
 
@@ -34,22 +34,8 @@ func ReservedRefusal(params []byte, keys []string) string {
 	for _, k := range keys {
 		s, _ := p[k].(string)
 		if strings.HasPrefix(s, ReservedPrefix) {
-			return k + " " + truncate(s) + ": " + whyReserved
+			return k + " " + clip.String(s) + ": " + whyReserved
 		}
 	}
 	return ""
-}
-
-// truncate shortens an agent's string quoted in a refusal, on a rune
-// boundary.
-func truncate(s string) string {
-	const maxLen = 120
-	if len(s) <= maxLen {
-		return s
-	}
-	i := maxLen
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
 }

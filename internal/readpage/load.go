@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/reader"
 	"github.com/cdpguard/cdpguard/js"
 )
@@ -93,7 +93,7 @@ func (r *Reader) navigateAndWait(ctx context.Context, session, url string) (load
 		return false, fmt.Errorf("navigate: %w", err)
 	}
 	if nav.ErrorText != "" {
-		return false, fmt.Errorf("navigate to %s: %s", shorten(url), nav.ErrorText)
+		return false, fmt.Errorf("navigate to %s: %s", clip.String(url), nav.ErrorText)
 	}
 	deadline := time.NewTimer(r.d.LoadTimeout)
 	defer deadline.Stop()
@@ -202,18 +202,4 @@ func (r *Reader) mainFrame(ctx context.Context, session string) (frameInfo, erro
 		return frameInfo{}, fmt.Errorf("frame tree: %w", err)
 	}
 	return t.FrameTree.Frame, nil
-}
-
-// shorten keeps a URL quoted in an error within 120 bytes, cutting only
-// between UTF-8 characters: errors become CDP refusals and close reasons.
-func shorten(s string) string {
-	const maxLen = 120
-	if len(s) <= maxLen {
-		return s
-	}
-	i := maxLen
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
 }

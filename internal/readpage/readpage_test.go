@@ -378,14 +378,3 @@ func TestServe(t *testing.T) {
 		t.Errorf("read: %d %s", w.Code, w.Body)
 	}
 }
-
-func TestShorten(t *testing.T) {
-	long := strings.Repeat("é", 100) // 200 bytes
-	s := shorten(long)
-	if len(s) > 120 || !strings.HasPrefix(long, s) || strings.ToValidUTF8(s, "?") != s {
-		t.Errorf("shorten: %d bytes %q", len(s), s)
-	}
-	if shorten("https://a.test/") != "https://a.test/" {
-		t.Error("a short URL changed")
-	}
-}

@@ -16,13 +16,13 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/admission"
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/files"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
-	"github.com/cdpguard/cdpguard/internal/wsagent"
 )
 
 // Browser is the guard's browser connection.
@@ -85,7 +85,7 @@ func (s *Stage) Apply(ctx context.Context, a *relay.Agent, st *admission.Agent, 
 		}
 		if u != "" {
 			if d := s.d.Decide(st.User, u); !d.Allowed {
-				return Refusal(name, fmt.Sprintf("%s (%s): %s", d.Reason, wsagent.TruncateReason(u), rule.Why))
+				return Refusal(name, fmt.Sprintf("%s (%s): %s", d.Reason, clip.String(u), rule.Why))
 			}
 		}
 	case firewall.CheckRedirect:
@@ -173,7 +173,7 @@ func (s *Stage) checkRedirect(ctx context.Context, st *admission.Agent, cmd rela
 	if err := s.failPaused(ctx, cmd, p.RequestID, p.InterceptionID); err != nil {
 		failed = "failing the request failed: " + err.Error()
 	}
-	return Refusal(name, fmt.Sprintf("%s (%s): %s; %s", d.Reason, wsagent.TruncateReason(p.URL), rule.Why, failed))
+	return Refusal(name, fmt.Sprintf("%s (%s): %s; %s", d.Reason, clip.String(p.URL), rule.Why, failed))
 }
 
 // errNoBrowser is returned by failPaused without a browser connection
@@ -207,7 +207,7 @@ func (s *Stage) failPaused(ctx context.Context, cmd relay.Command, requestID, in
 // page, which tells the agent what it can reach.
 func URLRefusal(method, u string) string {
 	if s := firewall.RefusedScheme(u); s != "" {
-		return cdpmsg.Refusal(method, fmt.Sprintf("scheme %q is never allowed for agents (%s); only http(s), about:, data: and blob: URLs may be opened", s, wsagent.TruncateReason(u)))
+		return cdpmsg.Refusal(method, fmt.Sprintf("scheme %q is never allowed for agents (%s); only http(s), about:, data: and blob: URLs may be opened", s, clip.String(u)))
 	}
 	return ""
 }
@@ -256,7 +256,7 @@ func (s *Stage) refusedNavigation(ctx context.Context, a *relay.Agent, st *admis
 		// A page's main frame id is its target id.
 		frame = s.d.SessionTarget(ctx, a, cmd.SessionID)
 	}
-	s.d.Log.Warn("navigation refused", "url", wsagent.TruncateReason(p.URL), "reason", reason)
+	s.d.Log.Warn("navigation refused", "url", clip.String(p.URL), "reason", reason)
 	s.d.Blocked(st.User.Key, fetchdomain.Block{URL: p.URL, Reason: reason, ResourceType: "Document", FrameID: frame, TopLevel: p.FrameID == ""})
 	res, err := jsonv2.Marshal(struct {
 		FrameID   string `json:"frameId"`

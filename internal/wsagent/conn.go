@@ -8,8 +8,8 @@ import (
 	"context"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/coder/websocket"
 )
@@ -42,22 +42,7 @@ func (w *wsAgentConn) Read(ctx context.Context) ([]byte, error) {
 }
 
 func (w *wsAgentConn) Close(code int, reason string) error {
-	return closeBounded(w.c, websocket.StatusCode(code), TruncateReason(reason))
-}
-
-// TruncateReason keeps a close reason within the 123 bytes a close frame
-// allows, cutting only between UTF-8 characters (a close reason must be valid
-// UTF-8, RFC 6455 section 5.5.1; refusals also quote URLs with it).
-func TruncateReason(s string) string {
-	const maxLen = 120
-	if len(s) <= maxLen {
-		return s
-	}
-	i := maxLen
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
+	return closeBounded(w.c, websocket.StatusCode(code), clip.String(reason))
 }
 
 // closeHandshakeWait bounds the WebSocket close handshake with an agent: the
@@ -103,7 +88,7 @@ func Accept(w http.ResponseWriter, r *http.Request, writeTimeout time.Duration, 
 
 // Reject closes a connection that was never relayed with code and reason.
 func (s *stallConn) Reject(code int, reason string) {
-	_ = s.c.Close(websocket.StatusCode(code), TruncateReason(reason))
+	_ = s.c.Close(websocket.StatusCode(code), clip.String(reason))
 }
 
 // Clean returns nil for an agent connection that ended normally (the agent
