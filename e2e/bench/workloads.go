@@ -60,8 +60,8 @@ func (e *env) workloads() []workload {
 		{key: "shot", name: "screenshot 1920x3000", target: 1.05, pairs: o.shotPairs, warm: 2, setup: e.setupShot},
 		{key: "ws", name: fmt.Sprintf("WebSocket echo x%d", o.wsMessages), target: 1.10, pairs: o.wsPairs, warm: 1, setup: e.setupWS},
 		{key: "users", name: fmt.Sprintf("%d users loading at once", o.users), target: 1.15, pairs: o.usersPairs, warm: 1, setup: e.setupUsers},
-		{key: "tab", name: "new tab set-up (quiet)", target: 1.50, pairs: o.tabPairs, warm: 1, setup: e.setupTab},
-		{key: "fair", name: "new tab set-up, another user flooding", target: 1.50, pairs: o.tabPairs, warm: 1, setup: e.setupFair},
+		{key: "tab", name: "new tab set-up (quiet)", target: 1.30, pairs: o.tabPairs, warm: 1, setup: e.setupTab},
+		{key: "fair", name: "new tab set-up, another user flooding", target: 1.30, pairs: o.tabPairs, warm: 1, setup: e.setupFair},
 	}
 }
 
