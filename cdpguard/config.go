@@ -115,6 +115,14 @@ type Config struct {
 	// together (back-pressure at a quarter of it), so that one user cannot
 	// grow the guard by opening more connections. Zero means 64 MiB.
 	UserQueueBytes int64
+	// BrowserMessageBytes bounds one message read from the browser. A
+	// larger answer reaches its agent as a CDP error naming the bound, a
+	// larger Fetch.requestPaused is failed, another larger event is dropped
+	// (on a WebSocket to an attached browser, whose framing such a message
+	// breaks, it ends the connection). Zero means 256 MiB
+	// (DefaultBrowserMessageBytes): screenshots and evaluation results run
+	// to tens of MB. Less than 1 MiB is a ConfigError.
+	BrowserMessageBytes int
 	// MaxTabsPerUser caps one user's open tabs: Target.createTarget and
 	// /json/new past it are refused naming the cap, and a popup past it is
 	// closed at once. Zero means 32; negative, no cap.

@@ -1,6 +1,10 @@
 package cdpguard
 
-import "time"
+import (
+	"time"
+
+	"github.com/cdpguard/cdpguard/internal/browser"
+)
 
 // The defaults of Config, stated once: the package applies them to zero
 // fields, and the command line (cmd/cdpguard) shows them as its flags'
@@ -25,6 +29,12 @@ const (
 	// DefaultAgentQueueBytes bounds what the guard holds for one agent
 	// connection (Config.AgentQueueBytes).
 	DefaultAgentQueueBytes = 64 << 20
+	// DefaultBrowserMessageBytes bounds one message read from the browser
+	// (Config.BrowserMessageBytes).
+	DefaultBrowserMessageBytes = browser.MaxMessageSize
+	// minBrowserMessageBytes is the least Config.BrowserMessageBytes a
+	// guard starts with.
+	minBrowserMessageBytes = 1 << 20
 	// DefaultUserQueueBytes bounds it for all of one user's connections
 	// together (Config.UserQueueBytes).
 	DefaultUserQueueBytes = 64 << 20

@@ -31,8 +31,8 @@ var (
 // way around the guard). It is returned wrapped in ErrSetup.
 type ConfigError struct {
 	// Field is the Config field: Allow, Block, HostMap, AllowPrivate,
-	// ChromeFlags, ServiceWorkers, BlockedNavigation, Instructions or
-	// PolicyFile.
+	// ChromeFlags, ServiceWorkers, BlockedNavigation, BrowserMessageBytes,
+	// Instructions or PolicyFile.
 	Field string
 	// Entry is the offending entry as written: one element of a list field
 	// (after splitting at ';', ',' and new lines), or the field's value.

@@ -27,6 +27,8 @@ func TestSetupErrors(t *testing.T) {
 		{name: "allow private", cfg: cdpguard.Config{AllowPrivate: []string{"10.0.0.0/8,nonsense"}}, field: "AllowPrivate", entry: "nonsense"},
 		{name: "service workers", cfg: cdpguard.Config{ServiceWorkers: "sometimes"}, field: "ServiceWorkers", entry: "sometimes"},
 		{name: "blocked navigation", cfg: cdpguard.Config{BlockedNavigation: "html"}, field: "BlockedNavigation", entry: "html"},
+		{name: "browser message bytes negative", cfg: cdpguard.Config{BrowserMessageBytes: -1}, field: "BrowserMessageBytes", entry: "-1"},
+		{name: "browser message bytes tiny", cfg: cdpguard.Config{BrowserMessageBytes: 4096}, field: "BrowserMessageBytes", entry: "4096"},
 		{name: "chrome flag", cfg: cdpguard.Config{ChromePath: "/bin/true", ChromeFlags: []string{"--remote-debugging-port=9999"}}, field: "ChromeFlags", entry: "--remote-debugging-port=9999"},
 		{name: "missing browser", cfg: cdpguard.Config{ChromePath: "/nonexistent/chromium"}, noBrowser: true},
 	}

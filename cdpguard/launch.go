@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,6 +68,7 @@ func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, err
 		Flags:       flags,
 		GuardFlags:  guardFlags,
 		Stderr:      cfg.ChromeStderr,
+		MaxMessage:  cfg.BrowserMessageBytes,
 		OnOversize:  func(kind string) { g.metrics.BrowserOversize.WithLabelValues(kind).Inc() },
 	})
 	if err != nil {
@@ -101,7 +103,7 @@ func Attach(ctx context.Context, browserURL string, cfg Config) (*Guard, error) 
 		_ = g.Close()
 		return nil, err
 	}
-	conn, v, err := browser.Dial(ctx, browserURL)
+	conn, v, err := browser.Dial(ctx, browserURL, cfg.BrowserMessageBytes)
 	if err != nil {
 		_ = g.Close()
 		return nil, setupError("attach to "+browserURL, err)
@@ -147,6 +149,9 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	case "", "page", "error":
 	default:
 		return nil, configError("BlockedNavigation", cfg.BlockedNavigation, "want page or error")
+	}
+	if n := cfg.BrowserMessageBytes; n != 0 && n < minBrowserMessageBytes {
+		return nil, configError("BrowserMessageBytes", strconv.Itoa(n), "want at least 1 MiB (the browser's own answers to the guard's set-up must fit), or zero for 256 MiB")
 	}
 	if pol.Empty() {
 		log.Warn("the allowlist is empty: every network request will be blocked")

@@ -6,6 +6,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +28,7 @@ func TestRedTeamToday(t *testing.T) {
 	g := userGuard(t, func(c *cdpguard.Config) {
 		c.DialogGrace = todayGrace
 		c.ReadLoadTimeout = 3 * time.Second
+		c.BrowserMessageBytes = giantLimit
 	})
 	e := &rtEnv{h: h, base: g.URL()}
 	e.alice = cdptest.Connect(t, e.base, "alice")
@@ -138,23 +141,32 @@ func rtDialogGrace(t *testing.T, e *rtEnv) {
 	}
 }
 
-// rtGiantReply: mallory's page logs a 257 MB string while she has Runtime
-// enabled: an event over the guard's 256 MB browser-message limit. Before
-// the fix a page alone ended the browser connection of every user this
-// way (an agent too, with Runtime.evaluate of such a string by value). The
-// pipe now skips it: an event is dropped, an answer becomes a CDP error
-// naming the limit (internal/browser TestPipeConnOversize: one 257 MB
-// message is enough CI time here); nobody is cut off.
+// giantLimit is the shared guard's browser-message bound
+// (Config.BrowserMessageBytes): lowered from the default 256 MiB so that a
+// message over it costs Chromium seconds, not a minute, to build; the
+// pipe's skipping is the same code at any bound.
+const giantLimit = 16 << 20
+
+// rtGiantReply: mallory's page logs a string over the guard's
+// browser-message bound while she has Runtime enabled, and she evaluates
+// one by value. Before the fix a page alone ended the browser connection
+// of every user this way (an agent too, with Runtime.evaluate of such a
+// string by value). The pipe now skips it: the event is dropped, the
+// answer becomes a CDP error naming the limit (internal/browser
+// TestPipeConnOversize); nobody is cut off.
 func rtGiantReply(t *testing.T, e *rtEnv) {
 	// mallory's MCP browser_close closed her tabs: a fresh one.
 	e.malTarget, e.malPage = e.mallory.OpenPage(t, userURL(e.h, "mallory"))
-	// The bound is a hang guard: Chromium alone took over 60 s to build and
-	// drop the message on this project's machine on 2026-12-02 (base code too).
-	if _, err := e.mallory.CallWithin(e.malPage, "Runtime.evaluate", map[string]any{"expression": `console.log("x".repeat(257 * 1024 * 1024)), 1`}, 180*time.Second); err != nil {
-		t.Errorf("a page's 257 MB console message: %v", err)
+	over := fmt.Sprintf(`"x".repeat(%d)`, giantLimit+1<<20)
+	if _, err := e.mallory.CallWithin(e.malPage, "Runtime.evaluate", map[string]any{"expression": "console.log(" + over + "), 1"}, 60*time.Second); err != nil {
+		t.Errorf("a page's console message over the browser-message bound: %v", err)
+	}
+	_, err := e.mallory.CallWithin(e.malPage, "Runtime.evaluate", map[string]any{"expression": over, "returnByValue": true}, 60*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "message limit") {
+		t.Errorf("an answer over the browser-message bound: %v, want a CDP error naming the limit", err)
 	}
 	e.aliceIntact(t)
 	if _, err := e.mallory.Eval(e.malPage, "1+1"); err != nil {
-		t.Errorf("mallory's connection after the giant message: %v", err)
+		t.Errorf("mallory's connection after the giant messages: %v", err)
 	}
 }

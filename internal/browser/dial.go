@@ -23,8 +23,9 @@ const maxVersionBody = 1 << 20
 // browser target. ctx bounds connecting only. With a ws URL the Version comes
 // from Browser.getVersion (WebKitVersion empty, WebSocketDebuggerURL the URL).
 // Environment proxy settings are ignored: the DevTools endpoint is dialled
-// directly.
-func Dial(ctx context.Context, browserURL string) (Conn, *Version, error) {
+// directly. maxMessage bounds one message read from the browser; zero
+// means MaxMessageSize.
+func Dial(ctx context.Context, browserURL string, maxMessage int) (Conn, *Version, error) {
 	u, err := url.Parse(browserURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("browser url: %w", err)
@@ -55,7 +56,10 @@ func Dial(ctx context.Context, browserURL string) (Conn, *Version, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("dial browser %s: %w", wsURL, err)
 	}
-	ws.SetReadLimit(MaxMessageSize)
+	if maxMessage <= 0 {
+		maxMessage = MaxMessageSize
+	}
+	ws.SetReadLimit(int64(maxMessage))
 	conn := &wsConn{ws: ws}
 	if v != nil {
 		return conn, v, nil

@@ -14,7 +14,7 @@ func TestDialHTTP(t *testing.T) {
 	httpURL, wsURL := startDebugPortChrome(t)
 	ctx, cancel := context.WithTimeout(context.Background(), launchTimeout)
 	defer cancel()
-	conn, v, err := Dial(ctx, httpURL)
+	conn, v, err := Dial(ctx, httpURL, 0)
 	if err != nil {
 		t.Fatalf("Dial(%s): %v", httpURL, err)
 	}
@@ -36,7 +36,7 @@ func TestDialWS(t *testing.T) {
 	_, wsURL := startDebugPortChrome(t)
 	ctx, cancel := context.WithTimeout(context.Background(), launchTimeout)
 	defer cancel()
-	conn, v, err := Dial(ctx, wsURL)
+	conn, v, err := Dial(ctx, wsURL, 0)
 	if err != nil {
 		t.Fatalf("Dial(%s): %v", wsURL, err)
 	}
@@ -58,7 +58,7 @@ func TestDialWS(t *testing.T) {
 func TestDialErrors(t *testing.T) {
 	ctx := context.Background()
 	for _, u := range []string{"ftp://127.0.0.1:1", "http://127.0.0.1:1", "ws://127.0.0.1:1/devtools/browser/x", "::"} {
-		if _, _, err := Dial(ctx, u); err == nil {
+		if _, _, err := Dial(ctx, u, 0); err == nil {
 			t.Errorf("Dial(%q) succeeded", u)
 		}
 	}

@@ -46,7 +46,10 @@ type LaunchOptions struct {
 	GuardFlags []string
 	// Stderr receives Chrome's stdout and stderr (nil = discard).
 	Stderr io.Writer
-	// OnOversize, if set, is told of each message over MaxMessageSize the
+	// MaxMessage bounds one message read from the browser; zero means
+	// MaxMessageSize.
+	MaxMessage int
+	// OnOversize, if set, is told of each message over MaxMessage the
 	// pipe skipped, by what became of it: "answer" (a CDP error for its
 	// id), "requestPaused" (failed by the judge) or "event" (dropped). It
 	// runs on the reading goroutine and must not block.
@@ -104,6 +107,9 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 		return nil, err
 	}
 	p.pipe.onOversize = opts.OnOversize // before the handshake's first read
+	if opts.MaxMessage > 0 {
+		p.pipe.maxMsg = opts.MaxMessage
+	}
 	v, pending, err := handshake(ctx, p.pipe, func() { killGroup(p.cmd) })
 	if err != nil {
 		_ = p.Close()

@@ -58,7 +58,7 @@ func (c *pipeConn) skipOversize(msg []byte) ([]byte, error) {
 
 // oversize is the function oversize, counted for LaunchOptions.OnOversize.
 func (c *pipeConn) oversize(head, tail []byte) ([]byte, error) {
-	msg, err := oversize(head, tail)
+	msg, err := oversize(head, tail, c.maxMsg)
 	if c.onOversize != nil {
 		switch {
 		case err != nil:
@@ -74,17 +74,18 @@ func (c *pipeConn) oversize(head, tail []byte) ([]byte, error) {
 
 // oversize turns an oversize message, given by its head and tail (tail nil:
 // head is the whole message), into a CDP error answer for its id, or
-// errOversizeDropped for an event.
-func oversize(head, tail []byte) ([]byte, error) {
+// errOversizeDropped for an event. limit is the bound it broke, named in
+// the error.
+func oversize(head, tail []byte, limit int) ([]byte, error) {
 	if tail == nil {
 		tail = head[max(0, len(head)-oversizeKeep):]
 		head = head[:min(len(head), oversizeKeep)]
 	}
 	id := oversizeID.FindSubmatch(head)
 	if id == nil {
-		return oversizeEvent(head, tail)
+		return oversizeEvent(head, tail, limit)
 	}
-	out := fmt.Sprintf(`{"id":%s,"error":{"code":-32000,"message":"cdpguard: the browser's answer was over the %d MB message limit and was dropped"}`, id[1], MaxMessageSize>>20)
+	out := fmt.Sprintf(`{"id":%s,"error":{"code":-32000,"message":"cdpguard: the browser's answer was over the %s message limit and was dropped"}`, id[1], sizeName(limit))
 	if s := oversizeSession.FindSubmatch(tail); s != nil {
 		out += fmt.Sprintf(`,"sessionId":%q`, s[1])
 	}
@@ -97,14 +98,23 @@ func oversize(head, tail []byte) ([]byte, error) {
 // requestId it can, and the judge fails it (Fetch.failRequest
 // BlockedByClient, fetchdomain.Judge.Paused). Dropped, the request would
 // stay held: the judge would never have armed a deadline for it.
-func oversizeEvent(head, tail []byte) ([]byte, error) {
+func oversizeEvent(head, tail []byte, limit int) ([]byte, error) {
 	id := oversizePaused.FindSubmatch(head)
 	if id == nil {
 		return nil, errOversizeDropped
 	}
-	out := fmt.Sprintf(`{"method":"Fetch.requestPaused","params":{"requestId":%q,"request":"cdpguard: this paused request's event was over the %d MB message limit"}`, id[1], MaxMessageSize>>20)
+	out := fmt.Sprintf(`{"method":"Fetch.requestPaused","params":{"requestId":%q,"request":"cdpguard: this paused request's event was over the %s message limit"}`, id[1], sizeName(limit))
 	if s := oversizeSession.FindSubmatch(tail); s != nil {
 		out += fmt.Sprintf(`,"sessionId":%q`, s[1])
 	}
 	return []byte(out + "}"), nil
+}
+
+// sizeName names a message limit for an error: in MB when it is a whole
+// number of them (the default), in bytes otherwise.
+func sizeName(limit int) string {
+	if limit >= 1<<20 && limit%(1<<20) == 0 {
+		return fmt.Sprintf("%d MB", limit>>20)
+	}
+	return fmt.Sprintf("%d-byte", limit)
 }

@@ -31,8 +31,8 @@ func TestPipeConnOversize(t *testing.T) {
 		_ = peerW.Close()
 	}()
 	want := []string{
-		`{"id":7,"error":{"code":-32000,"message":"cdpguard: the browser's answer was over the 256 MB message limit and was dropped"},"sessionId":"AB12"}`,
-		`{"id":8,"error":{"code":-32000,"message":"cdpguard: the browser's answer was over the 256 MB message limit and was dropped"}}`,
+		`{"id":7,"error":{"code":-32000,"message":"cdpguard: the browser's answer was over the 1000-byte message limit and was dropped"},"sessionId":"AB12"}`,
+		`{"id":8,"error":{"code":-32000,"message":"cdpguard: the browser's answer was over the 1000-byte message limit and was dropped"}}`,
 		`{"id":9,"result":{}}`,
 	}
 	for i, w := range want {

@@ -23,7 +23,7 @@ type pipeConn struct {
 	readMu  sync.Mutex
 	br      *bufio.Reader
 	readErr error // sticky
-	maxMsg  int   // MaxMessageSize; smaller in tests
+	maxMsg  int   // LaunchOptions.MaxMessage, else MaxMessageSize
 
 	onOversize func(kind string) // LaunchOptions.OnOversize; may be nil
 
