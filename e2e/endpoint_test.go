@@ -24,10 +24,13 @@ import (
 const instructionsMarker = "e2e-instructions-marker: ask the operator"
 
 // browserFlags are the flags every browser in these tests needs on this
-// machine (root, no GPU, no network beyond loopback).
+// machine (root, no GPU, no network beyond loopback). The feature list is
+// the guard's economy flags again, for the unguarded browsers: the omnibox
+// popup's WebUI renderer is CPU a test never uses (CI time, issue #22).
 func browserFlags() []string {
 	f := []string{"--disable-gpu", "--no-first-run", "--disable-sync",
-		"--disable-background-networking", "--disable-component-update"}
+		"--disable-background-networking", "--disable-component-update",
+		"--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup,PreloadTopChromeWebUI"}
 	if os.Geteuid() == 0 {
 		f = append(f, "--no-sandbox")
 	}

@@ -25,6 +25,17 @@ var guardFlags = [...]string{
 	"--disable-features=ServiceWorkerAutoPreload",
 }
 
+// economyFlags switch off browser UI a managed browser never shows: the
+// omnibox popup is a WebUI page (chrome://omnibox-popup.top-chrome/) that
+// headless Chromium 156 keeps in its own renderer, preloaded at start and
+// updated on every navigation; e2e TestLeaks spent a third of its CPU
+// there (docs/decisions/2026-12-02-ci-time.md). They are merged first, so
+// a user's flag (--enable-features=WebUIOmniboxPopup) overrides them;
+// none of them is a security property.
+var economyFlags = [...]string{
+	"--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup,PreloadTopChromeWebUI",
+}
+
 // startURL is the browser's first page: Playwright hangs connecting while the
 // first tab is still in an initial navigation, and a blank page loads nothing.
 const startURL = "about:blank"
@@ -220,8 +231,9 @@ func CheckFlags(flags []string) error {
 }
 
 // BuildArgs returns the final argv (without the binary) that Launch runs:
-// opts.Flags, then opts.GuardFlags, then the hardening flags, merged by
-// MergeFlags (so for a repeated switch cdpguard's value wins), then
+// the economy flags, opts.Flags, opts.GuardFlags, then the hardening flags,
+// merged by MergeFlags (so for a repeated switch cdpguard's value wins and
+// the user's wins over an economy flag), then
 // about:blank as the start URL. --user-data-dir appears only when
 // opts.UserDataDir is set (Launch sets it to its temp dir first);
 // --no-sandbox only when running as root; --headless and --disable-gpu
@@ -237,7 +249,7 @@ func BuildArgs(opts LaunchOptions) []string {
 	if !opts.Headed {
 		base = append(base, "--headless", "--disable-gpu")
 	}
-	args := MergeFlags(opts.Flags, opts.GuardFlags, base)
+	args := MergeFlags(economyFlags[:], opts.Flags, opts.GuardFlags, base)
 	// about:blank must be the only start URL and the last argument.
 	out := args[:0]
 	for _, a := range args {

@@ -131,8 +131,8 @@ func TestBuildArgs(t *testing.T) {
 		GuardFlags:  []string{"--proxy-server=127.0.0.1:3128", "--disable-features=Bar"},
 	})
 	want := []string{
+		"--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup,PreloadTopChromeWebUI,Foo,Bar,ServiceWorkerAutoPreload",
 		rules,
-		"--disable-features=Foo,Bar,ServiceWorkerAutoPreload",
 		"--proxy-server=127.0.0.1:3128",
 		"--remote-debugging-pipe", "--no-first-run", "--no-default-browser-check",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -145,6 +145,13 @@ func TestBuildArgs(t *testing.T) {
 	want = append(want, "--headless", "--disable-gpu", "about:blank")
 	if !slices.Equal(args, want) {
 		t.Errorf("BuildArgs\n got %q\nwant %q", args, want)
+	}
+
+	// An economy flag is a default: the user's word wins.
+	mine := BuildArgs(LaunchOptions{Flags: []string{"--enable-features=WebUIOmniboxPopup"}})
+	if !slices.Contains(mine, "--enable-features=WebUIOmniboxPopup") ||
+		!slices.Contains(mine, "--disable-features=WebUIOmniboxAimPopup,WebUIOmniboxFullPopup,PreloadTopChromeWebUI,ServiceWorkerAutoPreload") {
+		t.Errorf("a user's --enable-features does not override the economy flags: %q", mine)
 	}
 
 	headed := BuildArgs(LaunchOptions{Headed: true})
