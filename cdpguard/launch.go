@@ -218,6 +218,10 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		Self:                g.isSelfHost,
 	})
 	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), g.pages, dialogGrace(g.cfg.DialogGrace), g.log)
+	// Answers wait for Chrome's reply, so that one refused while the page's
+	// navigation is ready to commit can be unstuck
+	// (docs/decisions/2026-12-02-beforeunload.md).
+	g.dialogs.SetCaller(g.mux)
 	g.startControls()
 	g.runFiles()
 	g.wg.Add(6)

@@ -64,6 +64,9 @@ type dialog struct {
 type page struct {
 	session string  // the guard's session on the target
 	cur     *dialog // the latest dialog, nil before the first
+	// navURL is the URL of the page's latest cross-document navigation
+	// (Navigating), "" before one.
+	navURL string
 	// unanswered is when the guard last answered a dialog no agent
 	// answered: within one grace of it the guard answers at once, so a
 	// page that opens dialogs in a loop waits one grace at most.
@@ -77,11 +80,11 @@ type listener struct {
 
 // Handler answers dialogs. Its zero grace answers at once.
 type Handler struct {
-	send  Sender
-	pages Pages
-	grace time.Duration
-	log   *slog.Logger
-	now   func() time.Time
+	sender Sender
+	pages  Pages
+	grace  time.Duration
+	log    *slog.Logger
+	now    func() time.Time
 
 	wg        sync.WaitGroup // answers being sent by timers
 	mu        sync.Mutex     // taken before the page registry's lock (Pages)
@@ -91,6 +94,7 @@ type Handler struct {
 	graces    map[any]time.Duration // owners with a grace of their own (SetOwnerGrace)
 	human     bool                  // a human may answer: every dialog gets the grace (SetHuman)
 	onAnswer  func(sessionID, typ, why string)
+	call      Caller // SetCaller; nil: answers are only sent
 }
 
 // New returns a Handler whose listening agents get grace to answer; pages
@@ -100,7 +104,7 @@ func New(send Sender, pages Pages, grace time.Duration, log *slog.Logger) *Handl
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Handler{
-		send: send, pages: pages, grace: grace, log: log, now: time.Now,
+		sender: send, pages: pages, grace: grace, log: log, now: time.Now,
 		byTarget: map[string]*page{}, listeners: map[listener]string{},
 		graces: map[any]time.Duration{},
 	}
@@ -299,9 +303,7 @@ func (h *Handler) Closed(sessionID string) {
 // answer sends the guard's answer to d.
 func (h *Handler) answer(sessionID string, d *dialog) {
 	accept := d.typ == "beforeunload"
-	if err := h.send.Send(sessionID, "Page.handleJavaScriptDialog", map[string]any{"accept": accept}); err != nil {
-		h.log.Debug("dialog answer failed", "err", err)
-	}
+	h.send(sessionID, accept)
 	h.log.Info("dialog answered by the guard", "type", d.typ, "accept", accept, "url", d.url, "why", d.why)
 	h.mu.Lock()
 	notify := h.onAnswer

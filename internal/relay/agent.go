@@ -99,7 +99,8 @@ type AgentOptions struct {
 	Bounds Bounds
 	// OnCutOff, when set, is told of an agent cut off by a byte or pause
 	// bound: kind is one of the Cut* constants, reason the close reason.
-	// It may run on the mux read loop and must not block.
+	// It may run on the mux read loop and must not block; it runs before
+	// the agent's connection is closed, and must not close the agent.
 	OnCutOff func(kind, reason string)
 	// OnThrottle, when set, is called each time the guard stops reading
 	// the agent's commands because its queue (or its user's) is over the

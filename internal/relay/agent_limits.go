@@ -91,12 +91,17 @@ func (a *Agent) release(n int64) {
 	}
 }
 
-// cutOff closes the agent for a byte or pause bound and reports it.
+// cutOff closes the agent for a byte or pause bound and reports it. The
+// report comes before the agent's end is signalled: whoever sees the
+// connection closed for a bound (a test, the metrics) also sees the
+// report, which could otherwise come after Serve closed the connection.
 func (a *Agent) cutOff(kind string, held, bound int64) {
 	reason := cutReason(kind, held, bound, a.opts.Bounds.PauseBound)
-	if a.closeWith(StatusPolicy, reason) && a.opts.OnCutOff != nil {
-		a.opts.OnCutOff(kind, reason)
-	}
+	a.closeThen(StatusPolicy, reason, func() {
+		if a.opts.OnCutOff != nil {
+			a.opts.OnCutOff(kind, reason)
+		}
+	})
 }
 
 // dropped reports a reply or event over the one-message bound.
@@ -226,6 +231,12 @@ func (a *Agent) owesTooMuch(mark int64) (bool, <-chan struct{}) {
 // closeWith ends the agent with code and reason; it reports whether this
 // call did (the first close wins).
 func (a *Agent) closeWith(code int, reason string) bool {
+	return a.closeThen(code, reason, nil)
+}
+
+// closeThen is closeWith that, when this call is the one that closes, runs
+// first (when not nil) before the agent's end is signalled.
+func (a *Agent) closeThen(code int, reason string, first func()) bool {
 	closed := false
 	a.closeMu.Do(func() {
 		closed = true
@@ -233,6 +244,9 @@ func (a *Agent) closeWith(code int, reason string) bool {
 			a.closeErr = errors.New(reason)
 		}
 		a.closeCode = code
+		if first != nil {
+			first()
+		}
 		close(a.quit)
 	})
 	return closed

@@ -1,0 +1,96 @@
+package dialogs
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+)
+
+// chrome answers the guard's calls as Chromium 156 did in the failing
+// e2e runs: Page.handleJavaScriptDialog is refused while the page's
+// navigation is ready to commit, until a new navigation of the page.
+type chrome struct {
+	mu      sync.Mutex
+	stuck   bool
+	calls   []string // method url
+	answers int
+}
+
+func (c *chrome) Call(_ context.Context, session, method string, params any) (jsonv2.Value, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch method {
+	case "Page.handleJavaScriptDialog":
+		c.calls = append(c.calls, method)
+		if c.stuck {
+			return nil, errors.New("Page.handleJavaScriptDialog: Not attached to an active page (-32000)")
+		}
+		c.answers++
+	case "Page.navigate":
+		url, _ := params.(map[string]any)["url"].(string)
+		c.calls = append(c.calls, method+" "+url)
+		c.stuck = false
+	}
+	return jsonv2.Value(`{}`), nil
+}
+
+func (c *chrome) got() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.calls...)
+}
+
+func navigating(frame, url, typ string) []byte {
+	return []byte(`{"frameId":"` + frame + `","url":"` + url + `","loaderId":"L","navigationType":"` + typ + `"}`)
+}
+
+// TestStuckAfterBeforeunload replays the failing TestDialogsNeverHang
+// navigation (docs/decisions/2026-12-02-beforeunload.md): the page's
+// beforeunload is accepted, its navigation to /next starts, the old
+// document opens an alert and Chrome refuses the guard's answer because
+// that navigation is ready to commit. The guard navigates to /next again,
+// which ends the navigation that cannot commit (and Chrome closes the
+// dialog with it); before, the answer was sent and the page hung.
+func TestStuckAfterBeforeunload(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &chrome{}
+		h := New(&rec{}, testPages, 0, nil)
+		h.SetCaller(c)
+		h.Attach("S1", "T1")
+		h.Opening("S1", ev("beforeunload"))
+		synctest.Wait() // accepted
+		h.Navigating("S1", navigating("T1", "http://a.test/next", "differentDocument"))
+		h.Navigating("S1", navigating("F2", "http://a.test/frame", "differentDocument")) // a subframe's
+		h.Navigating("S1", navigating("T1", "http://a.test/next#x", "sameDocument"))
+		c.mu.Lock()
+		c.stuck = true // the navigation is ready to commit
+		c.mu.Unlock()
+		h.Opening("S1", ev("alert"))
+		h.Close() // waits for the answers in flight
+		want := []string{"Page.handleJavaScriptDialog", "Page.handleJavaScriptDialog", "Page.navigate http://a.test/next"}
+		if got := c.got(); len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+			t.Fatalf("calls %q, want %q", got, want)
+		}
+	})
+}
+
+// TestStuckNavigationUnknown: a refused answer with no navigation seen
+// navigates nowhere, and a navigation of a subframe or within the document
+// is not taken for the page's.
+func TestStuckNavigationUnknown(t *testing.T) {
+	c := &chrome{stuck: true}
+	h := New(&rec{}, testPages, 0, nil)
+	h.SetCaller(c)
+	h.Attach("S1", "T1")
+	h.Navigating("S1", navigating("F2", "http://a.test/frame", "differentDocument"))
+	h.Navigating("S1", navigating("T1", "http://a.test/#x", "sameDocument"))
+	h.Opening("S1", ev("alert"))
+	h.Close()
+	if got := c.got(); len(got) != 1 || got[0] != "Page.handleJavaScriptDialog" {
+		t.Fatalf("calls %q, want only the refused answer", got)
+	}
+}
