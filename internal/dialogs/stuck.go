@@ -2,9 +2,12 @@ package dialogs
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/cdpguard/cdpguard/internal/ascii"
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
 
@@ -97,17 +100,31 @@ func (h *Handler) send(sessionID string, accept bool) {
 // guard's interception as any other.
 func (h *Handler) unstick(ctx context.Context, call Caller, sessionID string) {
 	h.mu.Lock()
-	var url string
+	var dest string
 	if p := h.byTarget[h.targetOf(sessionID)]; p != nil {
-		url = p.navURL
+		dest = p.navURL
 	}
 	h.mu.Unlock()
-	if url == "" {
+	if dest == "" {
 		h.log.Warn("Chrome refused the guard's dialog answer while the page navigates, and the navigation's URL is unknown: the page may stay blocked", "session", sessionID)
 		return
 	}
-	h.log.Warn("Chrome refused the guard's dialog answer while the page's navigation is ready to commit; navigating again", "url", url)
-	if _, err := call.Call(ctx, sessionID, "Page.navigate", map[string]any{"url": url}); err != nil {
-		h.log.Warn("navigating again to unstick a dialog failed", "url", url, "err", err)
+	// The guard navigates with the browser's authority, which a page's own
+	// navigation does not have (a page cannot open file: or chrome: URLs;
+	// Page.navigate can): only a URL the Fetch judge sees goes again.
+	if !webURL(dest) {
+		h.log.Warn("Chrome refused the guard's dialog answer while the page navigates to a URL the guard does not open: the page may stay blocked", "url", clip.String(dest))
+		return
 	}
+	h.log.Warn("Chrome refused the guard's dialog answer while the page's navigation is ready to commit; navigating again", "url", dest)
+	if _, err := call.Call(ctx, sessionID, "Page.navigate", map[string]any{"url": dest}); err != nil {
+		h.log.Warn("navigating again to unstick a dialog failed", "url", dest, "err", err)
+	}
+}
+
+// webURL reports whether u is an http(s) URL: the only navigations the
+// guard starts again on a page's behalf.
+func webURL(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && (ascii.EqualFold(p.Scheme, "http") || ascii.EqualFold(p.Scheme, "https")) && p.Host != ""
 }

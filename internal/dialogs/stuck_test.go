@@ -94,3 +94,24 @@ func TestStuckNavigationUnknown(t *testing.T) {
 		t.Fatalf("calls %q, want only the refused answer", got)
 	}
 }
+
+// TestStuckNavigationNotWeb: the guard navigates with the browser's
+// authority, so a stuck page whose navigation names a URL a page cannot
+// open itself (file:, chrome:) or the Fetch judge never sees is not
+// navigated there.
+func TestStuckNavigationNotWeb(t *testing.T) {
+	for _, u := range []string{"file:///etc/passwd", "chrome://settings/", "javascript:alert(1)", "data:text/html,x", "http:///nohost"} {
+		t.Run(u, func(t *testing.T) {
+			c := &chrome{stuck: true}
+			h := New(&rec{}, testPages, 0, nil)
+			h.SetCaller(c)
+			h.Attach("S1", "T1")
+			h.Navigating("S1", navigating("T1", u, "differentDocument"))
+			h.Opening("S1", ev("alert"))
+			h.Close()
+			if got := c.got(); len(got) != 1 || got[0] != "Page.handleJavaScriptDialog" {
+				t.Fatalf("calls %q, want only the refused answer", got)
+			}
+		})
+	}
+}

@@ -3,8 +3,9 @@
 // can block on the connection the read loop drains, or behind another
 // writer's multi-MB message. The guard queues there undoing an agent's
 // attachment to a target it may not hold, ending sessions on a target that
-// left web content, its dialog answers, closing a crashed tab or one over
-// the cap, failing a pause the judge cannot queue.
+// left web content, closing a crashed tab or one over the cap, failing a
+// pause the judge cannot queue. (The guard's dialog answers wait for
+// Chrome's reply, each on a goroutine internal/dialogs owns.)
 //
 // One goroutine, the guard's, runs a Queue until the browser connection
 // ends (so that a pause failed while the guard closes is still answered);
@@ -77,7 +78,7 @@ type Browser interface {
 	Send(sessionID, method string, params any) error
 }
 
-// Sender returns a sender (dialogs, the Fetch judge) for code that runs on
+// Sender returns a sender (the Fetch judge; dialogs without a caller) for code that runs on
 // the read loop: its Send queues the send to b on e, never blocks and
 // reports no error; a failed send is logged at debug level, except that
 // the browser is gone.
