@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp/jsonv2"
-
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/dialogs"
 	"github.com/cdpguard/cdpguard/internal/firewall"
@@ -35,7 +33,7 @@ func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Com
 		// Registered before Chrome enables the domain, so that a dialog
 		// opening in between already waits for this agent. The target is
 		// the agent's own record of the session (no browser round trip).
-		if id := g.sessionTarget(ctx, a, cmd.SessionID); id != "" {
+		if id := g.targets.SessionTarget(ctx, a, cmd.SessionID); id != "" {
 			g.dialogs.Listen(a, cmd.SessionID, id, true)
 		}
 	case firewall.DialogsUnlisten:
@@ -64,30 +62,4 @@ func (g *Guard) dialogCommand(ctx context.Context, a *relay.Agent, cmd relay.Com
 		}
 	}
 	return relay.Verdict{}
-}
-
-// sessionTarget returns the target of an agent's session, or "". The relay
-// records it from the Target.attachedToTarget that gave the agent the
-// session, so commands that need it cost no browser round trip; only a
-// session the agent was not told of that way (the page session of a
-// /devtools/page/ connection) is asked of Chrome (Target.getTargetInfo
-// without a targetId describes the session's own target).
-func (g *Guard) sessionTarget(ctx context.Context, a *relay.Agent, sessionID string) string {
-	if t, ok := a.TargetOf(sessionID); ok {
-		return t
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	res, err := g.mux.Call(ctx, sessionID, "Target.getTargetInfo", nil)
-	if err != nil {
-		g.log.Debug("cannot tell the target of an agent session; its dialogs get no grace", "session", sessionID, "err", err)
-		return ""
-	}
-	var r struct {
-		TargetInfo targetInfo `json:"targetInfo"`
-	}
-	if err := jsonv2.Unmarshal(res, &r); err != nil {
-		return ""
-	}
-	return r.TargetInfo.TargetID
 }

@@ -28,7 +28,7 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Opening(e.SessionID, e.Params) }, "Page.javascriptDialogOpening")
 	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Closed(e.SessionID) }, "Page.javascriptDialogClosed")
 	// The page registry first: the subframes of the guard's pages
-	// (internal/pages; the targets are session.go's record below).
+	// (internal/pages; the targets are internal/targets' record below).
 	on("pages", g.pages.OnEvent, "Page.frameAttached", "Page.frameDetached")
 	// The worlds forget a frame's old document before the controls record
 	// their live worlds again.
@@ -38,12 +38,12 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 	on("controls", func(e *cdpmsg.Envelope) { g.ctl.OnEvent(e) }, // nil when off: its methods do nothing
 		"Runtime.executionContextCreated", "Runtime.executionContextDestroyed", "Runtime.executionContextsCleared",
 		"Runtime.bindingCalled")
-	// The targets, their users and their pages (session.go, ops.go).
-	on("targets", g.targetAttached, "Target.attachedToTarget")
-	on("targets", func(e *cdpmsg.Envelope) { g.targetChanged(e, true) }, "Target.targetCreated")
-	on("targets", func(e *cdpmsg.Envelope) { g.targetChanged(e, false) }, "Target.targetInfoChanged")
-	on("targets", func(e *cdpmsg.Envelope) { g.onTargetCrashed(e.Params) }, "Target.targetCrashed")
-	on("targets", g.targetDestroyed, "Target.targetDestroyed")
+	// The targets, their users and their pages (internal/targets).
+	on("targets", g.targets.Attached, "Target.attachedToTarget")
+	on("targets", func(e *cdpmsg.Envelope) { g.targets.Changed(e, true) }, "Target.targetCreated")
+	on("targets", func(e *cdpmsg.Envelope) { g.targets.Changed(e, false) }, "Target.targetInfoChanged")
+	on("targets", g.targets.Crashed, "Target.targetCrashed")
+	on("targets", g.targets.Destroyed, "Target.targetDestroyed")
 	if err != nil {
 		return nil, err
 	}

@@ -148,6 +148,17 @@ func (g *Guard) spawn(f func(ctx context.Context)) bool {
 	return true
 }
 
+// goWaited runs f on a goroutine Close waits for, even once Close began:
+// for work that must end what it started (a target's setup marks it done),
+// started where Close cannot have waited yet (the read loop).
+func (g *Guard) goWaited(f func()) {
+	g.wg.Add(1)
+	go func() { // ends when f does
+		defer g.wg.Done()
+		f()
+	}()
+}
+
 // closeAsync starts Close from inside a goroutine Close waits for.
 func (g *Guard) closeAsync() error {
 	go func() { _ = g.Close() }()

@@ -26,7 +26,7 @@ func (g *Guard) newRuleStage() *rules.Stage {
 			return g.mux
 		},
 		Decide:        g.decideFor,
-		SessionTarget: g.sessionTarget,
+		SessionTarget: g.targets.SessionTarget,
 		Blocked:       g.notifyBlock,
 		Files:         g.files,
 		Read:          g.guardRead,

@@ -177,13 +177,15 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	g.metrics = newMetrics(func() *Guard { return g })
-	g.worlds = g.newWorlds()
 	g.pages = pages.New()
+	g.targets = g.newTargets()
+	g.worlds = g.newWorlds()
 	g.users = users.New(browserContexts{g}, g.pages, cfg.SessionIdle, log)
 	g.scopes = g.newScopes()
 	g.iso = g.newIsolator()
 	g.mcp = g.newMCP()
 	g.ep.json = g.newDevtoolsJSON()
+	g.rd = g.newReader()
 	g.ep.routes = g.newRoutes()
 	g.rs = g.newRuleStage()
 	return g, nil
@@ -197,7 +199,6 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		return setupError("route browser events", err)
 	}
 	g.mux = relay.NewMux(conn, g.log, bus.Publish)
-	g.rd = g.newReader()
 	g.judge = fetchdomain.New(g.mux, fetchdomain.Options{
 		Rules:               g.rulesForFrame,
 		OnShed:              g.metrics.PausesShed.Inc,
@@ -290,26 +291,14 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("auto-attach: %w", err)
 	}
-	g.learnBrowserTarget(ctx)
+	g.targets.LearnBrowser(ctx)
 	g.scopes.LearnDefaultContext(ctx)
 	if g.about.version.Browser == "" {
 		if res, err := g.mux.Call(ctx, "", "Browser.getVersion", nil); err == nil {
-			g.about.version = versionFromCDP(res)
+			g.about.version = browser.ParseVersion(res)
 		}
 	}
-	targets, err := g.targets(ctx)
-	if err != nil {
-		return err
-	}
-	for _, t := range targets {
-		if t.Type != "page" {
-			continue
-		}
-		if err := g.awaitSetup(ctx, t.TargetID); err != nil {
-			return err
-		}
-	}
-	return nil
+	return g.targets.AwaitPages(ctx)
 }
 
 // newIsolator wires per-user isolation (internal/isolation) to the guard:
@@ -328,12 +317,7 @@ func (g *Guard) newIsolator() *isolation.Isolator {
 			}
 			return g.contextParams(in, sc), nil
 		},
-		BrowserTarget: func() string {
-			if b := g.about.target.Load(); b != nil {
-				return *b
-			}
-			return ""
-		},
+		BrowserTarget: g.targets.BrowserTarget,
 		Undo: func(parent, child string, waiting bool) {
 			g.fx.Add(func() {
 				if waiting {

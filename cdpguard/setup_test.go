@@ -36,7 +36,7 @@ func TestSetupWritesBeforeRelease(t *testing.T) {
 			`"targetInfo":{"targetId":"T%d","type":"page","url":"about:blank","browserContextId":"C"},"waitingForDebugger":true}}`, i, i)
 	}
 	for i := range tabs {
-		if err := g.awaitSetup(ctx, fmt.Sprintf("T%d", i)); err != nil {
+		if err := g.pages.AwaitSetup(ctx, fmt.Sprintf("T%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}

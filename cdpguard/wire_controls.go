@@ -24,14 +24,8 @@ func (g *Guard) startControls() {
 		Pages:          g.pages,
 		OwnerOf:        g.users.OwnerKey,
 		ExplainBlocked: g.cfg.BlockedNavigation != "error",
-		Go: func(f func()) {
-			g.wg.Add(1)
-			go func() {
-				defer g.wg.Done()
-				f()
-			}()
-		},
-		Log: g.log,
+		Go:             g.goWaited,
+		Log:            g.log,
 	})
 	g.dialogs.SetHuman(true, g.ctl.DialogAnswered)
 	g.wg.Add(1)
