@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -23,7 +22,6 @@ import (
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
 	"github.com/cdpguard/cdpguard/internal/users"
-	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
 
 // Launch starts a managed Chromium over --remote-debugging-pipe, guards it,
@@ -180,7 +178,7 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.pages = pages.New()
 	g.targets = g.newTargets()
 	g.worlds = g.newWorlds()
-	g.users = users.New(browserContexts{g}, g.pages, cfg.SessionIdle, log)
+	g.users = users.New(userContexts{g}, g.pages, cfg.SessionIdle, log)
 	g.scopes = g.newScopes()
 	g.iso = g.newIsolator()
 	g.mcp = g.newMCP()
@@ -308,15 +306,9 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 // filter decides on (it runs on the read loop and must not send itself).
 func (g *Guard) newIsolator() *isolation.Isolator {
 	return isolation.New(isolation.Options{
-		Users:   g.users,
-		Browser: muxCaller{g},
-		ContextParams: func(u *users.User, in map[string]jsonv2.Value) (map[string]any, error) {
-			sc := g.scopes.OfUser(u)
-			if sc == nil || (g.proxyURL != "" && sc.ProxyURL() == "") {
-				return nil, errors.New("this user's session has no egress proxy listener")
-			}
-			return g.contextParams(in, sc), nil
-		},
+		Users:         g.users,
+		Browser:       muxCaller{g},
+		ContextParams: g.scopes.ContextParams,
 		BrowserTarget: g.targets.BrowserTarget,
 		Undo: func(parent, child string, waiting bool) {
 			g.fx.Add(func() {

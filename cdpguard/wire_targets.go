@@ -16,7 +16,7 @@ func (g *Guard) newTargets() *targets.Record {
 		Ctx:          g.ctx,
 		Go:           g.goWaited,
 		Outbox:       func(f func()) { g.fx.Add(f) },
-		Attached:     g.attached,
+		AttachMode:   func() bool { return g.attached }, // set by Attach after newGuard
 		PageAttached: g.pageAttached,
 		PageGone:     g.pageGone,
 		OverTabs: func(contextID string) (*users.User, int) {

@@ -54,9 +54,10 @@ type Deps struct {
 	Go func(f func())
 	// Outbox runs f off the read loop, in order (internal/outbox).
 	Outbox func(f func())
-	// Attached is attach mode: a page already loaded before the guard came
-	// needs page-level interception.
-	Attached bool
+	// AttachMode reports attach mode, where a page already loaded before
+	// the guard came needs page-level interception. Read at each setup:
+	// Attach marks the guard after building it.
+	AttachMode func() bool
 	// PageAttached and PageGone tell the page observers of a page that got
 	// the guard's session, and of its end.
 	PageAttached func(targetID, sessionID string)
@@ -246,7 +247,7 @@ func (r *Record) setup(a cdpmsg.Attached) {
 		calls = append(calls, call{method: method, wait: r.d.Browser.Start(a.SessionID, method, params)})
 	}
 	if t.Type == "page" {
-		if r.d.Attached && !a.WaitingForDebugger {
+		if r.d.AttachMode() && !a.WaitingForDebugger {
 			// A document loaded before the guard came is not covered by
 			// browser-level interception; page-level interception is.
 			start("Fetch.enable", fetchdomain.EnableParams())

@@ -77,7 +77,7 @@ func newRig(attached bool) *rig {
 	g.r = New(Deps{
 		Browser: g.b, Pages: g.pages, Ctx: context.Background(),
 		Go: func(f func()) { f() }, Outbox: func(f func()) { f() },
-		Attached:     attached,
+		AttachMode:   func() bool { return attached },
 		PageAttached: func(t, s string) { g.noted = append(g.noted, "attached "+t+" "+s) },
 		PageGone:     func(t string) { g.noted = append(g.noted, "gone "+t) },
 		OverTabs: func(string) (*users.User, int) {
