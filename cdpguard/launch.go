@@ -211,7 +211,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		IsPage:              g.pages.IsPage,
 		Self:                g.isSelfHost,
 	})
-	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), g.pages, dialogGrace(g.cfg.DialogGrace), g.log)
+	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), g.pages, dialogs.GraceOf(g.cfg.DialogGrace), g.log)
 	g.startControls()
 	g.runFiles()
 	g.wg.Add(6)
