@@ -11,6 +11,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
 	"github.com/cdpguard/cdpguard/internal/policystate"
+	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
@@ -89,6 +90,12 @@ func loadPolicy(cfg Config) (*policyfile.Set, [32]byte, error) {
 	default:
 		return nil, sum, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
+}
+
+// policyViewFor is what /policy and Guard.getPolicy return to the user of
+// key in the session sc (policystate.State.View).
+func (g *Guard) policyViewFor(key string, sc *scopes.Scope) any {
+	return g.pol.View(key, g.cfg.SearchURL, sc.List())
 }
 
 // rules returns the policy in force; a guard not built by newGuard (the
