@@ -1,8 +1,6 @@
 package cdpguard
 
 import (
-	"github.com/chromedp/cdproto/cdp/jsonv2"
-
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/events"
 )
@@ -34,8 +32,8 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 	// their live worlds again.
 	on("worlds", func(e *cdpmsg.Envelope) { g.worlds.OnEvent(e) },
 		"Page.frameDetached", "Page.frameNavigated")
-	on("controls", g.controlsNavigated, "Page.frameNavigated")
 	on("controls", func(e *cdpmsg.Envelope) { g.ctl.OnEvent(e) }, // nil when off: its methods do nothing
+		"Page.frameNavigated",
 		"Runtime.executionContextCreated", "Runtime.executionContextDestroyed", "Runtime.executionContextsCleared",
 		"Runtime.bindingCalled")
 	// The targets, their users and their pages (internal/targets).
@@ -49,25 +47,4 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 	}
 	b.Seal()
 	return b, nil
-}
-
-// controlsNavigated tells the controls a frame has a new document.
-func (g *Guard) controlsNavigated(e *cdpmsg.Envelope) {
-	if id, url, ok := navigatedFrame(e); ok {
-		g.ctl.FrameNavigated(e.SessionID, id, url)
-	}
-}
-
-// navigatedFrame reads a Page.frameNavigated event's frame.
-func navigatedFrame(e *cdpmsg.Envelope) (id, url string, ok bool) {
-	var p struct {
-		Frame struct {
-			ID  string `json:"id"`
-			URL string `json:"url"`
-		} `json:"frame"`
-	}
-	if jsonv2.Unmarshal(e.Params, &p) != nil || p.Frame.ID == "" {
-		return "", "", false
-	}
-	return p.Frame.ID, p.Frame.URL, true
 }
