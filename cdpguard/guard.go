@@ -148,9 +148,10 @@ func (g *Guard) spawn(f func(ctx context.Context)) bool {
 	return true
 }
 
-// goWaited runs f on a goroutine Close waits for, even once Close began:
-// for work that must end what it started (a target's setup marks it done),
-// started where Close cannot have waited yet (the read loop).
+// goWaited runs f on a goroutine Close waits for, without asking whether
+// Close began (enter does): for goroutines started before the guard is
+// handed out (start) or by one Close waits for (the read loop: a target's
+// setup, which must mark its end).
 func (g *Guard) goWaited(f func()) {
 	g.wg.Add(1)
 	go func() { // ends when f does

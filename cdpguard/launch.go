@@ -213,44 +213,27 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	})
 	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), g.pages, dialogs.GraceOf(g.cfg.DialogGrace), g.log)
 	g.startControls()
-	g.runFiles()
-	g.wg.Add(6)
-	go func() { // the policy file's watcher, if any: ends with the guard
-		defer g.wg.Done()
-		g.pol.Watch(g.ctx)
-	}()
-	go func() { // the idle-user sweeper: ends with the guard
-		defer g.wg.Done()
-		g.users.Run(g.ctx)
-	}()
-	go func() { // the read loop's browser sends: end with the browser connection
-		defer g.wg.Done()
-		g.fx.Run(g.mux.Done())
-	}()
-	go func() { // the read loop: ends when the browser connection does
-		defer g.wg.Done()
+	g.goWaited(func() { g.files.Run(g.ctx, g.mux) }) // the download cap: ends with the guard
+	g.goWaited(func() { g.pol.Watch(g.ctx) })        // the policy file's watcher, if any: ends with the guard
+	g.goWaited(func() { g.users.Run(g.ctx) })        // the idle-user sweeper: ends with the guard
+	g.goWaited(func() { g.fx.Run(g.mux.Done()) })    // the read loop's browser sends: end with the browser connection
+	g.goWaited(func() { g.judge.Run(g.ctx) })        // the judge: ends with the guard
+	g.goWaited(func() {                              // the read loop: ends when the browser connection does
 		err := g.mux.Run()
 		if g.ctx.Err() == nil {
 			g.log.Error("browser connection lost; every agent connection was closed", "err", err)
 		}
 		_ = g.closeAsync()
-	}()
-	go func() { // the judge: ends with the guard
-		defer g.wg.Done()
-		g.judge.Run(g.ctx)
-	}()
-	go func() { // a launched browser that exits ends the guard
-		defer g.wg.Done()
-		if g.proc == nil {
-			<-g.ctx.Done()
-			return
-		}
-		select {
-		case <-g.proc.Done():
-			_ = g.mux.Close()
-		case <-g.ctx.Done():
-		}
-	}()
+	})
+	if g.proc != nil {
+		g.goWaited(func() { // a launched browser that exits ends the guard
+			select {
+			case <-g.proc.Done():
+				_ = g.mux.Close()
+			case <-g.ctx.Done():
+			}
+		})
+	}
 
 	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

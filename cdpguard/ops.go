@@ -50,17 +50,11 @@ func (g *Guard) logProxyRefusal(r egress.Refusal) {
 	blocklog.Proxy(g.log, r, scopes.FromTag(r.Tag).Key())
 }
 
-// countRefusal counts an agent command the guard refused, by firewall rule
-// name; refusals without a refusing rule of their own (per-user isolation;
-// the dialog rows and most controls rows never refuse) count as "isolation". Label values come from the firewall table only, so the
-// metric's cardinality stays bounded.
+// countRefusal counts an agent command the guard refused, by the firewall
+// row that refused it (firewall.RefusalLabel).
 func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
 	if v.Refuse != "" {
-		rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
-		if name == "" || !rule.RefusesOnItsOwn() {
-			name = "isolation"
-		}
-		g.metrics.CDPRefused.WithLabelValues(name).Inc()
+		g.metrics.CDPRefused.WithLabelValues(firewall.RefusalLabel(cmd.Method, cmd.Browser)).Inc()
 	}
 	return v
 }

@@ -28,11 +28,7 @@ func (g *Guard) startControls() {
 		Log:            g.log,
 	})
 	g.dialogs.SetHuman(true, g.ctl.DialogAnswered)
-	g.wg.Add(1)
-	go func() { // the push loop: ends with the guard
-		defer g.wg.Done()
-		g.ctl.Run()
-	}()
+	g.goWaited(g.ctl.Run) // the push loop: ends with the guard
 }
 
 // ctlWorlds records the controls' contexts among the guard's worlds.

@@ -139,24 +139,11 @@ func (g *Guard) liveUser() policystate.Live {
 // is registered: two first requests of one session naming two groups at
 // once both pass keyOf's check, and then at least one of them sees the
 // other here and is refused, so a session never holds contexts in two
-// groups.
+// groups (users.Registry.AcquireChecked).
 func (g *Guard) acquireUser(ctx context.Context, key string) (*users.User, error) {
-	existed := g.users.Lookup(key) != nil
-	u, err := g.users.Acquire(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	if err := policystate.OtherGroupLive(g.rules(), key, g.liveUser()); err != nil {
-		g.users.Release(u)
-		if !existed {
-			// The context this call just made: dispose it unless another
-			// connection holds it (ErrInUse), so two refused racers do not
-			// lock the session out until it idles.
-			_ = g.users.DisposeNow(ctx, key)
-		}
-		return nil, err
-	}
-	return u, nil
+	return g.users.AcquireChecked(ctx, key, func() error {
+		return policystate.OtherGroupLive(g.rules(), key, g.liveUser())
+	})
 }
 
 // policyOfTarget returns the policy of the user whose context holds
