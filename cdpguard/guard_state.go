@@ -8,7 +8,6 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/admission"
 	"github.com/cdpguard/cdpguard/internal/browser"
-	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/controls"
 	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
 	"github.com/cdpguard/cdpguard/internal/dialogs"
@@ -140,10 +139,3 @@ func (m muxCaller) Start(sessionID, method string, params any) func(context.Cont
 func (m muxCaller) Send(sessionID, method string, params any) error {
 	return m.g.mux.Send(sessionID, method, params)
 }
-
-// targetInfo and attachedToTarget are decoded once, on the mux read loop
-// (cdpmsg.Envelope.Attached).
-type (
-	targetInfo       = cdpmsg.TargetInfo
-	attachedToTarget = cdpmsg.Attached
-)

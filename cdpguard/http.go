@@ -67,7 +67,7 @@ func (g *Guard) newRoutes() *routes.Table {
 				http.Error(w, "cdpguard: "+err.Error(), http.StatusForbidden)
 				return
 			}
-			g.writeJSON(w, g.policyViewFor(key, g.scopes.OfUser(g.users.Lookup(key))))
+			devtoolsjson.WriteJSON(w, g.policyViewFor(key, g.scopes.OfUser(g.users.Lookup(key))))
 		},
 		Read:    g.rd.ServeHTTP,
 		Metrics: func() http.Handler { return g.metrics.Handler },
@@ -86,15 +86,6 @@ func (g *Guard) gate() httpgate.Gate {
 		gate.Dialled = p.Dialled
 	}
 	return gate
-}
-
-// writeJSON answers v as JSON.
-func (g *Guard) writeJSON(w http.ResponseWriter, v any) { devtoolsjson.WriteJSON(w, v) }
-
-// userKey returns the request's user; ok is false (and the request is
-// answered) when it is refused (devtoolsjson.Handler.UserKey).
-func (g *Guard) userKey(w http.ResponseWriter, r *http.Request) (string, bool) {
-	return g.ep.json.UserKey(w, r)
 }
 
 // newDevtoolsJSON wires Chrome's /json/* surface (internal/devtoolsjson)
@@ -117,7 +108,7 @@ func (g *Guard) newDevtoolsJSON() *devtoolsjson.Handler {
 			return u != nil && g.users.OwnsTarget(u, id)
 		},
 		CheckURL: g.checkURL,
-		NotWeb:   g.notWebRefusal,
+		NotWeb:   g.iso.NotWebRefusal,
 		Open: func(ctx context.Context, key string) (string, func(), error) {
 			u, err := g.acquireUser(ctx, key)
 			if err != nil {
@@ -142,7 +133,7 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 		return
 	}
 	defer e.End()
-	key, ok := g.userKey(w, r)
+	key, ok := g.ep.json.UserKey(w, r)
 	if !ok {
 		return
 	}
@@ -160,7 +151,7 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 		if targetID == "" {
 			return ""
 		}
-		return g.notWebRefusal("/devtools/page/", targetID)
+		return g.iso.NotWebRefusal("/devtools/page/", targetID)
 	})
 	var refused *admission.Refused
 	switch {

@@ -59,13 +59,6 @@ func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
 	return v
 }
 
-// closeAgents ends every agent connection with code and reason (shutdown,
-// browser restart), so that clients learn why rather than seeing a bare
-// close. Agents' in-flight commands fail with them.
-func (g *Guard) closeAgents(code int, reason string) {
-	g.agents.CloseAll(code, reason)
-}
-
 // useEndpoint records the address a Supervisor serves the endpoint on,
 // instead of listening: the guard serves through the supervisor.
 func (g *Guard) useEndpoint(addr string) error {

@@ -111,13 +111,7 @@ func (g *Guard) policyOf(key string) *policy.Policy { return g.pol.PolicyOf(key)
 // rulesForFrame is the Fetch judge's view: the policy and instructions of
 // the user whose tab holds frameID.
 func (g *Guard) rulesForFrame(frameID string) (*policy.Policy, string) {
-	return g.pol.ForFrame(frameID, g.ownerOfFrame)
-}
-
-// ownerOfFrame returns the key of the user whose context holds frameID (a
-// target, or a frame of a page the guard saw attach): scopes.Owner.
-func (g *Guard) ownerOfFrame(frameID string) (string, bool) {
-	return g.scopes.Owner(frameID)
+	return g.pol.ForFrame(frameID, g.scopes.Owner)
 }
 
 // keyOf returns the user key of an HTTP request (policystate.KeyOf): a
@@ -149,7 +143,7 @@ func (g *Guard) acquireUser(ctx context.Context, key string) (*users.User, error
 // policyOfTarget returns the policy of the user whose context holds
 // targetID, the default group's for a target nobody owns.
 func (g *Guard) policyOfTarget(targetID string) *policy.Policy {
-	key, _ := g.ownerOfFrame(targetID)
+	key, _ := g.scopes.Owner(targetID)
 	return g.policyOf(key)
 }
 

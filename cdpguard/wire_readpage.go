@@ -37,7 +37,7 @@ func (g *Guard) newReader() *readpage.Reader {
 		LoadTimeout:   g.cfg.ReadLoadTimeout,
 		SettleTimeout: g.cfg.ReadSettleTimeout,
 		Ready:         g.ready.Load,
-		UserKey:       g.userKey,
+		UserKey:       g.ep.json.UserKey,
 	})
 }
 

@@ -52,9 +52,3 @@ func (g *Guard) pageGone(targetID string) {
 	g.dialogs.Forget(targetID)
 	g.ctl.PageGone(targetID)
 }
-
-// notWebRefusal returns the refusal of a command naming a target that is
-// not web content, or "".
-func (g *Guard) notWebRefusal(method, targetID string) string {
-	return g.iso.NotWebRefusal(method, targetID)
-}
