@@ -218,7 +218,8 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	g.goWaited(func() { g.users.Run(g.ctx) })        // the idle-user sweeper: ends with the guard
 	g.goWaited(func() { g.fx.Run(g.mux.Done()) })    // the read loop's browser sends: end with the browser connection
 	g.goWaited(func() { g.judge.Run(g.ctx) })        // the judge: ends with the guard
-	g.goWaited(func() {                              // the read loop: ends when the browser connection does
+	// The read loop: ends when the browser connection does.
+	g.goWaited(func() {
 		err := g.mux.Run()
 		if g.ctx.Err() == nil {
 			g.log.Error("browser connection lost; every agent connection was closed", "err", err)
