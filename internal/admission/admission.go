@@ -32,10 +32,10 @@ type Agent struct {
 
 // Spec names one agent connection: who it is for and what it is.
 type Spec struct {
-	Name     string // for logs: the remote address, or "mcp"
-	Key      string // the user key (session header value)
-	TargetID string // for /devtools/page/<id>; empty for browser connections
-	User     *users.User
+	Name     string      // for logs: the remote address, or "mcp"
+	Key      string      // the user key (session header value)
+	TargetID string      // for /devtools/page/<id>; empty for browser connections
+	User     *users.User // the user Entry.Admit holds
 }
 
 // Deps are what admitting an agent takes from the guard.
