@@ -1,8 +1,6 @@
 package cdpguard
 
 import (
-	"github.com/chromedp/cdproto/cdp/jsonv2"
-
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/events"
 )
@@ -29,46 +27,25 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Closed(e.SessionID) }, "Page.javascriptDialogClosed")
 	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Navigating(e.SessionID, e.Params) }, "Page.frameStartedNavigating")
 	// The page registry first: the subframes of the guard's pages
-	// (internal/pages; the targets are session.go's record below).
+	// (internal/pages; the targets are internal/targets' record below).
 	on("pages", g.pages.OnEvent, "Page.frameAttached", "Page.frameDetached")
 	// The worlds forget a frame's old document before the controls record
 	// their live worlds again.
 	on("worlds", func(e *cdpmsg.Envelope) { g.worlds.OnEvent(e) },
 		"Page.frameDetached", "Page.frameNavigated")
-	on("controls", g.controlsNavigated, "Page.frameNavigated")
 	on("controls", func(e *cdpmsg.Envelope) { g.ctl.OnEvent(e) }, // nil when off: its methods do nothing
+		"Page.frameNavigated",
 		"Runtime.executionContextCreated", "Runtime.executionContextDestroyed", "Runtime.executionContextsCleared",
 		"Runtime.bindingCalled")
-	// The targets, their users and their pages (session.go, ops.go).
-	on("targets", g.targetAttached, "Target.attachedToTarget")
-	on("targets", func(e *cdpmsg.Envelope) { g.targetChanged(e, true) }, "Target.targetCreated")
-	on("targets", func(e *cdpmsg.Envelope) { g.targetChanged(e, false) }, "Target.targetInfoChanged")
-	on("targets", func(e *cdpmsg.Envelope) { g.onTargetCrashed(e.Params) }, "Target.targetCrashed")
-	on("targets", g.targetDestroyed, "Target.targetDestroyed")
+	// The targets, their users and their pages (internal/targets).
+	on("targets", g.targets.Attached, "Target.attachedToTarget")
+	on("targets", func(e *cdpmsg.Envelope) { g.targets.Changed(e, true) }, "Target.targetCreated")
+	on("targets", func(e *cdpmsg.Envelope) { g.targets.Changed(e, false) }, "Target.targetInfoChanged")
+	on("targets", g.targets.Crashed, "Target.targetCrashed")
+	on("targets", g.targets.Destroyed, "Target.targetDestroyed")
 	if err != nil {
 		return nil, err
 	}
 	b.Seal()
 	return b, nil
-}
-
-// controlsNavigated tells the controls a frame has a new document.
-func (g *Guard) controlsNavigated(e *cdpmsg.Envelope) {
-	if id, url, ok := navigatedFrame(e); ok {
-		g.ctl.FrameNavigated(e.SessionID, id, url)
-	}
-}
-
-// navigatedFrame reads a Page.frameNavigated event's frame.
-func navigatedFrame(e *cdpmsg.Envelope) (id, url string, ok bool) {
-	var p struct {
-		Frame struct {
-			ID  string `json:"id"`
-			URL string `json:"url"`
-		} `json:"frame"`
-	}
-	if jsonv2.Unmarshal(e.Params, &p) != nil || p.Frame.ID == "" {
-		return "", "", false
-	}
-	return p.Frame.ID, p.Frame.URL, true
 }

@@ -4,6 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/cdpguard/cdpguard/internal/readpage"
+	"github.com/cdpguard/cdpguard/internal/scopes"
 )
 
 // needBrowser skips without Chromium, unless CDPGUARD_E2E=1 makes that a
@@ -23,3 +26,10 @@ func needBrowser(t testing.TB) {
 
 // NeedBrowser is needBrowser for the external test package.
 var NeedBrowser = needBrowser
+
+// readRefusal is what Read and Guard.read refuse url with for the user of
+// key in the session sc (nil: no grants): readpage.Refusal under the
+// guard's policy in force and its own addresses.
+func (g *Guard) readRefusal(key string, sc *scopes.Scope, url string) string {
+	return readpage.Refusal(g.policyOf(key), sc.Grants(), url, g.refuseSelf)
+}

@@ -33,7 +33,7 @@ func DisposeUser(ctx context.Context, g *Guard, key string) error {
 // DefaultContextPage returns a page target in Chrome's default context
 // (the launched browser's first tab), which no agent can see.
 func DefaultContextPage(ctx context.Context, g *Guard) (string, error) {
-	ts, err := g.targets(ctx)
+	ts, err := g.targets.List(ctx)
 	if err != nil {
 		return "", err
 	}

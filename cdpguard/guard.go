@@ -148,6 +148,18 @@ func (g *Guard) spawn(f func(ctx context.Context)) bool {
 	return true
 }
 
+// goWaited runs f on a goroutine Close waits for, without asking whether
+// Close began (enter does): for goroutines started before the guard is
+// handed out (start) or by one Close waits for (the read loop: a target's
+// setup, which must mark its end).
+func (g *Guard) goWaited(f func()) {
+	g.wg.Add(1)
+	go func() { // ends when f does
+		defer g.wg.Done()
+		f()
+	}()
+}
+
 // closeAsync starts Close from inside a goroutine Close waits for.
 func (g *Guard) closeAsync() error {
 	go func() { _ = g.Close() }()

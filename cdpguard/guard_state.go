@@ -8,7 +8,6 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/admission"
 	"github.com/cdpguard/cdpguard/internal/browser"
-	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/controls"
 	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
 	"github.com/cdpguard/cdpguard/internal/dialogs"
@@ -26,6 +25,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/rules"
 	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
+	"github.com/cdpguard/cdpguard/internal/targets"
 	"github.com/cdpguard/cdpguard/internal/users"
 	"github.com/cdpguard/cdpguard/internal/worlds"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
@@ -41,8 +41,9 @@ type browserSide struct {
 	attached bool
 	judge    *fetchdomain.Judge
 	dialogs  *dialogs.Handler
-	about    browserAbout  // what agents are told about the browser
-	fx       *outbox.Queue // browser sends decided on the read loop (internal/outbox)
+	about    browserAbout    // what agents are told about the browser
+	fx       *outbox.Queue   // browser sends decided on the read loop (internal/outbox)
+	targets  *targets.Record // the browser's targets, fed by the read loop (internal/targets)
 }
 
 // features are the guard's features, each a package of internal/ wired in
@@ -93,9 +94,6 @@ type lifecycle struct {
 type browserAbout struct {
 	id      string // the browser id in /devtools/browser/<id>
 	version browser.Version
-	// target is the browser's own target id, learned at start-up
-	// (browsertarget.go).
-	target atomic.Pointer[string]
 }
 
 // endpoint is where agents connect.
@@ -126,14 +124,18 @@ type agentState = admission.Agent
 type muxCaller struct{ g *Guard }
 
 // Call reads g.mux on every call rather than keeping it, because the
-// isolator is built in newGuard, before start creates the mux.
+// isolator and the targets' record are built in newGuard, before start
+// creates the mux.
 func (m muxCaller) Call(ctx context.Context, sessionID, method string, params any) (jsonv2.Value, error) {
 	return m.g.mux.Call(ctx, sessionID, method, params)
 }
 
-// targetInfo and attachedToTarget are decoded once, on the mux read loop
-// (cdpmsg.Envelope.Attached).
-type (
-	targetInfo       = cdpmsg.TargetInfo
-	attachedToTarget = cdpmsg.Attached
-)
+// Start is Call written now and awaited later (relay.Mux.Start).
+func (m muxCaller) Start(sessionID, method string, params any) func(context.Context) (jsonv2.Value, error) {
+	return m.g.mux.Start(sessionID, method, params)
+}
+
+// Send is Call without a reply (relay.Mux.Send).
+func (m muxCaller) Send(sessionID, method string, params any) error {
+	return m.g.mux.Send(sessionID, method, params)
+}

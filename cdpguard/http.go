@@ -14,6 +14,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
 	"github.com/cdpguard/cdpguard/internal/httpgate"
 	"github.com/cdpguard/cdpguard/internal/routes"
+	"github.com/cdpguard/cdpguard/internal/users"
 	"github.com/cdpguard/cdpguard/internal/wsagent"
 )
 
@@ -66,9 +67,9 @@ func (g *Guard) newRoutes() *routes.Table {
 				http.Error(w, "cdpguard: "+err.Error(), http.StatusForbidden)
 				return
 			}
-			g.writeJSON(w, g.policyViewFor(key, g.scopes.OfUser(g.users.Lookup(key))))
+			devtoolsjson.WriteJSON(w, g.policyViewFor(key, g.scopes.OfUser(g.users.Lookup(key))))
 		},
-		Read:    g.serveRead,
+		Read:    g.rd.ServeHTTP,
 		Metrics: func() http.Handler { return g.metrics.Handler },
 		JSON:    g.ep.json,
 		MCP:     g.mcp,
@@ -87,21 +88,12 @@ func (g *Guard) gate() httpgate.Gate {
 	return gate
 }
 
-// writeJSON answers v as JSON.
-func (g *Guard) writeJSON(w http.ResponseWriter, v any) { devtoolsjson.WriteJSON(w, v) }
-
-// userKey returns the request's user; ok is false (and the request is
-// answered) when it is refused (devtoolsjson.Handler.UserKey).
-func (g *Guard) userKey(w http.ResponseWriter, r *http.Request) (string, bool) {
-	return g.ep.json.UserKey(w, r)
-}
-
 // newDevtoolsJSON wires Chrome's /json/* surface (internal/devtoolsjson)
 // to the guard: its browser, its users and its checks.
 func (g *Guard) newDevtoolsJSON() *devtoolsjson.Handler {
 	return devtoolsjson.New(devtoolsjson.Deps{
 		Browser:              muxCaller{g},
-		Targets:              g.targets,
+		Targets:              g.targets.List,
 		Version:              func() browser.Version { return g.about.version },
 		BrowserID:            func() string { return g.about.id },
 		KeyOf:                g.keyOf,
@@ -116,7 +108,7 @@ func (g *Guard) newDevtoolsJSON() *devtoolsjson.Handler {
 			return u != nil && g.users.OwnsTarget(u, id)
 		},
 		CheckURL: g.checkURL,
-		NotWeb:   g.notWebRefusal,
+		NotWeb:   g.iso.NotWebRefusal,
 		Open: func(ctx context.Context, key string) (string, func(), error) {
 			u, err := g.acquireUser(ctx, key)
 			if err != nil {
@@ -131,57 +123,44 @@ func (g *Guard) newDevtoolsJSON() *devtoolsjson.Handler {
 	})
 }
 
-// serveAgent upgrades to a WebSocket and relays it as one agent.
+// serveAgent upgrades to a WebSocket and relays it as one agent
+// (internal/admission, the path every agent takes).
 func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID string) {
 	// ServeHTTP has already refused requests from web pages (gate).
-	if !g.ready.Load() {
-		http.Error(w, "cdpguard: not ready", http.StatusServiceUnavailable)
+	e, err := g.agents.Enter()
+	if err != nil {
+		http.Error(w, "cdpguard: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	key, ok := g.userKey(w, r)
+	defer e.End()
+	key, ok := g.ep.json.UserKey(w, r)
 	if !ok {
 		return
 	}
 	if key == "" {
 		g.log.Warn("agent without the "+g.cfg.SessionHeader+" header: it shares the fallback context", "remote", r.RemoteAddr)
 	}
-	// Close waits for every agent: enter registers under g.barrier, which
-	// Close takes after cancelling g.ctx, so no handler slips past it.
-	if !g.enter() {
-		http.Error(w, "cdpguard: shutting down", http.StatusServiceUnavailable)
-		return
-	}
-	defer g.wg.Done()
 	conn, err := wsagent.Accept(w, r, g.agentWriteTimeout(), g.onAgentStall)
 	if err != nil {
 		return // Accept has answered
 	}
-	ctx := g.ctx
-	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	u, err := g.acquireUser(actx, key)
-	if err != nil {
+	err = e.Admit(g.ctx, conn, admission.Spec{Name: r.RemoteAddr, Key: key, TargetID: targetID}, func(u *users.User) string {
+		if targetID != "" && !g.users.OwnsTarget(u, targetID) {
+			return "cdpguard: no such target for this user"
+		}
+		if targetID == "" {
+			return ""
+		}
+		return g.iso.NotWebRefusal("/devtools/page/", targetID)
+	})
+	var refused *admission.Refused
+	switch {
+	case errors.As(err, &refused):
+		conn.Reject(wsagent.StatusPolicy, refused.Msg)
+	case err != nil:
 		g.log.Warn("agent connection refused", "remote", r.RemoteAddr, "err", err)
 		conn.Reject(wsagent.StatusInternalError, "cdpguard: "+err.Error())
-		return
+	default:
+		_ = e.Serve(wsagent.Clean)
 	}
-	defer g.users.Release(u)
-	if targetID != "" && !g.users.OwnsTarget(u, targetID) {
-		conn.Reject(wsagent.StatusPolicy, "cdpguard: no such target for this user")
-		return
-	}
-	if msg := g.notWebRefusal("/devtools/page/", targetID); targetID != "" && msg != "" {
-		conn.Reject(wsagent.StatusPolicy, msg)
-		return
-	}
-	a, err := g.agents.Admit(actx, g.mux, conn, admission.Spec{Name: r.RemoteAddr, Key: key, TargetID: targetID, User: u})
-	cancel()
-	if err != nil {
-		g.log.Warn("agent connection refused", "remote", r.RemoteAddr, "err", err)
-		conn.Reject(wsagent.StatusInternalError, "cdpguard: "+err.Error())
-		return
-	}
-	err = wsagent.Clean(a.Serve(ctx))
-	g.agents.Drop(a)
-	g.log.Info("agent disconnected", "remote", r.RemoteAddr, "user", key, "err", err)
 }

@@ -1,6 +1,8 @@
 package cdpguard
 
 import (
+	"context"
+
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/rules"
@@ -26,14 +28,16 @@ func (g *Guard) newRuleStage() *rules.Stage {
 			return g.mux
 		},
 		Decide:        g.decideFor,
-		SessionTarget: g.sessionTarget,
+		SessionTarget: g.targets.SessionTarget,
 		Blocked:       g.notifyBlock,
 		Files:         g.files,
 		Read:          g.guardRead,
 		PolicyView: func(u *users.User) any {
 			return g.policyViewFor(u.Key, g.scopes.OfUser(u))
 		},
-		Dialogs:         g.dialogCommand,
+		Dialogs: func(ctx context.Context, a *relay.Agent, cmd relay.Command, action firewall.Action) relay.Verdict {
+			return g.dialogs.Command(a, a.Name(), cmd, action, func() string { return g.targets.SessionTarget(ctx, a, cmd.SessionID) })
+		},
 		ControlsRefusal: func(kind firewall.ControlsRule, params []byte) string { return g.ctl.Refusal(kind, params) },
 		Targets:         g.users.Targets,
 		Log:             g.log,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -24,7 +23,6 @@ import (
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/selfaddr"
 	"github.com/cdpguard/cdpguard/internal/users"
-	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
 
 // Launch starts a managed Chromium over --remote-debugging-pipe, guards it,
@@ -182,13 +180,15 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	g.metrics = newMetrics(func() *Guard { return g })
-	g.worlds = g.newWorlds()
 	g.pages = pages.New()
-	g.users = users.New(browserContexts{g}, g.pages, cfg.SessionIdle, log)
+	g.targets = g.newTargets()
+	g.worlds = g.newWorlds()
+	g.users = users.New(userContexts{g}, g.pages, cfg.SessionIdle, log)
 	g.scopes = g.newScopes()
 	g.iso = g.newIsolator()
 	g.mcp = g.newMCP()
 	g.ep.json = g.newDevtoolsJSON()
+	g.rd = g.newReader()
 	g.ep.routes = g.newRoutes()
 	g.rs = g.newRuleStage()
 	return g, nil
@@ -202,7 +202,6 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		return setupError("route browser events", err)
 	}
 	g.mux = relay.NewMux(conn, g.log, bus.Publish)
-	g.rd = g.newReader()
 	g.judge = fetchdomain.New(g.mux, fetchdomain.Options{
 		Rules:               g.rulesForFrame,
 		OnShed:              g.metrics.PausesShed.Inc,
@@ -217,50 +216,34 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		IsPage:              g.pages.IsPage,
 		Self:                g.isSelfHost,
 	})
-	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), g.pages, dialogGrace(g.cfg.DialogGrace), g.log)
+	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), g.pages, dialogs.GraceOf(g.cfg.DialogGrace), g.log)
 	// Answers wait for Chrome's reply, so that one refused while the page's
 	// navigation is ready to commit can be unstuck
 	// (docs/decisions/2026-12-02-beforeunload.md).
 	g.dialogs.SetCaller(g.mux)
 	g.startControls()
-	g.runFiles()
-	g.wg.Add(6)
-	go func() { // the policy file's watcher, if any: ends with the guard
-		defer g.wg.Done()
-		g.pol.Watch(g.ctx)
-	}()
-	go func() { // the idle-user sweeper: ends with the guard
-		defer g.wg.Done()
-		g.users.Run(g.ctx)
-	}()
-	go func() { // the read loop's browser sends: end with the browser connection
-		defer g.wg.Done()
-		g.fx.Run(g.mux.Done())
-	}()
-	go func() { // the read loop: ends when the browser connection does
-		defer g.wg.Done()
+	g.goWaited(func() { g.files.Run(g.ctx, g.mux) }) // the download cap: ends with the guard
+	g.goWaited(func() { g.pol.Watch(g.ctx) })        // the policy file's watcher, if any: ends with the guard
+	g.goWaited(func() { g.users.Run(g.ctx) })        // the idle-user sweeper: ends with the guard
+	g.goWaited(func() { g.fx.Run(g.mux.Done()) })    // the read loop's browser sends: end with the browser connection
+	g.goWaited(func() { g.judge.Run(g.ctx) })        // the judge: ends with the guard
+	// The read loop: ends when the browser connection does.
+	g.goWaited(func() {
 		err := g.mux.Run()
 		if g.ctx.Err() == nil {
 			g.log.Error("browser connection lost; every agent connection was closed", "err", err)
 		}
 		_ = g.closeAsync()
-	}()
-	go func() { // the judge: ends with the guard
-		defer g.wg.Done()
-		g.judge.Run(g.ctx)
-	}()
-	go func() { // a launched browser that exits ends the guard
-		defer g.wg.Done()
-		if g.proc == nil {
-			<-g.ctx.Done()
-			return
-		}
-		select {
-		case <-g.proc.Done():
-			_ = g.mux.Close()
-		case <-g.ctx.Done():
-		}
-	}()
+	})
+	if g.proc != nil {
+		g.goWaited(func() { // a launched browser that exits ends the guard
+			select {
+			case <-g.proc.Done():
+				_ = g.mux.Close()
+			case <-g.ctx.Done():
+			}
+		})
+	}
 
 	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -299,26 +282,14 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("auto-attach: %w", err)
 	}
-	g.learnBrowserTarget(ctx)
+	g.targets.LearnBrowser(ctx)
 	g.scopes.LearnDefaultContext(ctx)
 	if g.about.version.Browser == "" {
 		if res, err := g.mux.Call(ctx, "", "Browser.getVersion", nil); err == nil {
-			g.about.version = versionFromCDP(res)
+			g.about.version = browser.ParseVersion(res)
 		}
 	}
-	targets, err := g.targets(ctx)
-	if err != nil {
-		return err
-	}
-	for _, t := range targets {
-		if t.Type != "page" {
-			continue
-		}
-		if err := g.awaitSetup(ctx, t.TargetID); err != nil {
-			return err
-		}
-	}
-	return nil
+	return g.targets.AwaitPages(ctx)
 }
 
 // newIsolator wires per-user isolation (internal/isolation) to the guard:
@@ -328,21 +299,10 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 // filter decides on (it runs on the read loop and must not send itself).
 func (g *Guard) newIsolator() *isolation.Isolator {
 	return isolation.New(isolation.Options{
-		Users:   g.users,
-		Browser: muxCaller{g},
-		ContextParams: func(u *users.User, in map[string]jsonv2.Value) (map[string]any, error) {
-			sc := g.scopes.OfUser(u)
-			if sc == nil || (g.proxyURL != "" && sc.ProxyURL() == "") {
-				return nil, errors.New("this user's session has no egress proxy listener")
-			}
-			return g.contextParams(in, sc), nil
-		},
-		BrowserTarget: func() string {
-			if b := g.about.target.Load(); b != nil {
-				return *b
-			}
-			return ""
-		},
+		Users:         g.users,
+		Browser:       muxCaller{g},
+		ContextParams: g.scopes.ContextParams,
+		BrowserTarget: g.targets.BrowserTarget,
 		Undo: func(parent, child string, waiting bool) {
 			g.fx.Add(func() {
 				if waiting {

@@ -13,6 +13,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/scopes"
+	"github.com/cdpguard/cdpguard/internal/users"
 )
 
 // Block log fields: every refused request is logged once, by the guard, as
@@ -49,48 +50,13 @@ func (g *Guard) logProxyRefusal(r egress.Refusal) {
 	blocklog.Proxy(g.log, r, scopes.FromTag(r.Tag).Key())
 }
 
-// onTargetCrashed closes a tab whose renderer crashed (Target.targetCrashed
-// on the guard's root session): a crashed tab serves nobody, and closing it
-// tells the agents attached to it (Target.detachedFromTarget,
-// Target.targetDestroyed) instead of leaving them waiting. The rest of the
-// browser keeps running. Runs on the read loop: the close is sent by the
-// outbox goroutine (internal/outbox).
-func (g *Guard) onTargetCrashed(params []byte) {
-	var p struct {
-		TargetID  string `json:"targetId"`
-		Status    string `json:"status"`
-		ErrorCode int    `json:"errorCode"`
-	}
-	if err := jsonv2.Unmarshal(params, &p); err != nil || p.TargetID == "" {
-		g.log.Error("unreadable Target.targetCrashed", "err", err)
-		return
-	}
-	g.metrics.RendererCrashes.Inc()
-	user, _ := g.users.OwnerKey(p.TargetID)
-	g.log.Warn("renderer crashed; closing the tab", "target", p.TargetID, "user", user, "status", p.Status, "errorCode", p.ErrorCode)
-	_ = g.fx.Sender(g.mux, g.log).Send("", "Target.closeTarget", map[string]any{"targetId": p.TargetID})
-}
-
-// countRefusal counts an agent command the guard refused, by firewall rule
-// name; refusals without a refusing rule of their own (per-user isolation;
-// the dialog rows and most controls rows never refuse) count as "isolation". Label values come from the firewall table only, so the
-// metric's cardinality stays bounded.
+// countRefusal counts an agent command the guard refused, by the firewall
+// row that refused it (firewall.RefusalLabel).
 func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
 	if v.Refuse != "" {
-		rule, name := firewall.Lookup(cmd.Method, cmd.Browser)
-		if name == "" || !rule.RefusesOnItsOwn() {
-			name = "isolation"
-		}
-		g.metrics.CDPRefused.WithLabelValues(name).Inc()
+		g.metrics.CDPRefused.WithLabelValues(firewall.RefusalLabel(cmd.Method, cmd.Browser)).Inc()
 	}
 	return v
-}
-
-// closeAgents ends every agent connection with code and reason (shutdown,
-// browser restart), so that clients learn why rather than seeing a bare
-// close. Agents' in-flight commands fail with them.
-func (g *Guard) closeAgents(code int, reason string) {
-	g.agents.CloseAll(code, reason)
 }
 
 // useEndpoint records the address a Supervisor serves the endpoint on,
@@ -134,4 +100,27 @@ func (g *Guard) serving() bool {
 	default:
 		return true
 	}
+}
+
+// onBlock counts a refused request and tells agents that asked.
+func (g *Guard) onBlock(b fetchdomain.Block) {
+	g.metrics.FetchBlocked.WithLabelValues(b.ResourceType).Inc()
+	key, ok := g.users.OwnerKey(b.FrameID)
+	g.logFetchBlock(b, key, ok)
+	g.ctl.Blocked(b.FrameID, b.URL, b.Reason, b.TopLevel)
+	if ok {
+		g.notifyBlock(key, b)
+	}
+}
+
+// notifyBlock sends Guard.requestBlocked to the connections of user key
+// that sent Guard.enable. Other users never learn this user's URLs; a block
+// the guard cannot tie to a user's tab (a worker, an out-of-process frame,
+// a proxy refusal) is only logged and counted.
+func (g *Guard) notifyBlock(key string, b fetchdomain.Block) {
+	params, err := jsonv2.Marshal(b)
+	if err != nil {
+		return
+	}
+	g.agents.Notify(func(u *users.User) bool { return u.Key == key }, "Guard.requestBlocked", params)
 }

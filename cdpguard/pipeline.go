@@ -20,7 +20,7 @@ import (
 // The table is never modified; its order is the order of the rules.
 var commandStages = [...]stage{
 	{"controls", (*Guard).controlsStage},            // input, debugger: the human's quiet window (controls_grant.go)
-	{"browser target", (*Guard).browserTargetStage}, // attach to the browser's own target (browsertarget.go)
+	{"browser target", (*Guard).browserTargetStage}, // attach to the browser's own target (internal/targets)
 	{"worlds", (*Guard).worldsStage},                // the guard's hidden worlds (worlds_refuse.go)
 	{"firewall", (*Guard).refusalStage},             // the row's outright refusals, the reserved names
 	{"isolation", (*Guard).isolationStage},          // the user's own targets and contexts (internal/isolation)
@@ -70,9 +70,9 @@ func (g *Guard) controlsStage(ctx context.Context, c *agentCommand) relay.Verdic
 }
 
 // browserTargetStage turns an attach to the browser's own target into a
-// browser session of the agent's own (attachBrowserTarget).
+// browser session of the agent's own (targets.Record.AttachBrowser).
 func (g *Guard) browserTargetStage(ctx context.Context, c *agentCommand) relay.Verdict {
-	if v, done := g.attachBrowserTarget(c.Command, c.rule.Action); done {
+	if v, done := g.targets.AttachBrowser(c.Command, c.rule.Action); done {
 		return v
 	}
 	return c.next(g, ctx)

@@ -65,7 +65,7 @@ func TestPolicyReload(t *testing.T) {
 	defer func() { _ = g.Close() }()
 	view := func(key string) map[string]any {
 		t.Helper()
-		b, err := jsonv2.Marshal(g.policyView(key))
+		b, err := jsonv2.Marshal(g.pol.View(key, g.cfg.SearchURL, nil))
 		if err != nil {
 			t.Fatal(err)
 		}

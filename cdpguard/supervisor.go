@@ -147,5 +147,5 @@ func (g *supervised) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*Guard
 func (g *supervised) Serving() bool                                    { return (*Guard)(g).serving() }
 func (g *supervised) Done() <-chan struct{}                            { return g.closed.done }
 func (g *supervised) ExitErr() error                                   { return g.proc.ExitErr() }
-func (g *supervised) CloseAgents(code int, reason string)              { (*Guard)(g).closeAgents(code, reason) }
+func (g *supervised) CloseAgents(code int, reason string)              { g.agents.CloseAll(code, reason) }
 func (g *supervised) Close() error                                     { return (*Guard)(g).Close() }

@@ -24,21 +24,11 @@ func (g *Guard) startControls() {
 		Pages:          g.pages,
 		OwnerOf:        g.users.OwnerKey,
 		ExplainBlocked: g.cfg.BlockedNavigation != "error",
-		Go: func(f func()) {
-			g.wg.Add(1)
-			go func() {
-				defer g.wg.Done()
-				f()
-			}()
-		},
-		Log: g.log,
+		Go:             g.goWaited,
+		Log:            g.log,
 	})
 	g.dialogs.SetHuman(true, g.ctl.DialogAnswered)
-	g.wg.Add(1)
-	go func() { // the push loop: ends with the guard
-		defer g.wg.Done()
-		g.ctl.Run()
-	}()
+	g.goWaited(g.ctl.Run) // the push loop: ends with the guard
 }
 
 // ctlWorlds records the controls' contexts among the guard's worlds.

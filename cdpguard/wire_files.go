@@ -9,7 +9,7 @@ var ErrFileDirs = files.ErrDirs
 
 // newFiles checks the configured upload and download directories and wires
 // their guard (internal/files) to the guard's log and users; start runs its
-// cap (runFiles).
+// download cap.
 func (g *Guard) newFiles() (*files.Dirs, error) {
 	limit := g.cfg.DownloadMaxBytes
 	if limit == 0 {
@@ -29,13 +29,4 @@ func (g *Guard) contextsOf(key string) []string {
 		return nil
 	}
 	return g.users.Contexts(u)
-}
-
-// runFiles runs the download cap until the guard ends.
-func (g *Guard) runFiles() {
-	g.wg.Add(1)
-	go func() { // the download cap: ends with the guard
-		defer g.wg.Done()
-		g.files.Run(g.ctx, g.mux)
-	}()
 }

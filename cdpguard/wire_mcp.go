@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/cdpguard/cdpguard/internal/admission"
 	"github.com/cdpguard/cdpguard/internal/mcpserver"
@@ -59,44 +58,29 @@ type mcpBackend struct{ g *Guard }
 // same registration for dialogs and blocked-request events.
 func (b mcpBackend) Open(ctx context.Context, key string, p *mcpserver.Pipe) (<-chan struct{}, error) {
 	g := b.g
-	if !g.ready.Load() {
+	e, err := g.agents.Enter()
+	if errors.Is(err, admission.ErrNotReady) {
 		return nil, errors.New("cdpguard: not ready (the browser is starting or restarting); try again shortly")
 	}
-	if !g.enter() {
-		return nil, errors.New("cdpguard: shutting down")
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			g.wg.Done()
-		}
-	}()
-	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	u, err := g.acquireUser(actx, key)
 	if err != nil {
 		return nil, fmt.Errorf("cdpguard: %w", err)
 	}
-	a, err := g.agents.Admit(actx, g.mux, p.AgentSide(), admission.Spec{Name: "mcp", Key: key, User: u})
-	if err != nil {
-		g.users.Release(u)
+	if err := e.Admit(ctx, p.AgentSide(), admission.Spec{Name: "mcp", Key: key}, nil); err != nil {
+		e.End()
 		return nil, fmt.Errorf("cdpguard: %w", err)
 	}
 	// The model answers a dialog in its next turn: this agent's dialogs
 	// wait --mcp-dialog-wait for browser_handle_dialog, not --dialog-grace.
-	g.dialogs.SetOwnerGrace(a, mcpserver.DialogWait(g.cfg.MCPDialogWait))
+	g.dialogs.SetOwnerGrace(e.Agent(), mcpserver.DialogWait(g.cfg.MCPDialogWait))
 	released := make(chan struct{})
-	ok = true
-	go func() { // the agent: ends when the pipe closes or the guard closes it
-		defer g.wg.Done()
+	go func() { // the agent: ends when the pipe closes or the guard closes it; Close waits (Enter)
 		defer close(released)
-		err := a.Serve(g.ctx)
-		g.agents.Drop(a)
-		g.users.Release(u)
-		if errors.Is(err, mcpserver.ErrClosed) {
-			err = nil
-		}
-		g.log.Info("agent disconnected", "remote", "mcp", "user", key, "err", err)
+		_ = e.Serve(func(err error) error {
+			if errors.Is(err, mcpserver.ErrClosed) {
+				return nil
+			}
+			return err
+		})
 	}()
 	return released, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
 	"github.com/cdpguard/cdpguard/internal/policystate"
+	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
@@ -91,6 +92,12 @@ func loadPolicy(cfg Config) (*policyfile.Set, [32]byte, error) {
 	}
 }
 
+// policyViewFor is what /policy and Guard.getPolicy return to the user of
+// key in the session sc (policystate.State.View).
+func (g *Guard) policyViewFor(key string, sc *scopes.Scope) any {
+	return g.pol.View(key, g.cfg.SearchURL, sc.List())
+}
+
 // rules returns the policy in force; a guard not built by newGuard (the
 // Supervisor's gate, unit tests) has an empty one, which refuses everything.
 func (g *Guard) rules() *policyfile.Set { return g.pol.Rules() }
@@ -104,13 +111,7 @@ func (g *Guard) policyOf(key string) *policy.Policy { return g.pol.PolicyOf(key)
 // rulesForFrame is the Fetch judge's view: the policy and instructions of
 // the user whose tab holds frameID.
 func (g *Guard) rulesForFrame(frameID string) (*policy.Policy, string) {
-	return g.pol.ForFrame(frameID, g.ownerOfFrame)
-}
-
-// ownerOfFrame returns the key of the user whose context holds frameID (a
-// target, or a frame of a page the guard saw attach): scopes.Owner.
-func (g *Guard) ownerOfFrame(frameID string) (string, bool) {
-	return g.scopes.Owner(frameID)
+	return g.pol.ForFrame(frameID, g.scopes.Owner)
 }
 
 // keyOf returns the user key of an HTTP request (policystate.KeyOf): a
@@ -132,30 +133,17 @@ func (g *Guard) liveUser() policystate.Live {
 // is registered: two first requests of one session naming two groups at
 // once both pass keyOf's check, and then at least one of them sees the
 // other here and is refused, so a session never holds contexts in two
-// groups.
+// groups (users.Registry.AcquireChecked).
 func (g *Guard) acquireUser(ctx context.Context, key string) (*users.User, error) {
-	existed := g.users.Lookup(key) != nil
-	u, err := g.users.Acquire(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	if err := policystate.OtherGroupLive(g.rules(), key, g.liveUser()); err != nil {
-		g.users.Release(u)
-		if !existed {
-			// The context this call just made: dispose it unless another
-			// connection holds it (ErrInUse), so two refused racers do not
-			// lock the session out until it idles.
-			_ = g.users.DisposeNow(ctx, key)
-		}
-		return nil, err
-	}
-	return u, nil
+	return g.users.AcquireChecked(ctx, key, func() error {
+		return policystate.OtherGroupLive(g.rules(), key, g.liveUser())
+	})
 }
 
 // policyOfTarget returns the policy of the user whose context holds
 // targetID, the default group's for a target nobody owns.
 func (g *Guard) policyOfTarget(targetID string) *policy.Policy {
-	key, _ := g.ownerOfFrame(targetID)
+	key, _ := g.scopes.Owner(targetID)
 	return g.policyOf(key)
 }
 

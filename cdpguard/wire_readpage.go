@@ -3,17 +3,11 @@ package cdpguard
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"strings"
 
-	"github.com/cdpguard/cdpguard/internal/clip"
-	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/grants"
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/readpage"
 	"github.com/cdpguard/cdpguard/internal/relay"
-	"github.com/cdpguard/cdpguard/internal/rules"
-	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
@@ -28,11 +22,11 @@ var ErrReadRefused = readpage.ErrRefused
 type ReadResult = readpage.Result
 
 // newReader wires the reader's page driver (internal/readpage) to the
-// guard: its browser connection, policy, users and hidden worlds. start
-// calls it once the browser connection exists.
+// guard: its browser connection (read at each call: start creates it),
+// policy, users, hidden worlds and endpoint (GET /read).
 func (g *Guard) newReader() *readpage.Reader {
 	return readpage.New(readpage.Deps{
-		Browser:       g.mux,
+		Browser:       muxCaller{g},
 		Policy:        readPolicy{g},
 		Users:         readUsers{g},
 		Pages:         g.pages,
@@ -42,6 +36,8 @@ func (g *Guard) newReader() *readpage.Reader {
 		SearchURL:     g.cfg.SearchURL,
 		LoadTimeout:   g.cfg.ReadLoadTimeout,
 		SettleTimeout: g.cfg.ReadSettleTimeout,
+		Ready:         g.ready.Load,
+		UserKey:       g.ep.json.UserKey,
 	})
 }
 
@@ -61,29 +57,6 @@ func (g *Guard) guardRead(ctx context.Context, st *agentState, cmd relay.Command
 	return g.rd.Command(ctx, cmd, func(targetID string) bool { return g.users.OwnsTarget(st.User, targetID) })
 }
 
-// serveRead answers GET /read?url=...&offset=...&maxChars=... with a
-// ReadResult as JSON, read in the user's reader tab.
-func (g *Guard) serveRead(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		http.Error(w, "cdpguard: use GET for /read", http.StatusMethodNotAllowed)
-		return
-	}
-	if !g.ready.Load() {
-		http.Error(w, "cdpguard: not ready", http.StatusServiceUnavailable)
-		return
-	}
-	p, err := readpage.ParseQuery(r.URL.Query())
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	key, ok := g.userKey(w, r)
-	if !ok {
-		return
-	}
-	g.rd.Serve(r.Context(), w, key, p)
-}
-
 // CheckRead returns the error Read would refuse url with under cfg's
 // policy (wrapping ErrReadRefused, or the policy's or policy file's
 // error), without a browser: `cdpguard read` refuses before it starts one.
@@ -92,52 +65,27 @@ func CheckRead(cfg Config, url string) error {
 	if err != nil {
 		return err
 	}
-	p := rules.Default().Policy
-	if msg := readRefusal(p, nil, url); msg != "" {
+	if msg := readpage.Refusal(rules.Default().Policy, nil, url, nil); msg != "" {
 		return fmt.Errorf("%w: %s", ErrReadRefused, msg)
 	}
 	return nil
 }
 
-// readRefusal returns why url may not be read by the user of key (their
-// group's policy) in the session sc (nil: no grants), naming the host and
-// the reachable origins, or "".
-func (g *Guard) readRefusal(key string, sc *scopes.Scope, url string) string {
-	p := g.policyOf(key)
-	if msg := readRefusal(p, sc.Grants(), url); msg != "" {
-		return msg
-	}
-	if d := g.refuseSelf(p.Decide(url), url); !d.Allowed && d.Reason == fetchdomain.ReasonSelf {
-		return fmt.Sprintf("%s (%s); nothing was sent to it", d.Reason, clip.String(url))
-	}
-	return ""
-}
-
-func readRefusal(p *policy.Policy, granted *grants.Set, url string) string {
-	if msg := rules.URLRefusal("read", url); msg != "" {
-		return strings.TrimPrefix(msg, "cdpguard: ")
-	}
-	if d := granted.Decide(p.Decide(url)); !d.Allowed {
-		origins := "none (the allowlist is empty)"
-		if o := p.Origins(); len(o) > 0 {
-			origins = strings.Join(o, ", ")
-		}
-		return fmt.Sprintf("%s (%s); nothing was sent to it. Reachable origins: %s", d.Reason, clip.String(url), origins)
-	}
-	return ""
-}
-
 // readPolicy is readpage.Policy: the user's group policy and session
-// grants.
+// grants, and the guard's own addresses.
 type readPolicy struct{ g *Guard }
 
-func (p readPolicy) UserRefusal(key, url string) string {
-	return p.g.readRefusal(key, p.g.scopes.OfUser(p.g.users.Lookup(key)), url)
+func (p readPolicy) OfUser(key string) (*policy.Policy, *grants.Set) {
+	return p.g.policyOf(key), p.g.scopes.OfUser(p.g.users.Lookup(key)).Grants()
 }
 
-func (p readPolicy) PageRefusal(targetID, url string) string {
+func (p readPolicy) OfPage(targetID string) (*policy.Policy, *grants.Set) {
 	sc := p.g.scopes.OfTarget(targetID)
-	return p.g.readRefusal(sc.Key(), sc, url)
+	return p.g.policyOf(sc.Key()), sc.Grants()
+}
+
+func (p readPolicy) Self(d policy.Decision, url string) policy.Decision {
+	return p.g.refuseSelf(d, url)
 }
 
 // readUsers is readpage.Users: the users registry and the tab cap.

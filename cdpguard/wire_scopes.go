@@ -1,14 +1,17 @@
 package cdpguard
 
 import (
+	"context"
+
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
-// newScopes wires users' grant scopes and proxy listeners
-// (internal/scopes) to the users registry, the browser, the egress proxy
-// (once started), the policy in force and the guard's goroutines.
+// newScopes wires users' grant scopes, proxy listeners and browser
+// contexts (internal/scopes) to the users registry, the browser, the
+// egress proxy (once started), the policy in force, the download
+// directories and the guard's goroutines.
 func (g *Guard) newScopes() *scopes.Table {
 	return scopes.New(scopes.Deps{
 		Users:   g.users,
@@ -24,8 +27,22 @@ func (g *Guard) newScopes() *scopes.Table {
 		Policy:     g.policyOf,
 		AllowAddrs: g.allowAddrsOf,
 		Granted:    g.metrics.GrantsMade.Inc,
+		Downloads:  g.files.Defaults,
 		Log:        g.log,
 	})
+}
+
+// userContexts is the users registry's Contexts: the scopes table makes
+// and disposes them (with the session's listener), and is built after the
+// registry, which it needs.
+type userContexts struct{ g *Guard }
+
+func (c userContexts) Create(ctx context.Context, key string) (string, error) {
+	return c.g.scopes.Create(ctx, key)
+}
+
+func (c userContexts) Dispose(ctx context.Context, id string) error {
+	return c.g.scopes.Dispose(ctx, id)
 }
 
 // goOwned runs f on a goroutine Close waits for, unless the guard is

@@ -32,10 +32,10 @@ type Agent struct {
 
 // Spec names one agent connection: who it is for and what it is.
 type Spec struct {
-	Name     string // for logs: the remote address, or "mcp"
-	Key      string // the user key (session header value)
-	TargetID string // for /devtools/page/<id>; empty for browser connections
-	User     *users.User
+	Name     string      // for logs: the remote address, or "mcp"
+	Key      string      // the user key (session header value)
+	TargetID string      // for /devtools/page/<id>; empty for browser connections
+	User     *users.User // the user Entry.Admit holds
 }
 
 // Deps are what admitting an agent takes from the guard.
@@ -54,6 +54,23 @@ type Deps struct {
 	// OnDrop is told of an agent that is gone.
 	OnDrop func(a *relay.Agent)
 	Log    *slog.Logger
+
+	// What Enter, Admit and Serve take (entry.go):
+	// Ready reports whether the guard serves agents.
+	Ready func() bool
+	// Enter registers an agent Close waits for, false once Close began;
+	// Exit ends that registration.
+	Enter func() bool
+	Exit  func()
+	// Ctx ends when the guard closes: every agent is served under it.
+	Ctx context.Context
+	// Mux is the browser connection, read at each admission: it exists
+	// once the guard started.
+	Mux func() *relay.Mux
+	// Acquire holds the user of key (making their browser context on
+	// first use); Release lets go of it.
+	Acquire func(ctx context.Context, key string) (*users.User, error)
+	Release func(*users.User)
 }
 
 // Set is the guard's agent connections and the users' fairness shares.
@@ -69,9 +86,9 @@ func New(deps Deps) *Set {
 	return &Set{deps: deps, m: map[*relay.Agent]*Agent{}, shares: newShares()}
 }
 
-// Admit relays conn on mux as one agent of s.User. The caller runs
-// a.Serve and then calls Drop.
-func (set *Set) Admit(ctx context.Context, mux *relay.Mux, conn relay.AgentConn, s Spec) (*relay.Agent, error) {
+// admit relays conn on mux as one agent of s.User. The caller runs
+// a.Serve and then calls Drop (Entry.Serve).
+func (set *Set) admit(ctx context.Context, mux *relay.Mux, conn relay.AgentConn, s Spec) (*relay.Agent, error) {
 	share, unshare := set.shares.Acquire(s.Key)
 	st := &Agent{User: s.User, Iso: isolation.NewConn(s.User), unshare: unshare}
 	m := set.deps.Metrics()

@@ -3,6 +3,7 @@ package controls
 import (
 	"testing"
 
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/pages"
 )
 
@@ -57,7 +58,8 @@ func TestRecoveryKeepsTaint(t *testing.T) {
 	if !p.recover.tainted[4] {
 		t.Fatal("the forgotten tainted context is not remembered for recovery")
 	}
-	c.FrameNavigated("S", "T", "http://a.test/")
+	// The navigation as the bus delivers it (Page.frameNavigated).
+	c.OnEvent(&cdpmsg.Envelope{Method: "Page.frameNavigated", SessionID: "S", Params: []byte(`{"frame":{"id":"T","url":"http://a.test/"}}`)})
 	if p.recover.tainted != nil {
 		t.Error("a new document kept the old document's taint memory")
 	}

@@ -316,6 +316,16 @@ func (c *Controls) OnEvent(e *cdpmsg.Envelope) {
 		c.contextGone(e.SessionID, func(int64, string) bool { return true })
 	case "Runtime.bindingCalled":
 		c.bindingCalled(e.SessionID, e.Params)
+	case "Page.frameNavigated":
+		var p struct {
+			Frame struct {
+				ID  string `json:"id"`
+				URL string `json:"url"`
+			} `json:"frame"`
+		}
+		if jsonv2.Unmarshal(e.Params, &p) == nil && p.Frame.ID != "" {
+			c.FrameNavigated(e.SessionID, p.Frame.ID, p.Frame.URL)
+		}
 	}
 }
 

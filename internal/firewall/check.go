@@ -186,3 +186,15 @@ func (r Rule) RefusesOnItsOwn() bool {
 	}
 	return true
 }
+
+// RefusalLabel returns the label a refused command counts under (the
+// refusal metric): its row's name when that row refuses on its own, else
+// "isolation" (per-user isolation; the rows that never refuse). Labels
+// come from the table only, so the metric's cardinality stays bounded.
+func RefusalLabel(method string, browser bool) string {
+	rule, name := Lookup(method, browser)
+	if name == "" || !rule.RefusesOnItsOwn() {
+		return "isolation"
+	}
+	return name
+}

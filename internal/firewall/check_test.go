@@ -42,3 +42,23 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestRefusalLabel: a refusal counts under its row's name only when that
+// row refuses on its own; otherwise, and for methods without a row, under
+// "isolation".
+func TestRefusalLabel(t *testing.T) {
+	for _, c := range []struct {
+		method  string
+		browser bool
+		want    string
+	}{
+		{"Target.openDevTools", false, "Target.openDevTools"},
+		{"Fetch.disable", true, "Fetch.*"},
+		{"Page.enable", false, "isolation"},
+		{"Target.attachToTarget", true, "isolation"},
+	} {
+		if got := RefusalLabel(c.method, c.browser); got != c.want {
+			t.Errorf("RefusalLabel(%s, %v) = %q, want %q", c.method, c.browser, got, c.want)
+		}
+	}
+}

@@ -3,7 +3,7 @@
 // content, the guard's own session on each page, and the page that holds
 // each subframe. It is fed once, on the browser connection's read loop, from
 // the target events (Target.attachedToTarget, targetCreated,
-// targetInfoChanged, targetDestroyed: cdpguard/session.go) and the frame
+// targetInfoChanged, targetDestroyed: internal/targets) and the frame
 // events on the guard's page sessions (Page.frameAttached,
 // Page.frameDetached: OnEvent, declared on the event bus in
 // cdpguard/events.go). The users registry (context → user), the grant

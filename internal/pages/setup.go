@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// The guard's setup of each target it auto-attached (cdpguard/session.go):
+// The guard's setup of each target it auto-attached (internal/targets):
 // nothing may use a new tab before the guard's interception and scripts
 // are in place, so whoever opens one (the reader's tab, the start-up over
 // the pages already open) waits for its setup's end.

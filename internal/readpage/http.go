@@ -33,6 +33,30 @@ func ParseQuery(q url.Values) (Params, error) {
 	return p, nil
 }
 
+// ServeHTTP answers GET /read?url=...&offset=...&maxChars=... with a
+// Result as JSON, read in the reader tab of the request's user
+// (Deps.UserKey); 503 while the guard is not ready (Deps.Ready).
+func (r *Reader) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodGet {
+		http.Error(w, "cdpguard: use GET for /read", http.StatusMethodNotAllowed)
+		return
+	}
+	if !r.d.Ready() {
+		http.Error(w, "cdpguard: not ready", http.StatusServiceUnavailable)
+		return
+	}
+	p, err := ParseQuery(req.URL.Query())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	key, ok := r.d.UserKey(w, req)
+	if !ok {
+		return
+	}
+	r.Serve(req.Context(), w, key, p)
+}
+
 // Serve answers GET /read for the user of key with p read in the user's
 // reader tab (Read), as JSON: 403 for a URL the policy blocks, naming the
 // host and the reachable origins, 502 for a read that failed. ctx is the

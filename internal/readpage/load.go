@@ -41,7 +41,7 @@ func (r *Reader) readTarget(ctx context.Context, targetID string, p Params) (Res
 	var notes []string
 	loaded := true
 	if p.URL != "" {
-		if msg := r.d.Policy.PageRefusal(targetID, p.URL); msg != "" {
+		if msg := r.pageRefusal(targetID, p.URL); msg != "" {
 			return Result{}, fmt.Errorf("%w: %s", ErrRefused, msg)
 		}
 		var err error

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -65,15 +66,6 @@ type Caller interface {
 	Call(ctx context.Context, sessionID, method string, params any) (jsonv2.Value, error)
 }
 
-// Policy says which URLs may be read. Each returns why url may not be read
-// (naming the host and the reachable origins), or "".
-type Policy interface {
-	// UserRefusal is for a read in the reader tab of the user of key.
-	UserRefusal(key, url string) string
-	// PageRefusal is for a read in page targetID, by whoever owns it.
-	PageRefusal(targetID, url string) string
-}
-
 // Users holds the users reads run for.
 type Users interface {
 	// Hold acquires the user of key (making their browser context on first
@@ -115,6 +107,11 @@ type Deps struct {
 	AwaitSetup func(ctx context.Context, targetID string) error
 	// SearchURL marks pages under it as search results (--search-url).
 	SearchURL string
+	// Ready reports whether the guard serves (GET /read answers 503
+	// until it does); UserKey returns the user of a request, or answers it
+	// and reports false (devtoolsjson.Handler.UserKey).
+	Ready   func() bool
+	UserKey func(w http.ResponseWriter, r *http.Request) (string, bool)
 	// LoadTimeout bounds the load of a page read with a url (0: the
 	// default); SettleTimeout the wait for it to settle (0: the default,
 	// negative: no wait).
@@ -227,7 +224,7 @@ func (r *Reader) Read(ctx context.Context, user, url string, offset, maxChars in
 	if url == "" {
 		return Result{}, errors.New("read: a url is needed")
 	}
-	if msg := r.d.Policy.UserRefusal(user, url); msg != "" {
+	if msg := r.userRefusal(user, url); msg != "" {
 		return Result{}, fmt.Errorf("%w: %s", ErrRefused, msg)
 	}
 	u, release, err := r.d.Users.Hold(ctx, user)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +15,9 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/grants"
 	"github.com/cdpguard/cdpguard/internal/pages"
+	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/js"
 )
@@ -116,23 +119,40 @@ func (b *browser) count(method string) int {
 	return n
 }
 
-// policy refuses URLs with "evil" in them; users own targets whose id is
-// not "X…", and carry at most caps tabs.
-type policy struct{}
-
-func (policy) UserRefusal(key, u string) string {
-	if strings.Contains(u, "evil") {
-		return "host evil.test is not allowed for " + key
-	}
-	return ""
+// fakePolicy allows every host but evil.test, and records whose policy
+// was asked for ("user <key>", "page <target>"); users own targets whose
+// id is not "X…", and carry at most caps tabs.
+type fakePolicy struct {
+	mu    sync.Mutex
+	asked []string
 }
 
-func (policy) PageRefusal(target, u string) string {
-	if strings.Contains(u, "evil") {
-		return "host evil.test is not allowed in " + target
+var everyHostButEvil = func() *policy.Policy {
+	p, err := policy.Parse([]string{"*"}, []string{"evil.test"})
+	if err != nil {
+		panic(err)
 	}
-	return ""
+	return p
+}()
+
+func (p *fakePolicy) ask(who string) (*policy.Policy, *grants.Set) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.asked = append(p.asked, who)
+	return everyHostButEvil, nil
 }
+
+func (p *fakePolicy) last() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.asked[len(p.asked)-1]
+}
+
+func (p *fakePolicy) OfUser(key string) (*policy.Policy, *grants.Set) { return p.ask("user " + key) }
+func (p *fakePolicy) OfPage(target string) (*policy.Policy, *grants.Set) {
+	return p.ask("page " + target)
+}
+func (p *fakePolicy) Self(d policy.Decision, _ string) policy.Decision { return d }
 
 type users struct {
 	full   bool
@@ -164,12 +184,13 @@ type fixture struct {
 	us     *users
 	pg     *pages.Registry
 	r      *Reader
+	pol    *fakePolicy
 	worlds []string
 }
 
 func newFixture(t *testing.T, d Deps) *fixture {
-	f := &fixture{b: newBrowser(t), us: &users{}, pg: pages.New()}
-	d.Browser, d.Policy, d.Users, d.Pages, d.World = f.b, policy{}, f.us, f.pg, "reader-world"
+	f := &fixture{b: newBrowser(t), us: &users{}, pg: pages.New(), pol: &fakePolicy{}}
+	d.Browser, d.Policy, d.Users, d.Pages, d.World = f.b, f.pol, f.us, f.pg, "reader-world"
 	d.WorldMade = func(frame string, id int64) { f.worlds = append(f.worlds, fmt.Sprintf("%s/%d", frame, id)) }
 	d.AwaitSetup = func(_ context.Context, target string) error {
 		f.pg.Attached(target, "S-"+target) // the guard's setup attached to it
@@ -213,7 +234,10 @@ func TestCommand(t *testing.T) {
 	refused(command(t, "S-T9", false, map[string]any{}), "pages of this user", "T9")
 	refused(command(t, "S-W1", false, map[string]any{}), "service_worker")
 	refused(command(t, "S-T2", false, map[string]any{}), "no session on page T2")
-	refused(command(t, "S-T1", false, map[string]any{"url": "https://evil.test/"}), "read refused", "evil.test is not allowed in T1")
+	refused(command(t, "S-T1", false, map[string]any{"url": "https://evil.test/"}), "read refused", "evil.test", "nothing was sent to it")
+	if who := f.pol.last(); who != "page T1" {
+		t.Errorf("a read on page T1 was judged by the policy of %q", who)
+	}
 	refused(command(t, "S-T1", false, map[string]any{"offset": -1}), "must not be negative")
 	refused(command(t, "S-T1", false, map[string]any{"url": "https://unreachable.test/"}), "ERR_NAME_NOT_RESOLVED")
 	if n := f.b.count("Page.navigate"); n != 1 {
@@ -255,8 +279,8 @@ func TestRead(t *testing.T) {
 	if _, err := f.r.Read(ctx, "alice", "", 0, 0); err == nil {
 		t.Error("a read without a url must fail")
 	}
-	if _, err := f.r.Read(ctx, "alice", "https://evil.test/", 0, 0); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "for alice") {
-		t.Errorf("refused url: %v", err)
+	if _, err := f.r.Read(ctx, "alice", "https://evil.test/", 0, 0); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "evil.test") || f.pol.last() != "user alice" {
+		t.Errorf("refused url: %v (judged for %q)", err, f.pol.last())
 	}
 	if len(f.b.calls) != 0 || f.us.held != 0 {
 		t.Errorf("a refused read reached the browser or the users: %v, %d holds", f.b.calls, f.us.held)
@@ -376,5 +400,52 @@ func TestServe(t *testing.T) {
 	var res Result
 	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json; charset=UTF-8" || jsonv2.Unmarshal(w.Body.Bytes(), &res) != nil || res.URL != "https://a.test/" {
 		t.Errorf("read: %d %s", w.Code, w.Body)
+	}
+}
+
+// TestServeHTTP: GET /read is refused before any read while the guard is
+// not ready, for other methods, a bad query or a request without a user;
+// a good one reads in the request's user's tab.
+func TestServeHTTP(t *testing.T) {
+	ready := false
+	f := newFixture(t, Deps{
+		Ready: func() bool { return ready },
+		UserKey: func(w http.ResponseWriter, r *http.Request) (string, bool) {
+			if r.Header.Get("User") == "" {
+				http.Error(w, "no user", http.StatusForbidden)
+				return "", false
+			}
+			return r.Header.Get("User"), true
+		},
+	})
+	get := func(method, target, user string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, target, nil)
+		if user != "" {
+			r.Header.Set("User", user)
+		}
+		w := httptest.NewRecorder()
+		f.r.ServeHTTP(w, r)
+		return w
+	}
+	if w := get("GET", "/read?url=https://a.test/", "alice"); w.Code != http.StatusServiceUnavailable {
+		t.Errorf("not ready: %d %s", w.Code, w.Body)
+	}
+	ready = true
+	for _, c := range []struct {
+		method, target, user string
+		code                 int
+	}{
+		{"POST", "/read?url=https://a.test/", "alice", http.StatusMethodNotAllowed},
+		{"GET", "/read", "alice", http.StatusBadRequest},
+		{"GET", "/read?url=https://a.test/", "", http.StatusForbidden},
+		{"GET", "/read?url=https://evil.test/", "alice", http.StatusForbidden},
+		{"GET", "/read?url=https://a.test/", "alice", http.StatusOK},
+	} {
+		if w := get(c.method, c.target, c.user); w.Code != c.code {
+			t.Errorf("%s %s (%q): %d %s, want %d", c.method, c.target, c.user, w.Code, w.Body, c.code)
+		}
+	}
+	if f.us.held != 1 || !slices.Contains(f.pol.asked, "user alice") {
+		t.Errorf("%d reads held a user, judged for %q; want 1, for alice", f.us.held, f.pol.asked)
 	}
 }

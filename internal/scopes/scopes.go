@@ -2,7 +2,8 @@
 // the loopback egress proxy listener that user's browser contexts are
 // pointed at, so the proxy judges their connections with these grants and
 // nobody else's, and finds the scope of a target or frame for the guard's
-// judges. Grants live as long as the guard (a relaunched browser gets a new
+// judges. It makes and disposes the users' browser contexts
+// (users.Contexts), so no context exists without its session's listener. Grants live as long as the guard (a relaunched browser gets a new
 // guard, so they end with it) and are never written to disk.
 //
 // It is apart from internal/grants, which stays a pure overlay on the
@@ -81,7 +82,10 @@ type Deps struct {
 	// group (egress.Scope.AllowAddrs).
 	AllowAddrs func(key string) func(netip.Addr) bool
 	Granted    func() // counts a host granted; may be nil
-	Log        *slog.Logger
+	// Downloads returns the Browser.setDownloadBehavior params of a
+	// user's new context (internal/files.Dirs.Defaults; contexts.go).
+	Downloads func(key, contextID string) (map[string]any, error)
+	Log       *slog.Logger
 }
 
 // Scope is one session's grants and, for a user, its proxy listener. A nil
@@ -333,10 +337,7 @@ func (t *Table) LearnDefaultContext(ctx context.Context) {
 // exists; Close it if it never does.
 func (t *Table) Open(key string) (*Scope, error) {
 	sc := &Scope{key: key}
-	var p Proxy
-	if t.d.Proxy != nil {
-		p = t.d.Proxy()
-	}
+	p := t.proxy()
 	if p == nil {
 		return sc, nil
 	}

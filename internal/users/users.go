@@ -88,6 +88,28 @@ func New(ctxs Contexts, targets Targets, idle time.Duration, log *slog.Logger) *
 	}
 }
 
+// AcquireChecked is Acquire followed by check once the user is
+// registered (a rule two first requests racing for one key both passed
+// before: the policy groups, policystate.OtherGroupLive). On a refusal the
+// user is released and, when this call made the user's context, that
+// context is disposed unless another connection holds it (ErrInUse), so
+// two refused racers do not lock the user out until it idles.
+func (r *Registry) AcquireChecked(ctx context.Context, key string, check func() error) (*User, error) {
+	existed := r.Lookup(key) != nil
+	u, err := r.Acquire(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(); err != nil {
+		r.Release(u)
+		if !existed {
+			_ = r.DisposeNow(ctx, key)
+		}
+		return nil, err
+	}
+	return u, nil
+}
+
 // Acquire returns the user for key, creating the user's primary context on
 // first use, and counts one more connection. Every Acquire needs a Release.
 func (r *Registry) Acquire(ctx context.Context, key string) (*User, error) {

@@ -24,7 +24,7 @@ type Deps struct {
 	// Note is told the context ids an agent's command names before they
 	// are checked, and returns what ends the note (nil for nothing): the
 	// controls taint a context of theirs created while a command naming
-	// its id is in flight (cdpguard/controls_taint.go).
+	// its id is in flight (internal/controls/taint.go).
 	Note func(a *relay.Agent, sessionID string, ids []int64) (done func())
 	// Pass is called as Command lets through a command naming ids, with
 	// the session's target when Command looked it up ("" when not) and

@@ -1,4 +1,4 @@
-package cdpguard
+package targets
 
 import (
 	"testing"
@@ -11,21 +11,24 @@ import (
 // an agent's own browser session (browser-type attachments are renamed
 // by internal/isolation: TestBrowserTargetEvents).
 func TestBrowserTarget(t *testing.T) {
-	g := &Guard{}
+	r := New(Deps{})
 	cmd := relay.Command{Method: "Target.attachToTarget", Params: []byte(`{"targetId":"B1","flatten":true}`)}
-	if _, done := g.attachBrowserTarget(cmd, firewall.AttachTarget); done {
+	if _, done := r.AttachBrowser(cmd, firewall.AttachTarget); done {
 		t.Fatal("rewrote an attach before the browser's id is known")
 	}
 	id := "B1"
-	g.about.target.Store(&id)
-	v, done := g.attachBrowserTarget(cmd, firewall.AttachTarget)
+	r.browser.Store(&id)
+	v, done := r.AttachBrowser(cmd, firewall.AttachTarget)
 	if !done || v.Method != "Target.attachToBrowserTarget" || string(v.Params) != "{}" {
 		t.Fatalf("attach to the browser target: %+v %v", v, done)
 	}
-	if _, done := g.attachBrowserTarget(relay.Command{Method: "Target.attachToTarget", Params: []byte(`{"targetId":"P1"}`)}, firewall.AttachTarget); done {
+	if _, done := r.AttachBrowser(relay.Command{Method: "Target.attachToTarget", Params: []byte(`{"targetId":"P1"}`)}, firewall.AttachTarget); done {
 		t.Fatal("rewrote an attach to a page")
 	}
-	if !g.isBrowserTarget("B1") || g.isBrowserTarget("other-host") {
-		t.Fatal("isBrowserTarget")
+	if _, done := r.AttachBrowser(relay.Command{Method: "Target.attachToTarget"}, firewall.AttachTarget); done {
+		t.Fatal("rewrote an attach naming no target")
+	}
+	if r.BrowserTarget() != "B1" {
+		t.Fatal("BrowserTarget")
 	}
 }

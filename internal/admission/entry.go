@@ -1,0 +1,106 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/users"
+)
+
+// The refusals of an agent before anything is made for it.
+var (
+	ErrNotReady = errors.New("not ready")     // the guard does not serve yet (or any more)
+	ErrClosing  = errors.New("shutting down") // Close began
+)
+
+// Refused is an admission a rule refused (the connection's target is not
+// its user's, or not web content); Msg is the whole refusal. A WebSocket
+// is closed with the policy code for it.
+type Refused struct{ Msg string }
+
+func (r *Refused) Error() string { return r.Msg }
+
+// admitBound bounds holding the user and admitting the agent: a first
+// connection makes the user's browser context.
+const admitBound = 10 * time.Second
+
+// Entry is one agent connection on its way in, whatever its kind (a
+// WebSocket, the MCP tools' pipe): entered, so Close waits for it, then
+// admitted with its user held, then served. Every kind takes this one
+// path, so none skips a check or leaks a user or a share.
+type Entry struct {
+	set   *Set
+	ended bool
+	a     *relay.Agent
+	u     *users.User
+	s     Spec
+}
+
+// Enter starts admitting one agent: ErrNotReady before the guard serves,
+// ErrClosing once Close began (Deps.Enter). The entry ends with Serve, or
+// with End when it is never served.
+func (set *Set) Enter() (*Entry, error) {
+	if !set.deps.Ready() {
+		return nil, ErrNotReady
+	}
+	if !set.deps.Enter() {
+		return nil, ErrClosing
+	}
+	return &Entry{set: set}, nil
+}
+
+// Admit holds the user of s.Key and relays conn as one agent of theirs
+// (within admitBound of ctx). check, when not nil, returns why the user
+// may not have this connection (a *Refused), or "". On an error nothing
+// stays held.
+func (e *Entry) Admit(ctx context.Context, conn relay.AgentConn, s Spec, check func(*users.User) string) error {
+	ctx, cancel := context.WithTimeout(ctx, admitBound)
+	defer cancel()
+	u, err := e.set.deps.Acquire(ctx, s.Key)
+	if err != nil {
+		return err
+	}
+	if check != nil {
+		if msg := check(u); msg != "" {
+			e.set.deps.Release(u)
+			return &Refused{Msg: msg}
+		}
+	}
+	s.User = u
+	a, err := e.set.admit(ctx, e.set.deps.Mux(), conn, s)
+	if err != nil {
+		e.set.deps.Release(u)
+		return err
+	}
+	e.a, e.u, e.s = a, u, s
+	return nil
+}
+
+// Agent is the admitted agent; nil before Admit.
+func (e *Entry) Agent() *relay.Agent { return e.a }
+
+// Serve relays the admitted agent until its connection ends or the guard
+// closes it, then forgets it, releases its user and ends the entry. clean
+// turns the connection's ordinary end into nil.
+func (e *Entry) Serve(clean func(error) error) error {
+	defer e.End()
+	if e.a == nil {
+		return fmt.Errorf("serve an agent that was not admitted")
+	}
+	err := clean(e.a.Serve(e.set.deps.Ctx))
+	e.set.Drop(e.a)
+	e.set.deps.Release(e.u)
+	e.set.deps.Log.Info("agent disconnected", "remote", e.s.Name, "user", e.s.Key, "err", err)
+	return err
+}
+
+// End ends an entry that is not served; after Serve it does nothing.
+func (e *Entry) End() {
+	if !e.ended {
+		e.ended = true
+		e.set.deps.Exit()
+	}
+}

@@ -1,0 +1,66 @@
+package dialogs
+
+import (
+	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/relay"
+)
+
+// GraceOf turns the configured grace (Config.DialogGrace) into the
+// handler's: zero is DefaultGrace, negative answers at once.
+func GraceOf(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultGrace
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
+// Command applies the firewall table's dialog rows to an agent command,
+// the commands the handler depends on: Page.enable and Page.disable say
+// whether the agent listens for dialogs on a page, and
+// Page.handleJavaScriptDialog is the agent's answer, which must not race
+// the guard's own (exactly one answer per dialog). owner is the agent and
+// name its name for logs; target returns the target of the command's
+// session, asked only as the agent starts listening.
+func (h *Handler) Command(owner any, name string, cmd relay.Command, action firewall.Action, target func() string) relay.Verdict {
+	switch action {
+	case firewall.DialogsListen:
+		// Registered before Chrome enables the domain, so that a dialog
+		// opening in between already waits for this agent.
+		if id := target(); id != "" {
+			h.Listen(owner, cmd.SessionID, id, true)
+		}
+	case firewall.DialogsUnlisten:
+		h.Listen(owner, cmd.SessionID, "", false)
+	case firewall.DialogsAnswer:
+		answered, late := h.Claim(owner, cmd.SessionID)
+		if answered == nil && late == "" {
+			return relay.Verdict{}
+		}
+		return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
+			if answered != nil {
+				answered(len(errRaw) == 0)
+			}
+			if late != "" && len(errRaw) > 0 {
+				h.log.Info("late dialog answer", "agent", name, "why", late)
+				errRaw = cdpmsg.AppendErrorObject(nil, cdpmsg.CodeServerError, late)
+			}
+			return result, errRaw
+		}}
+	case firewall.Detach:
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		if len(cmd.Params) > 0 && jsonv2.Unmarshal(cmd.Params, &p) == nil && p.SessionID != "" {
+			h.Listen(owner, p.SessionID, "", false)
+		}
+	}
+	return relay.Verdict{}
+}

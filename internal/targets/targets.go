@@ -1,0 +1,306 @@
+// Package targets keeps the guard's record of the browser's targets as
+// Chrome reports them on the guard's root session: each target's context,
+// page and web-content marks go to the page registry (internal/pages), a
+// page's arrival and end to the page observers, and every target the
+// auto-attach reached is set up (interception, Page.enable) before it is
+// released. It also knows the browser's own target id. It runs on the
+// relay's read loop and never sends from it: the sends it decides there go
+// through the outbox (internal/outbox) or a setup goroutine the guard owns.
+package targets
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/clip"
+	"github.com/cdpguard/cdpguard/internal/fetchdomain"
+	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/isolation"
+	"github.com/cdpguard/cdpguard/internal/users"
+)
+
+// Browser is the guard's browser connection (relay.Mux): Start writes a
+// command in order and waits for its reply later, Send does not wait.
+type Browser interface {
+	Call(ctx context.Context, sessionID, method string, params any) (jsonv2.Value, error)
+	Start(sessionID, method string, params any) (wait func(context.Context) (jsonv2.Value, error))
+	Send(sessionID, method string, params any) error
+}
+
+// Pages is the page registry (internal/pages) as the record feeds it.
+type Pages interface {
+	Track(targetID, contextID string)
+	MarkPage(targetID string)
+	MarkWeb(targetID, why string)
+	Attached(targetID, sessionID string)
+	Destroyed(targetID string)
+	SetupDone(targetID string)
+	AwaitSetup(ctx context.Context, targetID string) error
+}
+
+// Deps are what the record takes from the guard.
+type Deps struct {
+	Browser Browser
+	Pages   Pages
+	// Ctx ends when the guard closes: setups end with it.
+	Ctx context.Context
+	// Go runs f on a goroutine the guard's Close waits for (a setup).
+	Go func(f func())
+	// Outbox runs f off the read loop, in order (internal/outbox).
+	Outbox func(f func())
+	// AttachMode reports attach mode, where a page already loaded before
+	// the guard came needs page-level interception. Read at each setup:
+	// Attach marks the guard after building it.
+	AttachMode func() bool
+	// PageAttached and PageGone tell the page observers of a page that got
+	// the guard's session, and of its end.
+	PageAttached func(targetID, sessionID string)
+	PageGone     func(targetID string)
+	// OverTabs returns the user of a browser context when that user is
+	// past the tab cap, and the cap; nil when not.
+	OverTabs func(contextID string) (u *users.User, limit int)
+	// Notify tells u's connections that sent Guard.enable.
+	Notify func(u *users.User, method string, params []byte)
+	// Evict ends every agent session on a target with a reason.
+	Evict func(targetID, reason string)
+	// WindowOpened is told of a new page (the controls' quiet window).
+	WindowOpened func()
+	// OwnerKey returns the user key of a target, for logs.
+	OwnerKey func(targetID string) (string, bool)
+	// OnCap counts a cap that closed a target; OnCrash a crashed renderer.
+	OnCap   func(cap string)
+	OnCrash func()
+	Log     *slog.Logger
+}
+
+// Record is the guard's record of the browser's targets.
+type Record struct {
+	d       Deps
+	browser atomic.Pointer[string] // the browser's own target id (browser.go)
+}
+
+// New returns a record fed by the guard's root session's target events.
+func New(d Deps) *Record { return &Record{d: d} }
+
+// Attached keeps the record of a target the root session's auto-attach
+// reached (Target.attachedToTarget): its context, whether it is a page and
+// the guard's session on it (the page registry, before any observer hears
+// of the page), and its setup, which releases it.
+func (r *Record) Attached(e *cdpmsg.Envelope) {
+	if e.SessionID != "" {
+		return // only the root session's auto-attach is the guard's
+	}
+	if e.Attached == nil {
+		r.d.Log.Error("unreadable attachedToTarget")
+		return
+	}
+	a := *e.Attached
+	t := a.TargetInfo
+	if t.Type == "browser" {
+		return // an agent's own browser session
+	}
+	r.d.Pages.Track(t.TargetID, t.BrowserContextID)
+	if t.Type == "page" {
+		// Marked before the tab cap counts the user's tabs, this one included.
+		r.d.Pages.MarkPage(t.TargetID)
+		if r.overCap(t, a.SessionID, a.WaitingForDebugger) { // closed at once, never released
+			r.d.Pages.SetupDone(t.TargetID)
+			return
+		}
+		r.d.Pages.Attached(t.TargetID, a.SessionID)
+		r.d.PageAttached(t.TargetID, a.SessionID)
+	}
+	r.markWeb(t, false)
+	r.d.Go(func() { r.setup(a) })
+}
+
+// Changed keeps the record of a target discovery reported, created (a new
+// window: the controls' quiet window) or changed (a new URL).
+func (r *Record) Changed(e *cdpmsg.Envelope, created bool) {
+	var p struct {
+		TargetInfo cdpmsg.TargetInfo `json:"targetInfo"`
+	}
+	if jsonv2.Unmarshal(e.Params, &p) != nil {
+		return
+	}
+	r.d.Pages.Track(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
+	r.markWeb(p.TargetInfo, !created)
+	if p.TargetInfo.Type == "page" {
+		r.d.Pages.MarkPage(p.TargetInfo.TargetID)
+		if created {
+			r.d.WindowOpened()
+		}
+	}
+}
+
+// Destroyed ends the record of a target: its observers first, then the
+// page registry, which keeps the target's context a while for late events.
+func (r *Record) Destroyed(e *cdpmsg.Envelope) {
+	var p struct {
+		TargetID string `json:"targetId"`
+	}
+	if jsonv2.Unmarshal(e.Params, &p) != nil {
+		return
+	}
+	r.d.PageGone(p.TargetID)
+	r.d.Pages.Destroyed(p.TargetID)
+}
+
+// Crashed closes a tab whose renderer crashed (Target.targetCrashed): a
+// crashed tab serves nobody, and closing it tells the agents attached to
+// it (Target.detachedFromTarget, Target.targetDestroyed) instead of leaving
+// them waiting. The rest of the browser keeps running.
+func (r *Record) Crashed(e *cdpmsg.Envelope) {
+	var p struct {
+		TargetID  string `json:"targetId"`
+		Status    string `json:"status"`
+		ErrorCode int    `json:"errorCode"`
+	}
+	if err := jsonv2.Unmarshal(e.Params, &p); err != nil || p.TargetID == "" {
+		r.d.Log.Error("unreadable Target.targetCrashed", "err", err)
+		return
+	}
+	r.d.OnCrash()
+	user, _ := r.d.OwnerKey(p.TargetID)
+	r.d.Log.Warn("renderer crashed; closing the tab", "target", p.TargetID, "user", user, "status", p.Status, "errorCode", p.ErrorCode)
+	r.d.Outbox(func() { _ = r.d.Browser.Send("", "Target.closeTarget", map[string]any{"targetId": p.TargetID}) })
+}
+
+// markWeb records whether a target is web content (firewall.NotWeb). When
+// a target an agent holds a session on turns into something else (a tab
+// navigated to chrome://settings by a page's own link, say), changed is
+// true and every agent session on it is ended with the reason.
+func (r *Record) markWeb(t cdpmsg.TargetInfo, changed bool) {
+	if t.Type == "browser" {
+		return
+	}
+	why := firewall.NotWeb(t.Type, t.URL)
+	r.d.Pages.MarkWeb(t.TargetID, why)
+	r.d.Log.Debug("target", "id", t.TargetID, "type", t.Type, "url", clip.String(t.URL), "context", t.BrowserContextID, "notWeb", why)
+	if why == "" || !changed {
+		return
+	}
+	reason := cdpmsg.Refusal("", fmt.Sprintf("target %s is no longer web content (%s %s): %s", t.TargetID, why, clip.String(t.URL), firewall.WhyNotWeb))
+	id := t.TargetID
+	r.d.Outbox(func() { r.d.Evict(id, reason) })
+}
+
+// overCap closes a page that took its user past the tab cap (a popup, or
+// creates that raced past the command check), tells the user's connections
+// that sent Guard.enable (Guard.targetRefused), logs and counts it. session
+// is the guard's session to it, waiting whether it is held there. It
+// reports whether the page was closed.
+func (r *Record) overCap(t cdpmsg.TargetInfo, session string, waiting bool) bool {
+	u, limit := r.d.OverTabs(t.BrowserContextID)
+	if u == nil {
+		return false
+	}
+	err := &isolation.CapError{Cap: isolation.CapTabs, Limit: limit, Flag: "--max-tabs-per-user"}
+	r.d.OnCap(isolation.CapTabs)
+	r.d.Log.Warn("tab over the per-user cap closed", "user", u.Key, "target", t.TargetID, "opener", t.OpenerID, "cap", limit)
+	id := t.TargetID
+	r.d.Outbox(func() {
+		_ = r.d.Browser.Send("", "Target.closeTarget", map[string]any{"targetId": id})
+		if session != "" && waiting {
+			// A popup can share its opener's renderer: held, it would
+			// hold the opener too, and the close waits on it.
+			_ = r.d.Browser.Send(session, "Runtime.runIfWaitingForDebugger", nil)
+		}
+	})
+	params, jerr := jsonv2.Marshal(map[string]string{
+		"targetId": t.TargetID, "openerId": t.OpenerID, "url": t.URL,
+		"reason": "cdpguard: closed at once: " + err.Error(),
+	})
+	if jerr == nil {
+		r.d.Notify(u, "Guard.targetRefused", params)
+	}
+	return true
+}
+
+// setup prepares a target the guard auto-attached and then releases it.
+// Commands are written before the release, in order on this goroutine
+// (Mux.Start), and awaited after it, because a waiting worker answers only
+// once released. Written before, not merely sent from another goroutine:
+// Chrome runs the controls script on a new document and reports
+// Page.frameNavigated only once Page.enable is in effect, and a
+// Page.enable that reached the renderer after the first document committed
+// left the explanation page with no Allow button
+// (docs/decisions/2026-12-02-allow-button.md). A page whose setup fails is
+// closed: nothing runs unguarded.
+func (r *Record) setup(a cdpmsg.Attached) {
+	t := a.TargetInfo
+	defer r.d.Pages.SetupDone(t.TargetID)
+	ctx, cancel := context.WithTimeout(r.d.Ctx, 10*time.Second)
+	defer cancel()
+	type call struct {
+		method string
+		wait   func(context.Context) (jsonv2.Value, error)
+	}
+	var calls []call
+	start := func(method string, params any) {
+		calls = append(calls, call{method: method, wait: r.d.Browser.Start(a.SessionID, method, params)})
+	}
+	if t.Type == "page" {
+		if r.d.AttachMode() && !a.WaitingForDebugger {
+			// A document loaded before the guard came is not covered by
+			// browser-level interception; page-level interception is.
+			start("Fetch.enable", fetchdomain.EnableParams())
+		}
+		start("Page.enable", nil)
+	}
+	if a.WaitingForDebugger {
+		if err := r.d.Browser.Send(a.SessionID, "Runtime.runIfWaitingForDebugger", nil); err != nil {
+			r.d.Log.Debug("release failed", "target", t.TargetID, "err", err)
+		}
+	}
+	for _, c := range calls {
+		if _, err := c.wait(ctx); err != nil {
+			if r.d.Ctx.Err() != nil {
+				return
+			}
+			r.d.Log.Error("guard setup failed; closing the target", "target", t.TargetID, "type", t.Type, "step", c.method, "err", err)
+			_ = r.d.Browser.Send("", "Target.closeTarget", map[string]any{"targetId": t.TargetID})
+			return
+		}
+	}
+}
+
+// List lists the browser's targets (Target.getTargets).
+func (r *Record) List(ctx context.Context) ([]cdpmsg.TargetInfo, error) {
+	res, err := r.d.Browser.Call(ctx, "", "Target.getTargets", nil)
+	if err != nil {
+		return nil, err
+	}
+	var l struct {
+		TargetInfos []cdpmsg.TargetInfo `json:"targetInfos"`
+	}
+	if err := jsonv2.Unmarshal(res, &l); err != nil {
+		return nil, err
+	}
+	return l.TargetInfos, nil
+}
+
+// AwaitPages waits until the guard's setup of every page open now ended:
+// at start-up, nothing is served before the pages that were there are
+// covered.
+func (r *Record) AwaitPages(ctx context.Context) error {
+	ts, err := r.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		if t.Type != "page" {
+			continue
+		}
+		if err := r.d.Pages.AwaitSetup(ctx, t.TargetID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
