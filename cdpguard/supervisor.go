@@ -43,19 +43,6 @@ type SupervisorOptions struct {
 	Backoff time.Duration
 }
 
-func (o SupervisorOptions) withDefaults() SupervisorOptions {
-	if o.MaxFailures <= 0 {
-		o.MaxFailures = 5
-	}
-	if o.Window <= 0 {
-		o.Window = 5 * time.Minute
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = 500 * time.Millisecond
-	}
-	return o
-}
-
 // ErrGaveUp is wrapped by Supervisor.Err when the browser failed too often.
 var ErrGaveUp = errors.New("cdpguard: the browser failed too often; giving up")
 
@@ -77,7 +64,6 @@ func Supervise(ctx context.Context, cfg Config, opts SupervisorOptions) (*Superv
 	}
 	s := &Supervisor{url: "http://" + ln.Addr().String()}
 	s.metrics = newMetrics(s.current)
-	opts = opts.withDefaults()
 	s.sup = supervise.New(ln, supervise.Options[*supervised]{
 		MaxFailures: opts.MaxFailures, Window: opts.Window, Backoff: opts.Backoff,
 		Launch: func(ctx context.Context, last *supervised) (*supervised, error) {

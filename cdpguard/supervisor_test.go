@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cdpguard/cdpguard/internal/supervise"
 	"github.com/coder/websocket"
 )
 
@@ -83,14 +82,5 @@ func TestSupervisorGivesUp(t *testing.T) {
 	}
 	if _, err := http.Get(s.URL() + "/readyz"); err == nil {
 		t.Error("the endpoint still answers after the supervisor gave up")
-	}
-}
-
-func TestSupervisorBackoff(t *testing.T) {
-	opts := SupervisorOptions{MaxFailures: 1000}.withDefaults()
-	for n, want := range map[int]time.Duration{1: 500 * time.Millisecond, 2: time.Second, 3: 2 * time.Second, 7: 30 * time.Second, 999: 30 * time.Second} {
-		if got := supervise.Backoff(opts.Backoff, n); got != want {
-			t.Errorf("backoff(%d) = %v, want %v", n, got, want)
-		}
 	}
 }

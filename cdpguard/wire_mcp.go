@@ -7,6 +7,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/admission"
 	"github.com/cdpguard/cdpguard/internal/mcpserver"
+	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
@@ -58,31 +59,22 @@ type mcpBackend struct{ g *Guard }
 // same registration for dialogs and blocked-request events.
 func (b mcpBackend) Open(ctx context.Context, key string, p *mcpserver.Pipe) (<-chan struct{}, error) {
 	g := b.g
-	e, err := g.agents.Enter()
+	// The model answers a dialog in its next turn: this agent's dialogs
+	// wait --mcp-dialog-wait for browser_handle_dialog, not --dialog-grace.
+	wait := func(a *relay.Agent) { g.dialogs.SetOwnerGrace(a, mcpserver.DialogWait(g.cfg.MCPDialogWait)) }
+	ended, err := g.agents.Pipe(ctx, p.AgentSide(), admission.Spec{Name: "mcp", Key: key}, wait, func(err error) error {
+		if errors.Is(err, mcpserver.ErrClosed) {
+			return nil
+		}
+		return err
+	})
 	if errors.Is(err, admission.ErrNotReady) {
 		return nil, errors.New("cdpguard: not ready (the browser is starting or restarting); try again shortly")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cdpguard: %w", err)
 	}
-	if err := e.Admit(ctx, p.AgentSide(), admission.Spec{Name: "mcp", Key: key}, nil); err != nil {
-		e.End()
-		return nil, fmt.Errorf("cdpguard: %w", err)
-	}
-	// The model answers a dialog in its next turn: this agent's dialogs
-	// wait --mcp-dialog-wait for browser_handle_dialog, not --dialog-grace.
-	g.dialogs.SetOwnerGrace(e.Agent(), mcpserver.DialogWait(g.cfg.MCPDialogWait))
-	released := make(chan struct{})
-	go func() { // the agent: ends when the pipe closes or the guard closes it; Close waits (Enter)
-		defer close(released)
-		_ = e.Serve(func(err error) error {
-			if errors.Is(err, mcpserver.ErrClosed) {
-				return nil
-			}
-			return err
-		})
-	}()
-	return released, nil
+	return ended, nil
 }
 
 // Dispose disposes the user's context at once (browser_close), or closes

@@ -104,3 +104,29 @@ func (e *Entry) End() {
 		e.set.deps.Exit()
 	}
 }
+
+// Pipe admits an in-process agent of s.Key (the MCP tools' pipe) and
+// serves it from a goroutine of its own, which the guard's Close waits for
+// (Enter): the one path of a WebSocket agent, with the serving started
+// here because nothing else owns it. admitted, when not nil, runs once the
+// agent exists, before anything is relayed; clean is Serve's. The channel
+// returned is closed when the agent has ended.
+func (set *Set) Pipe(ctx context.Context, conn relay.AgentConn, s Spec, admitted func(*relay.Agent), clean func(error) error) (<-chan struct{}, error) {
+	e, err := set.Enter()
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Admit(ctx, conn, s, nil); err != nil {
+		e.End()
+		return nil, err
+	}
+	if admitted != nil {
+		admitted(e.a)
+	}
+	ended := make(chan struct{})
+	go func() { // the agent: ends when the pipe closes or the guard closes it
+		defer close(ended)
+		_ = e.Serve(clean)
+	}()
+	return ended, nil
+}

@@ -76,3 +76,22 @@ func TestAdmitRefusals(t *testing.T) {
 		t.Fatalf("entered %d, exited %d; want 1, 1", r.entered, r.exited)
 	}
 }
+
+// TestPipeRefusals: an in-process agent that is not admitted starts
+// nothing (no goroutine, no admitted callback) and leaves nothing entered
+// or held.
+func TestPipeRefusals(t *testing.T) {
+	admitted := func(*relay.Agent) { t.Error("admitted ran for an agent never admitted") }
+	clean := func(err error) error { return err }
+	r := &entryRig{}
+	if ended, err := r.set().Pipe(context.Background(), nil, Spec{Key: "alice"}, admitted, clean); !errors.Is(err, ErrNotReady) || ended != nil || r.entered != 0 {
+		t.Fatalf("not ready: %v, %d entered", err, r.entered)
+	}
+	r = &entryRig{ready: true, acquireErr: errors.New("too many contexts")}
+	if ended, err := r.set().Pipe(context.Background(), nil, Spec{Key: "alice"}, admitted, clean); err == nil || ended != nil {
+		t.Fatalf("acquire failed: %v", err)
+	}
+	if r.entered != 1 || r.exited != 1 || r.release != 0 {
+		t.Fatalf("entered %d, exited %d, released %d; want 1, 1, 0", r.entered, r.exited, r.release)
+	}
+}

@@ -36,8 +36,8 @@ type Guard interface {
 	Close() error
 }
 
-// Options are what a Supervisor needs. MaxFailures, Window and Backoff
-// have their defaults applied by the caller.
+// Options are what a Supervisor needs. A zero MaxFailures, Window or
+// Backoff means 5, 5 minutes or 500 ms (cdpguard.SupervisorOptions).
 type Options[G Guard] struct {
 	MaxFailures int
 	Window      time.Duration
@@ -83,6 +83,15 @@ func New[T any, G interface {
 	*T
 	Guard
 }](ln net.Listener, opts Options[G]) *Supervisor[T, G] {
+	if opts.MaxFailures <= 0 {
+		opts.MaxFailures = 5
+	}
+	if opts.Window <= 0 {
+		opts.Window = 5 * time.Minute
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = 500 * time.Millisecond
+	}
 	sctx, stop := context.WithCancel(context.Background())
 	s := &Supervisor[T, G]{opts: opts, ln: ln, ctx: sctx, stop: stop, done: make(chan struct{})}
 	s.srv = &http.Server{

@@ -233,3 +233,21 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaults: zero bounds get the documented defaults
+// (cdpguard.SupervisorOptions), and with them the first relaunch waits
+// 500 ms.
+func TestDefaults(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New[fakeGuard](ln, Options[*fakeGuard]{})
+	defer func() { _ = ln.Close(); s.stop() }()
+	if o := s.opts; o.MaxFailures != 5 || o.Window != 5*time.Minute || o.Backoff != 500*time.Millisecond {
+		t.Errorf("defaults %d %v %v, want 5 5m0s 500ms", o.MaxFailures, o.Window, o.Backoff)
+	}
+	if got := Backoff(s.opts.Backoff, 2); got != time.Second {
+		t.Errorf("second relaunch waits %v, want 1s", got)
+	}
+}
