@@ -17,6 +17,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/cdpguard"
 	"github.com/cdpguard/cdpguard/e2e/cdptest"
+	"github.com/cdpguard/cdpguard/internal/browser"
 )
 
 // userHeader keys a user at cdpguard (its default SESSION_HEADER).
@@ -75,7 +76,9 @@ func directFlags(dir string) []string {
 		"--no-first-run", "--no-default-browser-check",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-quic", "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
-		"--disable-features=ServiceWorkerAutoPreload",
+		// The guard's economy flags too (internal/browser): the comparison
+		// is of the guard's cost, not of the omnibox popup's renderer.
+		"--disable-features=ServiceWorkerAutoPreload," + browser.EconomyFeatures,
 		"--host-resolver-rules=MAP *.test 127.0.0.1",
 	}
 	if os.Geteuid() == 0 {

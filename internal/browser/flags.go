@@ -32,9 +32,12 @@ var guardFlags = [...]string{
 // there (docs/decisions/2026-12-02-ci-time.md). They are merged first, so
 // a user's flag (--enable-features=WebUIOmniboxPopup) overrides them;
 // none of them is a security property.
-var economyFlags = [...]string{
-	"--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup,PreloadTopChromeWebUI",
-}
+var economyFlags = [...]string{"--disable-features=" + EconomyFeatures}
+
+// EconomyFeatures are the features the economy flags switch off; the bench
+// switches them off in the Chromium it compares the guard with, so that
+// the ratio is the guard's cost alone.
+const EconomyFeatures = "WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup,PreloadTopChromeWebUI"
 
 // startURL is the browser's first page: Playwright hangs connecting while the
 // first tab is still in an initial navigation, and a blank page loads nothing.
