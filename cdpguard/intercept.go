@@ -36,7 +36,7 @@ func (g *Guard) newRuleStage() *rules.Stage {
 			return g.policyViewFor(u.Key, g.scopes.OfUser(u))
 		},
 		Dialogs: func(ctx context.Context, a *relay.Agent, cmd relay.Command, action firewall.Action) relay.Verdict {
-			return g.dialogs.Command(a, a.Name(), cmd, action, func() string { return g.targets.SessionTarget(ctx, a, cmd.SessionID) })
+			return g.dialogs.Command(ctx, a, a.Name(), cmd, action, func() string { return g.targets.SessionTarget(ctx, a, cmd.SessionID) })
 		},
 		ControlsRefusal: func(kind firewall.ControlsRule, params []byte) string { return g.ctl.Refusal(kind, params) },
 		Targets:         g.users.Targets,

@@ -53,7 +53,10 @@ type Deps struct {
 	Metrics func() *bounds.Metrics
 	// OnDrop is told of an agent that is gone.
 	OnDrop func(a *relay.Agent)
-	Log    *slog.Logger
+	// BeforeDetach runs as an agent goes, before the relay detaches its
+	// sessions (relay.AgentOptions.BeforeDetach).
+	BeforeDetach func(a *relay.Agent)
+	Log          *slog.Logger
 
 	// What Enter, Admit and Serve take (entry.go):
 	// Ready reports whether the guard serves agents.
@@ -98,12 +101,13 @@ func (set *Set) admit(ctx context.Context, mux *relay.Mux, conn relay.AgentConn,
 		FilterEvent: func(a *relay.Agent, e *cdpmsg.Envelope) bool {
 			return set.deps.Filter(st, a, e)
 		},
-		OnActivity: func() { set.touch(st) },
-		Share:      share,
-		Bounds:     set.deps.Bounds(),
-		OnCutOff:   m.OnCutOff(set.deps.Log, s.Name, s.Key),
-		OnThrottle: m.Throttled,
-		OnDropped:  m.Dropped,
+		OnActivity:   func() { set.touch(st) },
+		Share:        share,
+		Bounds:       set.deps.Bounds(),
+		OnCutOff:     m.OnCutOff(set.deps.Log, s.Name, s.Key),
+		OnThrottle:   m.Throttled,
+		OnDropped:    m.Dropped,
+		BeforeDetach: set.deps.BeforeDetach,
 		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
 			return set.deps.Intercept(ctx, a, st, cmd)
 		},

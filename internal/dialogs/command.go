@@ -1,6 +1,7 @@
 package dialogs
 
 import (
+	"context"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
@@ -28,8 +29,11 @@ func GraceOf(d time.Duration) time.Duration {
 // Page.handleJavaScriptDialog is the agent's answer, which must not race
 // the guard's own (exactly one answer per dialog). owner is the agent and
 // name its name for logs; target returns the target of the command's
-// session, asked only as the agent starts listening.
-func (h *Handler) Command(owner any, name string, cmd relay.Command, action firewall.Action, target func() string) relay.Verdict {
+// session, asked only as the agent starts listening. Before an agent stops
+// listening on a page (Page.disable, detach) the page's open dialog is
+// settled first (settle), bounded, on the agent's read goroutine (ctx is
+// the command's).
+func (h *Handler) Command(ctx context.Context, owner any, name string, cmd relay.Command, action firewall.Action, target func() string) relay.Verdict {
 	switch action {
 	case firewall.DialogsListen:
 		// Registered before Chrome enables the domain, so that a dialog
@@ -38,6 +42,7 @@ func (h *Handler) Command(owner any, name string, cmd relay.Command, action fire
 			h.Listen(owner, cmd.SessionID, id, true)
 		}
 	case firewall.DialogsUnlisten:
+		h.settleSession(ctx, owner, cmd.SessionID)
 		h.Listen(owner, cmd.SessionID, "", false)
 	case firewall.DialogsAnswer:
 		answered, late := h.Claim(owner, cmd.SessionID)
@@ -59,6 +64,7 @@ func (h *Handler) Command(owner any, name string, cmd relay.Command, action fire
 			SessionID string `json:"sessionId"`
 		}
 		if len(cmd.Params) > 0 && jsonv2.Unmarshal(cmd.Params, &p) == nil && p.SessionID != "" {
+			h.settleSession(ctx, owner, p.SessionID)
 			h.Listen(owner, p.SessionID, "", false)
 		}
 	}

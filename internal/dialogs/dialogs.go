@@ -58,6 +58,7 @@ type dialog struct {
 	flag  string        // the flag that set grace
 	state state
 	why   string // why the guard answered, when it did
+	gone  bool   // Chrome said it closed (Closed), whoever answered it
 }
 
 // page is the dialog state of one target.
@@ -292,6 +293,7 @@ func (h *Handler) Closed(sessionID string) {
 	if p == nil || p.cur == nil {
 		return
 	}
+	p.cur.gone = true
 	if p.cur.state == open || p.cur.state == claimed {
 		if p.cur.timer != nil {
 			p.cur.timer.Stop()

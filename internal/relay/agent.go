@@ -109,6 +109,11 @@ type AgentOptions struct {
 	// OnDropped, when set, is told of a reply ("reply") or event ("event")
 	// over Bounds.MaxMessage that the agent did not get.
 	OnDropped func(kind string)
+	// BeforeDetach, when set, runs once the agent's connection ended and
+	// before the relay detaches its sessions: a detach Chrome cannot take
+	// at that moment (a page stuck behind a dialog) is made safe first. It
+	// runs on Serve's goroutine and must bound its own wait.
+	BeforeDetach func(a *Agent)
 }
 
 // Agent is one agent connection relayed onto its own browser session.
@@ -229,6 +234,9 @@ func (a *Agent) Serve(ctx context.Context) error {
 	a.closeWith(StatusNormal, "")
 	cancel()
 	wg.Wait()
+	if a.opts.BeforeDetach != nil {
+		a.opts.BeforeDetach(a)
+	}
 	a.cleanup()
 	return err
 }
