@@ -73,7 +73,7 @@ func New(cur func() View) *Metrics {
 		}),
 		BrowserOversize: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdpguard_browser_oversize_total",
-			Help: "Browser messages over the 256 MB limit that the pipe skipped, by what became of them (answer: a CDP error; requestPaused: the request failed; event: dropped).",
+			Help: "Browser messages over the browser-message bound (--browser-message-bytes, 256 MiB by default) that the pipe skipped, by what became of them (answer: a CDP error; requestPaused: the request failed; event: dropped).",
 		}, []string{"kind"}),
 		decisionSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "cdpguard_decision_seconds",
