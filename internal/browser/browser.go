@@ -12,8 +12,9 @@ import (
 	"fmt"
 )
 
-// MaxMessageSize bounds one message read from the browser, on the pipe and on
-// the WebSocket alike. Screenshots and large evaluation results run to tens of
+// MaxMessageSize is the default bound on one message read from the browser
+// (LaunchOptions.MaxMessage and Dial's maxMessage lower it), on the pipe and
+// on the WebSocket alike. Screenshots and large evaluation results run to tens of
 // MB; the bound only keeps a runaway message from exhausting memory. The
 // pipe skips a larger message (oversize.go: an answer becomes a CDP error,
 // a Fetch.requestPaused one the judge fails, another event is dropped); a
