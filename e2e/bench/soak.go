@@ -244,8 +244,12 @@ func soakRun(ctx context.Context, o options, cfg soakConfig) (*soakReport, error
 	}
 	s.ops = s.soakOps(hasRead)
 
-	// Every agent connects and opens its tab before the clock starts, so
-	// the ramp-up is not taken for growth.
+	// Every agent connects, opens its tab and runs each operation once
+	// before the clock starts, so the ramp-up is not taken for growth: the
+	// MCP operation leaves the user an MCP tab (a renderer) that stays with
+	// the user's context, and a short run whose first half came before
+	// most users' first MCP operation read those renderers as a leak
+	// (CI, 2026-12-02: 21 to 32 processes for ten users, bound +10).
 	uctx, stopUsers := context.WithCancel(ctx) // the agents run until stopUsers
 	defer stopUsers()
 	var wg sync.WaitGroup
@@ -253,14 +257,14 @@ func soakRun(ctx context.Context, o options, cfg soakConfig) (*soakReport, error
 	for i := range cfg.users {
 		wg.Go(func() { s.user(uctx, ep, i, ready) })
 	}
-	rampUp := time.After(2 * opTimeout)
+	rampUp := time.After(2*opTimeout + time.Duration(len(s.ops))*loadTimeout/4)
 	for range cfg.users {
 		select {
 		case <-ready:
 		case <-rampUp:
 			stopUsers()
 			_ = waitAgents(&wg)
-			return nil, errors.New("soak: agents did not open their tabs within their bound")
+			return nil, errors.New("soak: agents did not open their tabs and run each operation once within their bound")
 		}
 	}
 	start := time.Now()
@@ -394,9 +398,9 @@ func probeRead(ctx context.Context, ep *endpoint) (bool, string) {
 	return true, ""
 }
 
-// user is one agent: connect, open a tab (then tell ready once), cycle
-// through the operations, reconnect every opsPerConn operations, until ctx
-// ends.
+// user is one agent: connect, open a tab, cycle through the operations
+// (telling ready once after the first full cycle), reconnect every
+// opsPerConn operations, until ctx ends.
 func (s *soak) user(ctx context.Context, ep *endpoint, i int, ready chan<- struct{}) {
 	name := fmt.Sprintf("soak-user-%d", i)
 	for n := i; ctx.Err() == nil; {
@@ -406,11 +410,11 @@ func (s *soak) user(ctx context.Context, ep *endpoint, i int, ready chan<- struc
 			sleepCtx(ctx, s.cfg.think)
 			continue
 		}
-		if ready != nil {
-			ready <- struct{}{}
-			ready = nil
-		}
 		for k := 0; k < s.cfg.opsPerConn && ctx.Err() == nil; k, n = k+1, n+1 {
+			if ready != nil && n-i == len(s.ops) { // one full cycle done
+				ready <- struct{}{}
+				ready = nil
+			}
 			op := s.ops[n%len(s.ops)]
 			octx, cancel := context.WithTimeout(ctx, loadTimeout)
 			err := op.run(octx, p, n, name)
