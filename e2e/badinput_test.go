@@ -86,11 +86,11 @@ func badInputs(foreignSession string) []badFrame {
 	}
 }
 
-// TestFirewallBadInput sends each hostile input on a fresh raw connection
+// timedFirewallBadInput sends each hostile input on a fresh raw connection
 // and checks that it is answered with a CDP error or that connection is
 // closed with a reason, while a second agent keeps answering and the
 // browser is untouched (I5).
-func TestFirewallBadInput(t *testing.T) {
+func timedFirewallBadInput(t *testing.T) {
 	g := userGuard(t, nil)
 	b := cdptest.DialUser(t, g.WebSocketURL(), "bystander", cdptest.Options{})
 	bSession := rawPage(t, b)

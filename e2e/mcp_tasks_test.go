@@ -19,12 +19,12 @@ import (
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
-// TestMCPModelTasks runs what a model does through /mcp (the MCP SDK's
+// timedMCPModelTasks runs what a model does through /mcp (the MCP SDK's
 // streamable-HTTP client with the user header), on one guard with small
 // bounds so that the timeouts cost seconds: dialogs answered, a form
 // filled, a popup followed, a tall page's screenshot bounded, calls that
 // never end bounded, blocked clicks as errors, single-typed schemas.
-func TestMCPModelTasks(t *testing.T) {
+func timedMCPModelTasks(t *testing.T) {
 	const bound, dialogWait = 6 * time.Second, 3 * time.Second
 	h := testhosts.Start(t)
 	g := userGuard(t, func(c *cdpguard.Config) {

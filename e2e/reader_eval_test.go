@@ -25,14 +25,14 @@ const readerEvalPerCorpus = 4
 // urlNoteRE matches the reader's " <url>" link notes.
 var urlNoteRE = regexp.MustCompile(` ?<https?://[^>\s]*>`)
 
-// TestReaderEvalSample scores Guard.read on a small fixed sample of the
+// timedReaderEvalSample scores Guard.read on a small fixed sample of the
 // human-labelled corpora (scripts/reader-corpora.sh DIR, then
 // CDPGUARD_READER_CORPORA=DIR), rendered in real Chromium through the
 // guard, against document.body.innerText of the same rendered pages. It
 // fails when the reader falls under a floor well below the full run's
 // figures or is not clearly above innerText. Held-out pages are never in
 // the sample (readeval.Select refuses them without final).
-func TestReaderEvalSample(t *testing.T) {
+func timedReaderEvalSample(t *testing.T) {
 	dir := os.Getenv("CDPGUARD_READER_CORPORA")
 	if dir == "" {
 		t.Skip("CDPGUARD_READER_CORPORA is not set: run scripts/reader-corpora.sh DIR and set it to DIR")

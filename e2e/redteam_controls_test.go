@@ -13,13 +13,13 @@ import (
 	"github.com/cdpguard/cdpguard/e2e/headed"
 )
 
-// TestRedTeamControls attacks the controls (issue 12) as a hostile agent
+// timedRedTeamControls attacks the controls (issue 12) as a hostile agent
 // and a hostile page, beyond the issue's forgery list, in a headed
 // Chromium the guard is attached to. Each attack aims at its own real
 // listener on a host outside the allowlist; the sweep at the end fails on
 // any request or connection one of them saw. A human's click on the real
 // button (the control) must grant its host, for alice only.
-func TestRedTeamControls(t *testing.T) {
+func timedRedTeamControls(t *testing.T) {
 	path := needHeaded(t)
 	if directMode() {
 		t.Skip("the controls are the guard's; nothing to attack in a plain Chromium")

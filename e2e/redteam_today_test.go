@@ -20,9 +20,9 @@ import (
 // I4 attack is quick.
 const todayGrace = 700 * time.Millisecond
 
-// TestRedTeamToday attacks Guard.read, GET /read, /mcp, window ids and the
+// timedRedTeamToday attacks Guard.read, GET /read, /mcp, window ids and the
 // dialog grace as a hostile agent, page and MCP client would.
-func TestRedTeamToday(t *testing.T) {
+func timedRedTeamToday(t *testing.T) {
 	needBrowser(t)
 	h := testhosts.Start(t)
 	g := userGuard(t, func(c *cdpguard.Config) {

@@ -10,14 +10,14 @@ import (
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
-// TestSlowConsumer: an agent that stops reading its socket while its page
+// timedSlowConsumer: an agent that stops reading its socket while its page
 // streams console events (~0.8 MB/s) is cut off once a write to it stalls for
 // AgentWriteTimeout (3 s here; 10 s by default), and meanwhile a second
 // agent's Runtime.evaluate round trips stay within 2x (+2 ms) of their median while
 // the same stream went to an agent that read it (the stream's own cost is in
 // both), and its navigations (which wait on the guard's Fetch decisions)
 // still complete.
-func TestSlowConsumer(t *testing.T) {
+func timedSlowConsumer(t *testing.T) {
 	if directMode() {
 		t.Skip("a guard bound: Chrome's own endpoint has no per-client queue")
 	}

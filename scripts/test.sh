@@ -40,7 +40,7 @@ trap 'kill "$lint_pid" 2>/dev/null || true; rm -f "$lint_log"' EXIT
 export CDPGUARD_E2E="${CDPGUARD_E2E:-1}"
 # The reader's labelled corpora are data that is never committed (one corpus
 # forbids redistribution); scripts/reader-corpora.sh fetches them. When the
-# steering repo's shared/ holds them, TestReaderEvalSample scores the CI
+# steering repo's shared/ holds them, TestTimed/ReaderEvalSample scores the CI
 # sample; without them it skips and says so.
 if [ -z "${CDPGUARD_READER_CORPORA:-}" ] && [ -d ../shared/corpora/reader ]; then
   CDPGUARD_READER_CORPORA="$(cd ../shared/corpora/reader && pwd)"
@@ -54,10 +54,10 @@ export GOPROXY=off GOFLAGS=-mod=readonly
 # The longest packages are named first: go test starts packages in the order
 # given (then ./... adds the rest once each), so e2e, the longest by far,
 # starts at once and the others fill the second slot around it. The e2e
-# package runs its timed suites (those that never call t.Parallel) one at a
-# time first, then the others two at a time: on two cores the browsers
-# saturate the CPU, and a run with the timed suites beside three others
-# failed their bounds (docs/decisions/2026-12-02-ci-time.md).
+# package runs its timed suites first (TestTimed, two at a time), then the
+# others two at a time: on two cores the browsers saturate the CPU, and a
+# run with the timed suites beside three others failed their bounds
+# (docs/decisions/2026-12-02-ci-time.md).
 test_rc=0
 unshare --net -- bash -c 'set -o pipefail; ip link set lo up && (cd deploy && go test -count=1 -timeout 5m ./...) && go test -json -race -count=1 -timeout 30m "$@" ./e2e/ ./cdpguard/ ./e2e/bench/ ./... | go run ./scripts/testreport' _ "$@" || test_rc=$?
 lint_rc=0

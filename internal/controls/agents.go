@@ -57,12 +57,12 @@ func (c *Controls) AgentCommand(cmd Command, kind firewall.ControlsRule) ReplyHo
 	case firewall.CtlDebuggerOff:
 		c.dbg.set(cmd.Agent, cmd.User, cmd.Session, false)
 		// A handler the agent kept paused runs on now: as right after
-		// input (e2e TestRedTeamControls/debugger-pause).
+		// input (e2e TestTimed/RedTeamControls/debugger-pause).
 		c.input.Begin(quiet.User(cmd.User), now)()
 	case firewall.CtlDetach:
 		// Detaching a session with the debugger on resumes what it kept
 		// paused, like Debugger.disable: the quiet window starts at the
-		// reply (e2e TestRedTeamControls/debugger-pause ended by disable).
+		// reply (e2e TestTimed/RedTeamControls/debugger-pause ended by disable).
 		var p struct {
 			SessionID string `json:"sessionId"`
 		}
@@ -76,7 +76,7 @@ func (c *Controls) AgentCommand(cmd Command, kind firewall.ControlsRule) ReplyHo
 		return endOnReply(c.input.Begin(quiet.User(cmd.User), now))
 	case firewall.CtlWindow:
 		// A window opened, closed, raised or moved can cover or reveal any
-		// user's button (e2e TestRedTeamControls/other-window: an agent
+		// user's button (e2e TestTimed/RedTeamControls/other-window: an agent
 		// raised a window it had kept behind another until the button was
 		// armed; the page saw neither a focus nor a visibility change).
 		return endOnReply(c.input.Begin(quiet.Everywhere, now))
@@ -98,7 +98,7 @@ func endOnReply(done func()) ReplyHook {
 // live script; script ids are small integers (Debugger.getScriptSource
 // with guessed ids reads the controls' script), and a condition in the
 // controls' code could call the binding with a forged report of a human's
-// click (e2e TestRedTeamControls, debugger-condition: it granted a host
+// click (e2e TestTimed/RedTeamControls, debugger-condition: it granted a host
 // with no human at all).
 func (c *Controls) Refusal(kind firewall.ControlsRule, params []byte) string {
 	if c == nil {

@@ -46,7 +46,7 @@ func TestDetachDebuggerCountsAsInput(t *testing.T) {
 
 // TestQuietWindowScope: an agent's input counts only against its own
 // user's buttons, a window move against everyone's (e2e
-// TestRedTeamControls/other-window), and an Emulation.* layout change, which
+// TestTimed/RedTeamControls/other-window), and an Emulation.* layout change, which
 // stays in the agent's own page, like input.
 func TestQuietWindowScope(t *testing.T) {
 	for _, c := range []struct {

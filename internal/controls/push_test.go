@@ -53,7 +53,7 @@ func (noGrants) Grantable(string, string) error                   { return nil }
 func (noGrants) Reachable(string) []string                        { return nil }
 
 // failingPage replays the events a failing red-team page gave the guard
-// (TestRedTeamControls, 2026-12-02): Chrome made the controls world in the
+// (TestTimed/RedTeamControls, 2026-12-02): Chrome made the controls world in the
 // explanation page's document (context 4) but ran no script in it, and
 // sent no Page.frameNavigated for that document.
 func failingPage(t *testing.T, b *notDrawnBrowser) *Controls {
