@@ -7,7 +7,8 @@ import (
 )
 
 // A go test -json stream: one passing package with a skipped and a slow
-// test, one failing package, one that does not build, and a stray line.
+// test and a group of suites, one failing package, one that does not
+// build, and a stray line.
 const stream = `{"Action":"start","Package":"ex/a"}
 {"Action":"run","Package":"ex/a","Test":"TestFast"}
 {"Action":"output","Package":"ex/a","Test":"TestFast","Output":"=== RUN   TestFast\n"}
@@ -17,6 +18,9 @@ const stream = `{"Action":"start","Package":"ex/a"}
 {"Action":"pass","Package":"ex/a","Test":"TestSlow","Elapsed":12.5}
 {"Action":"output","Package":"ex/a","Test":"TestSkip","Output":"    a_test.go:3: no browser\n"}
 {"Action":"skip","Package":"ex/a","Test":"TestSkip","Elapsed":0}
+{"Action":"pass","Package":"ex/a","Test":"TestTimed/Bounds","Elapsed":3}
+{"Action":"pass","Package":"ex/a","Test":"TestTimed/Bounds/flood","Elapsed":2}
+{"Action":"pass","Package":"ex/a","Test":"TestTimed","Elapsed":3.1}
 {"Action":"output","Package":"ex/a","Output":"PASS\n"}
 {"Action":"output","Package":"ex/a","Output":"ok  \tex/a\t12.6s\n"}
 {"Action":"pass","Package":"ex/a","Elapsed":12.6}
@@ -38,7 +42,7 @@ go: a line that is not JSON
 
 func TestReport(t *testing.T) {
 	var out bytes.Buffer
-	report(strings.NewReader(stream), &out, 2)
+	report(strings.NewReader(stream), &out, 3)
 	got := out.String()
 	for _, want := range []string{
 		"leak: 1 hit on the forbidden host", // a failing test's output is shown
@@ -46,7 +50,8 @@ func TestReport(t *testing.T) {
 		"panic: test timed out", // output of a test cut short by its package's failure
 		"c.go:3:1: syntax error",
 		"go: a line that is not JSON",
-		"slowest tests (2 of 4 top-level tests: 2 passed, 1 failed, 1 skipped)",
+		"slowest tests (3 of 5 top-level tests: 3 passed, 1 failed, 1 skipped)", // a group's suites count, the group does not
+		"TestTimed/Bounds\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
