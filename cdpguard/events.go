@@ -26,6 +26,7 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Opening(e.SessionID, e.Params) }, "Page.javascriptDialogOpening")
 	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Closed(e.SessionID) }, "Page.javascriptDialogClosed")
 	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Navigating(e.SessionID, e.Params) }, "Page.frameStartedNavigating")
+	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Navigated(e.SessionID, e.Params) }, "Page.frameNavigated")
 	// The page registry first: the subframes of the guard's pages
 	// (internal/pages; the targets are internal/targets' record below).
 	on("pages", g.pages.OnEvent, "Page.frameAttached", "Page.frameDetached")

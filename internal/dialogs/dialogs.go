@@ -68,6 +68,9 @@ type page struct {
 	// navURL is the URL of the page's latest cross-document navigation
 	// (Navigating), "" before one.
 	navURL string
+	// committed: the main frame committed a document since that
+	// navigation started (Navigated), so nothing is stuck.
+	committed bool
 	// unanswered is when the guard last answered a dialog no agent
 	// answered: within one grace of it the guard answers at once, so a
 	// page that opens dialogs in a loop waits one grace at most.

@@ -56,7 +56,31 @@ func (h *Handler) Navigating(sessionID string, params []byte) {
 	defer h.mu.Unlock()
 	target := h.targetOf(sessionID)
 	if p := h.byTarget[target]; p != nil && ev.FrameID == target { // a page's main frame id is its target id
-		p.navURL = ev.URL
+		p.navURL, p.committed = ev.URL, false
+	}
+}
+
+// Navigated takes a Page.frameNavigated event on the guard's session
+// sessionID: once the main frame committed a document, a refused answer
+// came too late for the old document's dialog (the commit closed it), and
+// unstick must not navigate the page a second time. The commit's event
+// comes before Chrome's reply to an answer it refused after the commit:
+// both are on the page's session, in order. It does not block.
+func (h *Handler) Navigated(sessionID string, params []byte) {
+	var ev struct {
+		Frame struct {
+			ID       string `json:"id"`
+			ParentID string `json:"parentId"`
+		} `json:"frame"`
+	}
+	if jsonv2.Unmarshal(params, &ev) != nil || ev.Frame.ParentID != "" {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	target := h.targetOf(sessionID)
+	if p := h.byTarget[target]; p != nil && ev.Frame.ID == target {
+		p.committed = true
 	}
 }
 
@@ -94,17 +118,27 @@ func (h *Handler) send(sessionID string, accept bool) {
 }
 
 // unstick starts the page's latest navigation again when Chrome refused
-// the guard's answer because that navigation is ready to commit: a new
+// the guard's answer because that navigation is ready to commit, unless it
+// has committed since or Chrome closed the dialog: a new
 // navigation of the frame ends the one that cannot commit, and Chrome
 // closes the old document's dialog with it. The request goes through the
 // guard's interception as any other.
 func (h *Handler) unstick(ctx context.Context, call Caller, sessionID string) {
 	h.mu.Lock()
 	var dest string
+	settled := false
 	if p := h.byTarget[h.targetOf(sessionID)]; p != nil {
 		dest = p.navURL
+		settled = p.committed || (p.cur != nil && p.cur.gone)
 	}
 	h.mu.Unlock()
+	if settled {
+		// The answer raced the commit, which closed the dialog: navigating
+		// again would load the page twice under the agent (e2e
+		// TestDialogsNeverHang/navigateAwayPastBeforeunload, 1 run in 40).
+		h.log.Debug("Chrome refused the guard's dialog answer after the page's navigation committed; nothing to unstick", "session", sessionID)
+		return
+	}
 	if dest == "" {
 		h.log.Warn("Chrome refused the guard's dialog answer while the page navigates, and the navigation's URL is unknown: the page may stay blocked", "session", sessionID)
 		return

@@ -18,6 +18,9 @@ type chrome struct {
 	stuck   bool
 	calls   []string // method url
 	answers int
+	// beforeReply, when set, runs before a refusal is returned: the
+	// events Chrome sent before its reply.
+	beforeReply func()
 }
 
 func (c *chrome) Call(_ context.Context, session, method string, params any) (jsonv2.Value, error) {
@@ -27,6 +30,9 @@ func (c *chrome) Call(_ context.Context, session, method string, params any) (js
 	case "Page.handleJavaScriptDialog":
 		c.calls = append(c.calls, method)
 		if c.stuck {
+			if c.beforeReply != nil {
+				c.beforeReply()
+			}
 			return nil, errors.New("Page.handleJavaScriptDialog: Not attached to an active page (-32000)")
 		}
 		c.answers++
@@ -111,6 +117,39 @@ func TestStuckNavigationNotWeb(t *testing.T) {
 			h.Close()
 			if got := c.got(); len(got) != 1 || got[0] != "Page.handleJavaScriptDialog" {
 				t.Fatalf("calls %q, want only the refused answer", got)
+			}
+		})
+	}
+}
+
+func navigated(frame, parent string) []byte {
+	return []byte(`{"frame":{"id":"` + frame + `","parentId":"` + parent + `","loaderId":"L2","url":"http://a.test/next"}}`)
+}
+
+// TestRefusedAfterCommit: the old document's alert is answered just as the
+// page's navigation commits; Chrome refuses the answer, but its
+// Page.frameNavigated came first, so the page is not stuck and is not
+// navigated a second time (the e2e navigateAwayPastBeforeunload subtest
+// once saw the page load twice). A subframe's commit does not count.
+func TestRefusedAfterCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name, frame, parent string
+		want                []string
+	}{
+		{"main frame committed", "T1", "", []string{"Page.handleJavaScriptDialog"}},
+		{"subframe committed", "F2", "T1", []string{"Page.handleJavaScriptDialog", "Page.navigate http://a.test/next"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := New(&rec{}, testPages, 0, nil)
+			c := &chrome{stuck: true}
+			c.beforeReply = func() { h.Navigated("S1", navigated(tc.frame, tc.parent)) }
+			h.SetCaller(c)
+			h.Attach("S1", "T1")
+			h.Navigating("S1", navigating("T1", "http://a.test/next", "differentDocument"))
+			h.Opening("S1", ev("alert"))
+			h.Close()
+			if got := c.got(); len(got) != len(tc.want) || got[0] != tc.want[0] || (len(got) > 1 && got[1] != tc.want[1]) {
+				t.Fatalf("calls %q, want %q", got, tc.want)
 			}
 		})
 	}
