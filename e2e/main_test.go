@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -53,11 +55,35 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Fprintf(os.Stderr, "e2e: browser tests will skip: %v (set CDPGUARD_E2E=1 to make this a failure)\n", err)
 	}
+	if err := defaultParallel(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		os.Exit(2)
+	}
 	code := m.Run()
 	if dir, err := e2eBinDir(); err == nil {
 		_ = os.RemoveAll(dir)
 	}
 	os.Exit(code)
+}
+
+// suitesAtOnce is how many parallel suites run at once unless -parallel
+// is given: go test's default is GOMAXPROCS, two on the CI machine, and at
+// two the suites used 1.26 of its two cores (their vectors wait on pages,
+// timers and hits more than they compute): the e2e package took 463 s. At
+// three it used 1.77 cores and took 306 s, every bound held
+// (docs/decisions/2026-12-02-ci-time.md, "Three suites at once").
+const suitesAtOnce = 3
+
+// defaultParallel sets -test.parallel to suitesAtOnce when the command
+// line did not set it.
+func defaultParallel() error {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if given {
+		return nil
+	}
+	return flag.Set("test.parallel", strconv.Itoa(suitesAtOnce))
 }
 
 // needBrowser skips t when there is no browser (fails under CDPGUARD_E2E=1)

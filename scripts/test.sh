@@ -55,8 +55,9 @@ export GOPROXY=off GOFLAGS=-mod=readonly
 # given (then ./... adds the rest once each), so e2e, the longest by far,
 # starts at once and the others fill the second slot around it. The e2e
 # package runs its timed suites first (TestTimed, two at a time), then the
-# others two at a time: on two cores the browsers saturate the CPU, and a
-# run with the timed suites beside three others failed their bounds
+# others three at a time (e2e/main_test.go, suitesAtOnce): a run with the
+# timed suites beside three others failed their bounds, and the others
+# wait on their pages more than they compute
 # (docs/decisions/2026-12-02-ci-time.md).
 test_rc=0
 unshare --net -- bash -c 'set -o pipefail; ip link set lo up && (cd deploy && go test -count=1 -timeout 5m ./...) && go test -json -race -count=1 -timeout 30m "$@" ./e2e/ ./cdpguard/ ./e2e/bench/ ./... | go run ./scripts/testreport' _ "$@" || test_rc=$?
