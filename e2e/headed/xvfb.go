@@ -140,12 +140,15 @@ func (d *Display) screenFile() string { return filepath.Join(d.fbdir, "Xvfb_scre
 
 // startLocked starts cmd from a goroutine that keeps its OS thread locked
 // until cmd exits: Pdeathsig fires when the forking *thread* exits, and Go
-// may retire an idle thread. done is closed when cmd has exited.
+// retires a thread whose goroutine ends locked to it. It unlocks before it
+// ends, so the thread is not retired under children others forked on it
+// (internal/browser's Process.run). done is closed when cmd has exited.
 func startLocked(cmd *exec.Cmd) (done <-chan struct{}, err error) {
 	d := make(chan struct{})
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		if err := cmd.Start(); err != nil {
 			started <- err
 			close(d)

@@ -178,11 +178,17 @@ func (p *Process) start(path string, args []string, stderr io.Writer) (err error
 
 // run starts Chrome and waits for it on one locked OS thread. On Linux
 // Pdeathsig fires when the *thread* that forked the child exits, not the
-// process; Go may retire an idle thread, so the forking goroutine keeps its
-// thread locked and blocked in Wait for as long as Chrome lives. It exits
-// locked afterwards, which retires the thread: harmless, Chrome is gone.
+// process, and Go retires a thread whose goroutine ends locked to it: the
+// forking goroutine keeps its thread locked and blocked in Wait for as long
+// as Chrome lives, so no other goroutine can run there and end locked.
+// Once Chrome is gone it unlocks before it returns, because ending locked
+// would retire the thread, and other goroutines may have forked children
+// with Pdeathsig on it before run took it (in CI this killed a browser an
+// e2e test had started: TestRunKeepsItsThread). chromedp's allocator does
+// the same (go.dev/issue/27505).
 func (p *Process) run(started chan<- error) {
 	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := p.cmd.Start(); err != nil {
 		close(p.done)
 		started <- err

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -231,4 +232,41 @@ func userDataDirOf(t *testing.T, p *Process) string {
 	}
 	t.Fatal("no --user-data-dir in argv")
 	return ""
+}
+
+// TestRunKeepsItsThread runs Process.run on a thread where another child
+// with Pdeathsig was forked first (as a test's own browser may be, on a
+// thread Go later hands to run), and checks that the child outlives run:
+// run must not end locked to its thread, which would retire the thread and
+// SIGKILL that child.
+func TestRunKeepsItsThread(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Pdeathsig is Linux's")
+	}
+	sleeper := exec.Command("sleep", "30")
+	sleeper.SysProcAttr = sysProcAttr()
+	exited := make(chan struct{})
+	ranRun := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // the sleeper and run share this thread
+		defer runtime.UnlockOSThread()
+		if err := sleeper.Start(); err != nil {
+			ranRun <- err
+			return
+		}
+		go func() { _ = sleeper.Wait(); close(exited) }()
+		p := &Process{cmd: exec.Command("true"), done: make(chan struct{})}
+		started := make(chan error, 1)
+		p.run(started)
+		ranRun <- <-started
+	}()
+	if err := <-ranRun; err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleeper.Process.Kill(); <-exited })
+	select {
+	case <-exited:
+		t.Fatalf("a child forked on run's thread died when run ended: %v", sleeper.ProcessState)
+	case <-time.After(500 * time.Millisecond): // a retired thread's Pdeathsig lands at once
+	}
 }
