@@ -39,7 +39,8 @@ func privateNetns() bool {
 	return n == 1
 }
 
-// tunName is the link addTunLink adds.
+// tunName is the link addTunLink adds. internal/egress's tests, which run in
+// the same namespace at the same time, know it by this name (e2eTunLink).
 const tunName = "cdpgtun0"
 
 // webrtcNetAddr is the address of the tun link addTunLink adds.
