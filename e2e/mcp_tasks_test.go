@@ -193,10 +193,13 @@ func timedMCPModelTasks(t *testing.T) {
 		if d := time.Since(t0); d > bound+3*time.Second {
 			t.Errorf("the call took %v", d)
 		}
+		// A next call stuck behind the promise would wait out the whole
+		// call bound; half of it leaves room for a loaded machine (1 s
+		// did not: 1.18 s in CI beside the other packages' tests).
 		t0 = time.Now()
 		mustContain(t, "next call", call(t, s, "browser_evaluate", map[string]any{"expression": "document.title"}, false), "Otters")
-		if d := time.Since(t0); d > time.Second {
-			t.Errorf("the next call took %v", d)
+		if d := time.Since(t0); d > bound/2 {
+			t.Errorf("the next call took %v, as if it waited behind the unresolved promise", d)
 		}
 	})
 	t.Run("slowServer", func(t *testing.T) {
