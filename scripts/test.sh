@@ -6,6 +6,9 @@
 # does can leave the machine. Extra arguments go to `go test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# scripts/testreport prints when the longest packages ran, from here.
+TESTREPORT_T0=$(date +%s.%N)
+export TESTREPORT_T0
 
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)

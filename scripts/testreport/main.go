@@ -4,6 +4,12 @@
 // last, so that a log's closing lines stay go test's own. It always exits 0
 // after its input ends: the exit status of the run is go test's (scripts/
 // test.sh uses pipefail). Lines that are not JSON are printed as they come.
+//
+// It also prints when the longest packages ran, in seconds from the time
+// in TESTREPORT_T0 (Unix seconds; scripts/test.sh sets it when it starts)
+// or else from the first package's start: a package that starts late was
+// held back by the build or the set-up, one that ends late is the run's
+// critical path.
 package main
 
 import (
@@ -13,7 +19,9 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
@@ -25,18 +33,23 @@ func main() {
 			top = 15
 		}
 	}
-	report(os.Stdin, os.Stdout, top)
+	var t0 time.Time
+	if v, err := strconv.ParseFloat(os.Getenv("TESTREPORT_T0"), 64); err == nil && v > 0 {
+		t0 = time.Unix(0, int64(v*1e9))
+	}
+	report(os.Stdin, os.Stdout, top, t0)
 }
 
 // event is one line of `go test -json` (cmd/test2json).
 type event struct {
-	Action      string  `json:"Action"`
-	Package     string  `json:"Package"`
-	Test        string  `json:"Test"`
-	Elapsed     float64 `json:"Elapsed"`
-	Output      string  `json:"Output"`
-	ImportPath  string  `json:"ImportPath"` // build-output and build-fail events
-	FailedBuild string  `json:"FailedBuild"`
+	Time        time.Time `json:"Time"`
+	Action      string    `json:"Action"`
+	Package     string    `json:"Package"`
+	Test        string    `json:"Test"`
+	Elapsed     float64   `json:"Elapsed"`
+	Output      string    `json:"Output"`
+	ImportPath  string    `json:"ImportPath"` // build-output and build-fail events
+	FailedBuild string    `json:"FailedBuild"`
 }
 
 type testKey struct{ pkg, test string }
@@ -48,8 +61,17 @@ type timing struct {
 	action  string
 }
 
+// span is when one package's test binary ran.
+type span struct {
+	pkg        string
+	start, end time.Time
+}
+
 type reporter struct {
 	out      io.Writer
+	t0       time.Time            // the run's start; zero: the first package's
+	started  map[string]time.Time // packages whose binary runs
+	spans    []span
 	held     map[testKey][]string // output of tests still running
 	summary  []string             // package result lines, in order
 	timings  []timing
@@ -59,8 +81,8 @@ type reporter struct {
 	packages int
 }
 
-func report(in io.Reader, out io.Writer, top int) {
-	r := &reporter{out: out, held: map[testKey][]string{}}
+func report(in io.Reader, out io.Writer, top int, t0 time.Time) {
+	r := &reporter{out: out, held: map[testKey][]string{}, t0: t0, started: map[string]time.Time{}}
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := br.ReadBytes('\n') // no length limit: a line is never cut or lost
@@ -87,6 +109,8 @@ func (r *reporter) event(e event) {
 	switch e.Action {
 	case "build-output":
 		fmt.Fprint(r.out, e.Output)
+	case "start":
+		r.started[e.Package] = e.Time
 	case "output":
 		if e.Test != "" {
 			r.held[k] = append(r.held[k], e.Output)
@@ -102,6 +126,9 @@ func (r *reporter) event(e event) {
 	case "pass", "fail", "skip":
 		if e.Test == "" { // the package ended
 			r.packages++
+			if at, ok := r.started[e.Package]; ok && !at.IsZero() && !e.Time.IsZero() {
+				r.spans = append(r.spans, span{pkg: e.Package, start: at, end: e.Time})
+			}
 			if e.Action == "fail" {
 				r.flushPackage(e.Package) // e.g. a panic or timeout: no test event
 			}
@@ -164,6 +191,7 @@ func (r *reporter) finish(top int) {
 	for _, x := range t[:top] {
 		fmt.Fprintf(r.out, "  %8.2fs  %-4s  %s %s\n", x.elapsed, x.action, strings.TrimPrefix(x.key.pkg, "github.com/cdpguard/cdpguard/"), x.key.test)
 	}
+	r.timeline(3)
 	fmt.Fprintln(r.out)
 	for _, s := range r.summary {
 		fmt.Fprint(r.out, s)
@@ -183,4 +211,27 @@ func isSuite(name string) bool {
 		return !groups[name]
 	}
 	return groups[parent] && !strings.Contains(rest, "/")
+}
+
+// timeline prints when the n longest packages ran.
+func (r *reporter) timeline(n int) {
+	if len(r.spans) == 0 {
+		return
+	}
+	t0, from := r.t0, "the start of scripts/test.sh"
+	if t0.IsZero() {
+		from = "the first package's start"
+		t0 = r.spans[0].start
+		for _, s := range r.spans {
+			if s.start.Before(t0) {
+				t0 = s.start
+			}
+		}
+	}
+	s := slices.Clone(r.spans)
+	slices.SortStableFunc(s, func(a, b span) int { return cmp.Compare(b.end.Sub(b.start), a.end.Sub(a.start)) })
+	fmt.Fprintf(r.out, "\nlongest packages (seconds after %s):\n", from)
+	for _, x := range s[:min(n, len(s))] {
+		fmt.Fprintf(r.out, "  %6.0f → %4.0f  %s\n", x.start.Sub(t0).Seconds(), x.end.Sub(t0).Seconds(), strings.TrimPrefix(x.pkg, "github.com/cdpguard/cdpguard/"))
+	}
 }

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A go test -json stream: one passing package with a skipped and a slow
 // test and a group of suites, one failing package, one that does not
 // build, and a stray line.
-const stream = `{"Action":"start","Package":"ex/a"}
+const stream = `{"Time":"2026-12-03T09:00:10Z","Action":"start","Package":"ex/a"}
 {"Action":"run","Package":"ex/a","Test":"TestFast"}
 {"Action":"output","Package":"ex/a","Test":"TestFast","Output":"=== RUN   TestFast\n"}
 {"Action":"output","Package":"ex/a","Test":"TestFast","Output":"--- PASS: TestFast (0.01s)\n"}
@@ -23,7 +24,7 @@ const stream = `{"Action":"start","Package":"ex/a"}
 {"Action":"pass","Package":"ex/a","Test":"TestTimed","Elapsed":3.1}
 {"Action":"output","Package":"ex/a","Output":"PASS\n"}
 {"Action":"output","Package":"ex/a","Output":"ok  \tex/a\t12.6s\n"}
-{"Action":"pass","Package":"ex/a","Elapsed":12.6}
+{"Time":"2026-12-03T09:00:22.6Z","Action":"pass","Package":"ex/a","Elapsed":12.6}
 {"Action":"output","Package":"ex/b","Test":"TestBad","Output":"    b_test.go:7: leak: 1 hit on the forbidden host\n"}
 {"Action":"output","Package":"ex/b","Test":"TestBad/sub","Output":"--- FAIL: TestBad/sub (0.20s)\n"}
 {"Action":"fail","Package":"ex/b","Test":"TestBad/sub","Elapsed":0.2}
@@ -42,7 +43,7 @@ go: a line that is not JSON
 
 func TestReport(t *testing.T) {
 	var out bytes.Buffer
-	report(strings.NewReader(stream), &out, 3)
+	report(strings.NewReader(stream), &out, 3, time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
 	got := out.String()
 	for _, want := range []string{
 		"leak: 1 hit on the forbidden host", // a failing test's output is shown
@@ -52,6 +53,7 @@ func TestReport(t *testing.T) {
 		"go: a line that is not JSON",
 		"slowest tests (3 of 5 top-level tests: 3 passed, 1 failed, 1 skipped)", // a group's suites count, the group does not
 		"TestTimed/Bounds\n",
+		"longest packages (seconds after the start of scripts/test.sh):\n      10 →   23  ex/a\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
@@ -82,7 +84,7 @@ func TestLongLine(t *testing.T) {
 		`{"Action":"fail","Package":"ex/a","Test":"TestBig","Elapsed":1}` + "\n" +
 		`{"Action":"output","Package":"ex/a","Output":"FAIL\tex/a\t1.0s\n"}` + "\n"
 	var out bytes.Buffer
-	report(strings.NewReader(in), &out, 5)
+	report(strings.NewReader(in), &out, 5, time.Time{})
 	if !strings.Contains(out.String(), long) || !strings.HasSuffix(out.String(), "FAIL\tex/a\t1.0s\n") {
 		t.Fatalf("long line lost or output cut (%d bytes)", out.Len())
 	}
