@@ -16,11 +16,12 @@ type timedSuite struct {
 	solo bool
 }
 
-// timedSuites are run by TestTimed in this order, which packs the two
-// slots evenly with the durations measured alone (RedTeamControls 29 s,
-// MCPModelTasks 24, RedTeamToday 21, Bounds 17, FirewallBadInput 11: one
-// slot 50 s, the other 51; longest first gave 55). Each owns its guard,
-// browser and hosts.
+// timedSuites are run by TestTimed in this order, three at a time. Alone
+// they take RedTeamControls 29 s, MCPModelTasks 24, RedTeamToday 21,
+// Bounds 17, FirewallBadInput 11; three at once they stretch to 41, 32,
+// 30, 22 and 17, and this order packs them into about 53 s (the slot that
+// starts Bounds runs RedTeamToday after it, MCPModelTasks' slot runs
+// FirewallBadInput). Each owns its guard, browser and hosts.
 var timedSuites = []timedSuite{
 	{name: "RedTeamControls", run: timedRedTeamControls},
 	{name: "MCPModelTasks", run: timedMCPModelTasks},
@@ -31,23 +32,24 @@ var timedSuites = []timedSuite{
 	{name: "SlowConsumer", run: timedSlowConsumer, solo: true},
 }
 
-// timedPairs is how many timed suites run at once.
-const timedPairs = 2
+// timedAtOnce is how many timed suites run at once.
+const timedAtOnce = 3
 
 // TestTimed runs the timed suites before any parallel suite starts (Go
 // runs every top-level test that does not call t.Parallel first, one after
 // another): their bounds hold on a machine that is not saturated, and the
 // parallel suites saturate both cores. Alone, one after another, they used
-// 0.8 of a core for about 150 s on the CI machine's two, so two run at
-// once; a solo suite runs after them, alone
-// (docs/decisions/2026-12-02-ci-time.md, "Timed suites in pairs").
+// 0.8 of a core for about 150 s on the CI machine's two; two at once left
+// 0.6 of a core idle (72-78 s, 1.4 cores), three at once take 60-66 s at
+// 1.7 cores and every bound held. A solo suite runs after them, alone
+// (docs/decisions/2026-12-02-ci-time.md, "Timed suites three at a time").
 //
 // Concurrency: each suite is a t.Run from its own goroutine, gated by a
-// semaphore of timedPairs; t.Run may be called from several goroutines,
+// semaphore of timedAtOnce; t.Run may be called from several goroutines,
 // and every call returns before TestTimed does (wg.Wait). The suites never
 // call t.Parallel.
 func TestTimed(t *testing.T) {
-	sem := make(chan struct{}, timedPairs)
+	sem := make(chan struct{}, timedAtOnce)
 	var wg sync.WaitGroup
 	for _, s := range timedSuites {
 		if s.solo {
