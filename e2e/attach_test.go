@@ -18,7 +18,7 @@ import (
 // guard reports ready, while the page keeps running. Then an agent uses the
 // attached guard with Playwright.
 func TestAttach(t *testing.T) {
-	t.Parallel() // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
+	parallelSuite(t) // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
 	needBrowser(t)
 	h := testhosts.Start(t)
 	c := startChromium(t)

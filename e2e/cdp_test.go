@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,20 +40,105 @@ func connect(t *testing.T, url string) context.Context {
 func newTab(t *testing.T, bctx context.Context) context.Context {
 	t.Helper()
 	tab, cancel := chromedp.NewContext(bctx)
-	t.Cleanup(func() {
-		done := make(chan struct{})
-		go func() { cancel(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Errorf("closing a tab took more than 10s")
-		}
-	})
+	t.Cleanup(func() { closeTab(t, cancel) })
 	// As in connect, the tab's first Do must get the tab context itself.
 	if err := chromedp.Do(tab); err != nil {
 		t.Fatalf("open tab: %v", err)
 	}
 	return tab
+}
+
+// tabPool lends the tabs of one browser connection to tests, one test at a
+// time per tab. A new tab, navigated once and closed, costs Chrome, the
+// guard and chromedp about 0.4 CPU-s (a target and its renderer, the
+// guard's set-up, chromedp's eleven set-up commands); navigating a tab
+// that exists costs about 0.14 (docs/decisions/2026-12-02-ci-time.md,
+// "Tabs are the cost"). Use it where a fresh target is not what a test is
+// about: a vector's control, a page-driven vector that loads its own page
+// first. A test whose subject is a new tab's first navigation uses newTab.
+//
+// Concurrency: tests may call get from several goroutines; mu guards free
+// and all. A tab is lent until its test ends (t.Cleanup) and then goes
+// back to free on about:blank; every tab is closed when the pool's owner
+// ends.
+type tabPool struct {
+	bctx context.Context
+	mu   sync.Mutex
+	free []context.Context
+	all  []context.CancelFunc
+}
+
+// newTabPool returns a pool of bctx's tabs whose tabs close when t ends.
+func newTabPool(t *testing.T, bctx context.Context) *tabPool {
+	p := &tabPool{bctx: bctx}
+	t.Cleanup(func() {
+		p.mu.Lock()
+		all := p.all
+		p.all, p.free = nil, nil
+		p.mu.Unlock()
+		for _, cancel := range all {
+			closeTab(t, cancel)
+		}
+	})
+	return p
+}
+
+// get lends t a tab that answers an evaluation (a tab a vector broke is
+// closed and another taken), or opens a new one.
+func (p *tabPool) get(t *testing.T) context.Context {
+	t.Helper()
+	for {
+		p.mu.Lock()
+		if len(p.free) == 0 {
+			p.mu.Unlock()
+			break
+		}
+		tab := p.free[len(p.free)-1]
+		p.free = p.free[:len(p.free)-1]
+		p.mu.Unlock()
+		if ok, err := evalBool(tab, 2*time.Second, `true`); err == nil && ok {
+			p.lend(t, tab)
+			return tab
+		}
+		// Left broken (crashed, detached): its cancel runs with the pool's.
+	}
+	tab, cancel := chromedp.NewContext(p.bctx)
+	p.mu.Lock()
+	p.all = append(p.all, cancel)
+	p.mu.Unlock()
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatalf("open tab: %v", err)
+	}
+	p.lend(t, tab)
+	return tab
+}
+
+// lend gives tab back when t ends, on about:blank: the test's page must
+// end with it, as it would with a closed tab (a control page that keeps
+// sending would be counted by the next run on the same listener). A tab
+// that cannot leave its page is not given back.
+func (p *tabPool) lend(t *testing.T, tab context.Context) {
+	t.Cleanup(func() {
+		if errText, err := navigateNoWait(tab, "about:blank"); err != nil || errText != "" {
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.all != nil { // the pool is still open
+			p.free = append(p.free, tab)
+		}
+	})
+}
+
+// closeTab cancels a tab's context (chromedp closes the target), bounded.
+func closeTab(t *testing.T, cancel context.CancelFunc) {
+	done := make(chan struct{})
+	go func() { cancel(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Errorf("closing a tab took more than 10s")
+	}
 }
 
 // step runs a with a context bounded by d.

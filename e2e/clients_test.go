@@ -113,7 +113,7 @@ func lastJSONLine(out string) (clientResult, error) {
 // TestClients runs the agent flow with Playwright, Puppeteer and chromedp
 // through one endpoint.
 func TestClients(t *testing.T) {
-	t.Parallel() // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
+	parallelSuite(t) // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
 	needBrowser(t)
 	h := testhosts.Start(t)
 	// rec records every browser-session method each client sends: none may

@@ -20,7 +20,7 @@ import (
 // reaches it. Screenshots are saved as test artifacts
 // (CDPGUARD_UPDATE_DOCS=1 also refreshes docs/controls.png).
 func TestControlsHeaded(t *testing.T) {
-	t.Parallel() // own Xvfb display, browsers and guards
+	parallelSuite(t) // own Xvfb display, browsers and guards
 	if directMode() {
 		t.Skip("the controls are the guard's")
 	}

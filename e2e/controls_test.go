@@ -83,7 +83,7 @@ func policyFor(t *testing.T, base, user string) string {
 // TestControls runs the controls end to end in attach mode, headless: the
 // badge, its invisibility to agents, every forgery, then a human's grant.
 func TestControls(t *testing.T) {
-	t.Parallel() // own browser, guard and test hosts: runs beside the other heavy suites (CI wall time)
+	parallelSuite(t) // own browser, guard and test hosts: runs beside the other heavy suites (CI wall time)
 	e := setupControls(t)
 	evil := func(name string) string { return e.h.Forbidden.Origin() + testhosts.HitPath("ctl-"+name) }
 

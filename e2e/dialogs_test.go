@@ -14,7 +14,7 @@ import (
 // next navigation must still return within bounds (no dialog hangs a page: README, first section), with no
 // dialog handling by the agent.
 func TestDialogsNeverHang(t *testing.T) {
-	t.Parallel() // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
+	parallelSuite(t) // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
 	needBrowser(t)
 	h := testhosts.Start(t)
 	bctx := connect(t, endpoint(t))

@@ -170,7 +170,7 @@ func startDiffServer(t *testing.T) *diffServer {
 // through cdpguard, and compares what each client observed: every
 // difference must be in allowedDiffs.
 func TestDifferential(t *testing.T) {
-	t.Parallel() // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
+	parallelSuite(t) // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
 	needBrowser(t)
 	node := needNode(t)
 	srv := startDiffServer(t)

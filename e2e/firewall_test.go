@@ -114,7 +114,7 @@ var firewallSteps = []string{"connect", "refusedRows", "passingRows", "gotoFile"
 // newCDPSession / newBrowserCDPSession: once with no download or upload
 // directory (downloads denied, uploads refused) and once with both.
 func TestFirewallClients(t *testing.T) {
-	t.Parallel() // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
+	parallelSuite(t) // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
 	needBrowser(t)
 	// Each mode has its own guard, browser, hosts and directories.
 	runConcurrently(t, []string{"deny", "dirs"}, func(t *testing.T, mode string) {

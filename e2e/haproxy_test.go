@@ -58,7 +58,7 @@ type lbInstance struct {
 // else keeps their tab; no instance ever reaches the forbidden listener,
 // while every user's page reached the allowed sink (the control).
 func TestHAProxyScaleOut(t *testing.T) {
-	t.Parallel() // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
+	parallelSuite(t) // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
 	chrome := needBrowser(t)
 	if directMode() {
 		t.Skip("scale-out behind a load balancer is cdpguard's; there is no direct-mode equivalent")

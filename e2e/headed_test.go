@@ -42,7 +42,7 @@ type clickRecord struct {
 // mode. The page must see a trusted click with a user activation, where the
 // harness aimed it.
 func TestHeaded(t *testing.T) {
-	t.Parallel() // own Xvfb display, browsers, guards and test hosts
+	parallelSuite(t) // own Xvfb display, browsers, guards and test hosts
 	path := needHeaded(t)
 	d := headed.StartXvfb(t)
 	h := testhosts.Start(t)

@@ -19,7 +19,7 @@ import (
 // TestIsolationRequireHeader checks --require-session-header: no header, no
 // connection, with an HTTP error that names the header.
 func TestIsolationRequireHeader(t *testing.T) {
-	t.Parallel() // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
+	parallelSuite(t) // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
 	needBrowser(t)
 	h := testhosts.Start(t)
 	g := userGuard(t, func(c *cdpguard.Config) { c.RequireSessionHeader = true })
@@ -71,7 +71,7 @@ func TestIsolationRequireHeader(t *testing.T) {
 // user's tabs and storage are gone, a connected user is kept, and the next
 // connection gets a fresh context.
 func TestIsolationIdle(t *testing.T) {
-	t.Parallel() // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
+	parallelSuite(t) // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
 	needBrowser(t)
 	h := testhosts.Start(t)
 	g := userGuard(t, func(c *cdpguard.Config) { c.SessionIdle = time.Second })

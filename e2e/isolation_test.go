@@ -90,7 +90,7 @@ func runNodeSteps(t *testing.T, endpoint string, h *testhosts.Hosts, extra []str
 // TestIsolation checks that two users of one guard never see each other,
 // with Playwright, Puppeteer, chromedp and the /json HTTP surface.
 func TestIsolation(t *testing.T) {
-	t.Parallel() // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
+	parallelSuite(t) // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
 	needBrowser(t)
 	h := testhosts.Start(t)
 	g := userGuard(t, nil)

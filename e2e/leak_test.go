@@ -98,7 +98,7 @@ func leakVectors() []vector {
 // allowed sink (control: the request must arrive, so the vector works) and
 // aimed at the forbidden host (no request and no TCP connection may arrive).
 func TestLeaks(t *testing.T) {
-	t.Parallel() // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
+	parallelSuite(t) // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
 	needBrowser(t)
 	h := testhosts.Start(t)
 	bctx := connect(t, endpointFromFile(t)) // the policy from a file (--policy-file); the other suites use the flags
@@ -111,7 +111,7 @@ func TestLeaks(t *testing.T) {
 // CONNECT, for allowed hosts too, so the preconnect control runs in an
 // unguarded Chromium. sidechannel_test.go has the other side channels.
 func TestEgressProxyVectors(t *testing.T) {
-	t.Parallel() // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
+	parallelSuite(t) // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
 	needBrowser(t)
 	h := testhosts.Start(t)
 	bctx := connect(t, endpoint(t))
@@ -126,17 +126,18 @@ func TestEgressProxyVectors(t *testing.T) {
 		ctl = connect(t, startChromium(t).URL)
 	}
 	t.Run("preconnect", func(t *testing.T) {
-		t.Run("control-unguarded", func(t *testing.T) { runControl(t, h, ctl, pre) })
-		t.Run("forbidden", func(t *testing.T) { runForbidden(t, h, bctx, pre) })
+		t.Run("control-unguarded", func(t *testing.T) { runControl(t, h, newTabPool(t, ctl), pre) })
+		t.Run("forbidden", func(t *testing.T) { runForbidden(t, h, bctx, newTabPool(t, bctx), pre) })
 	})
 }
 
 func runVectors(t *testing.T, h *testhosts.Hosts, bctx context.Context, vs []vector) {
 	seen := 0 // forbidden requests attributed to a subtest
+	tabs := newTabPool(t, bctx)
 	for _, v := range vs {
 		t.Run(v.name, func(t *testing.T) {
-			t.Run("control", func(t *testing.T) { runControl(t, h, bctx, v) })
-			t.Run("forbidden", func(t *testing.T) { seen += runForbidden(t, h, bctx, v) })
+			t.Run("control", func(t *testing.T) { runControl(t, h, tabs, v) })
+			t.Run("forbidden", func(t *testing.T) { seen += runForbidden(t, h, bctx, tabs, v) })
 		})
 	}
 	if late := h.Forbidden.Total() - seen; late > 0 {
@@ -144,10 +145,9 @@ func runVectors(t *testing.T, h *testhosts.Hosts, bctx context.Context, vs []vec
 	}
 }
 
-// trigger opens the vector's page (or navigates the agent) in a new tab and
+// trigger opens the vector's page (or navigates the agent) in tab and
 // clicks #go when the vector needs a gesture.
-func trigger(t *testing.T, h *testhosts.Hosts, bctx context.Context, v vector, target, name string) context.Context {
-	tab := newTab(t, bctx)
+func trigger(t *testing.T, h *testhosts.Hosts, tab context.Context, v vector, target, name string) context.Context {
 	if v.page == "" {
 		u := target + testhosts.HitPath(name)
 		errText, err := navigateNoWait(tab, u)
@@ -171,10 +171,12 @@ func trigger(t *testing.T, h *testhosts.Hosts, bctx context.Context, v vector, t
 	return tab
 }
 
-func runControl(t *testing.T, h *testhosts.Hosts, bctx context.Context, v vector) {
+// runControl runs the vector against the sink in a tab of tabs: it shows
+// that the vector works, and a fresh target is not what that is about.
+func runControl(t *testing.T, h *testhosts.Hosts, tabs *tabPool, v vector) {
 	name := v.name + "-control"
 	before := h.Sink.Snapshot()
-	trigger(t, h, bctx, v, v.control(h), name)
+	trigger(t, h, tabs.get(t), v, v.control(h), name)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if v.connOnly {
@@ -192,13 +194,16 @@ func runControl(t *testing.T, h *testhosts.Hosts, bctx context.Context, v vector
 }
 
 // runForbidden runs the vector against the forbidden host and returns how
-// many forbidden requests it saw.
-func runForbidden(t *testing.T, h *testhosts.Hosts, bctx context.Context, v vector) int {
+// many forbidden requests it saw. The agent's own navigation runs in a new
+// tab of bctx, whose first navigation is what it tests; a vector page loads
+// on the allowed host first and attacks from there, in a tab of tabs.
+func runForbidden(t *testing.T, h *testhosts.Hosts, bctx context.Context, tabs *tabPool, v vector) int {
 	name := v.name + "-forbidden"
 	path := testhosts.HitPath(name)
 	before := h.Forbidden.Snapshot()
 	target := v.forbidden(h)
-	tab := trigger(t, h, bctx, v, target, name)
+	tab := newTabOr(t, bctx, tabs, v.page == "")
+	tab = trigger(t, h, tab, v, target, name)
 	// Done: the page says so, or the tab has left the vector page (a
 	// navigation vector, blocked or not).
 	doneExpr := `location.href !== "about:blank" && (window.__vectorDone === true || !location.pathname.startsWith("/vector/"))`
@@ -224,6 +229,14 @@ func runForbidden(t *testing.T, h *testhosts.Hosts, bctx context.Context, v vect
 		t.Errorf("LEAK: forbidden listener accepted %d TCP connection(s) during %s (target %s)", conns, v.name, target)
 	}
 	return hits
+}
+
+// newTabOr returns a new tab of bctx if fresh, else a tab of tabs.
+func newTabOr(t *testing.T, bctx context.Context, tabs *tabPool, fresh bool) context.Context {
+	if fresh {
+		return newTab(t, bctx)
+	}
+	return tabs.get(t)
 }
 
 // sinkBarrier is the positive barrier of a leak check: once a vector is

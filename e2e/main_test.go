@@ -66,24 +66,35 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// suitesAtOnce is how many parallel suites run at once unless -parallel
-// is given: go test's default is GOMAXPROCS, two on the CI machine, and at
+// suitesAtOnce is how many parallel suites run at once (the suite gate's
+// limit, suitegate_test.go) unless -parallel is given: go test's default
+// is GOMAXPROCS, two on the CI machine, and at
 // two the suites used 1.26 of its two cores (their vectors wait on pages,
 // timers and hits more than they compute): the e2e package took 463 s. At
 // three it used 1.77 cores and took 306 s, every bound held
 // (docs/decisions/2026-12-02-ci-time.md, "Three suites at once").
 const suitesAtOnce = 3
 
-// defaultParallel sets -test.parallel to suitesAtOnce when the command
-// line did not set it.
+// goParallel is go test's own -parallel in this binary: more than there
+// are suites, so that the suite gate alone decides which suite runs.
+const goParallel = 64
+
+// defaultParallel gives the suite gate the -parallel of the command line
+// (suitesAtOnce when it has none) and sets go test's own to goParallel.
 func defaultParallel() error {
 	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if given {
-		return nil
+	if f := flag.Lookup("test.parallel"); f != nil {
+		given := false
+		flag.Visit(func(v *flag.Flag) { given = given || v.Name == "test.parallel" })
+		if given {
+			n, err := strconv.Atoi(f.Value.String())
+			if err != nil || n < 1 {
+				return fmt.Errorf("-test.parallel %q: want a positive number", f.Value.String())
+			}
+			gate.limit = n
+		}
 	}
-	return flag.Set("test.parallel", strconv.Itoa(suitesAtOnce))
+	return flag.Set("test.parallel", strconv.Itoa(goParallel))
 }
 
 // needBrowser skips t when there is no browser (fails under CDPGUARD_E2E=1)

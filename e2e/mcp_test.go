@@ -16,7 +16,7 @@ import (
 // comes back as the explanation naming the reachable origins (and its
 // listener sees nothing), and the two users' tabs and storage stay apart.
 func TestMCP(t *testing.T) {
-	t.Parallel() // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
+	parallelSuite(t) // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
 	needBrowser(t)
 	needNode(t)
 	cli := filepath.Join("node_modules", "@playwright", "mcp", "cli.js")

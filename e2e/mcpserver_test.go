@@ -102,7 +102,7 @@ func refOf(t *testing.T, snap string, parts ...string) string {
 // TestMCPServer drives cdpguard's own /mcp with real MCP clients against
 // one `cdpguard serve` on the test hosts.
 func TestMCPServer(t *testing.T) {
-	t.Parallel() // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
+	parallelSuite(t) // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
 	chrome := needBrowser(t)
 	if directMode() {
 		t.Skip("the MCP server is cdpguard's own")

@@ -45,7 +45,7 @@ import (
 // control) is reached in both browser lifetimes. The server logs JSON: the
 // canonical "blocked" line is checked key by key.
 func TestServeLifecycle(t *testing.T) {
-	t.Parallel() // own cdpguard process, browser and test hosts
+	parallelSuite(t) // own cdpguard process, browser and test hosts
 	if directMode() {
 		t.Skip("cdpguard's own lifecycle: no direct-mode counterpart")
 	}

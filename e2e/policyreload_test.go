@@ -265,7 +265,7 @@ groups:
 // refused what the other may reach, and a user cannot change group while
 // their context lives.
 func TestPolicyFileReload(t *testing.T) {
-	t.Parallel() // own guard, browser and hosts: runs beside the other suites
+	parallelSuite(t) // own guard, browser and hosts: runs beside the other suites
 	needBrowser(t)
 	box := startPolicyBox(t)
 	path := filepath.Join(t.TempDir(), "policy.yaml")

@@ -89,7 +89,7 @@ func readerGuard(t *testing.T, origin string) *cdpguard.Guard {
 // and Guard.read), sections, links, the search note, refusals, a hostile
 // page, a page that never loads, GET /read.
 func TestReader(t *testing.T) {
-	t.Parallel() // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
+	parallelSuite(t) // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
 	needBrowser(t)
 	origin := readerHost(t)
 	h := testhosts.Start(t)

@@ -19,7 +19,7 @@ import (
 // answering the alert, which holds the page stuck. Alice's connection and
 // page must survive every way out.
 func TestRedTeamStuckDialog(t *testing.T) {
-	t.Parallel() // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
+	parallelSuite(t) // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
 	needBrowser(t)
 	e := setupRedTeam(t)
 	for _, leave := range []struct {

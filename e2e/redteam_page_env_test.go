@@ -143,6 +143,7 @@ type rtpEnv struct {
 	name      string
 	g         *cdpguard.Guard
 	bctx      context.Context // mallory
+	tabs      *tabPool        // mallory's tabs, reused by the vectors
 	fallback  context.Context // a connection without the session header
 	victim    context.Context // a fallback-user tab
 	victimID  string
@@ -176,6 +177,7 @@ func launchRTP(t *testing.T, h *testhosts.Hosts, name string, edit func(*cdpguar
 		t.Fatalf("%s: no --proxy-server flag found in the new Chrome's command line", name)
 	}
 	e.bctx, _ = connectUser(t, g.URL(), "mallory")
+	e.tabs = newTabPool(t, e.bctx)
 	e.fallback = connect(t, g.URL())
 	e.victim, e.victimID = e.newVictim(t, h)
 	return e

@@ -45,7 +45,7 @@ type rtpResult struct{ control, forbidden, note string }
 // port by IP literal, UDP on both) must stay at zero, and the guard's own
 // endpoint, its egress proxy and another user's tab must stay out of reach.
 func TestRedTeamPage(t *testing.T) {
-	t.Parallel() // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
+	parallelSuite(t) // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
 	needBrowser(t)
 	if directMode() {
 		t.Skip("skipping: the red team attacks the guard")
@@ -130,15 +130,18 @@ func TestRedTeamPage(t *testing.T) {
 	t.Logf("hostile-page red team, %d vectors, took %v:\n%s", len(res), time.Since(start).Round(100*time.Millisecond), b.String())
 }
 
-// rtpOpen opens the vector page in a new tab of the vector's guard and
-// clicks #go with a user gesture if the vector needs one.
+// rtpOpen opens the vector page in a tab of the vector's guard and clicks
+// #go with a user gesture if the vector needs one. The tab is one the
+// earlier vectors used (env.tabs): every vector loads its own page on the
+// allowed host first and attacks from there, so a fresh target is not what
+// it tests, and a tab costs three times a navigation.
 func rtpOpen(t *testing.T, h *testhosts.Hosts, aux string, v rtpVector, target, name string) context.Context {
 	t.Helper()
 	q := url.Values{"target": {target}, "name": {name}, "kind": {v.kind}, "aux": {aux}, "extra": {v.extra}}
 	if v.click {
 		q.Set("gesture", "1")
 	}
-	tab := newTab(t, v.env.bctx)
+	tab := v.env.tabs.get(t)
 	u := h.Allowed.Origin() + "/vector/rt-page.html?" + q.Encode()
 	if errText, err := navigateNoWait(tab, u); err != nil || errText != "" {
 		t.Fatalf("navigate to %s: %q %v", u, errText, err)
@@ -191,7 +194,7 @@ func rtpRun(t *testing.T, h *testhosts.Hosts, aux string, v rtpVector) (ctl, bad
 			ctl = "refused by Chromium 156"
 			note = "control: " + rtpNote(tab) + "; "
 		default:
-			t.Errorf("control: %v (page note %q): the vector does not work, so its leak run proves nothing", err, rtpNote(tab))
+			t.Errorf("control: %v (page note %q): the vector does not work, so its leak run proves nothing\nguard log:\n%s", err, rtpNote(tab), rtpLogAbout(v.env, name))
 			ctl = "FAILED"
 		}
 	}

@@ -106,7 +106,7 @@ func setupRedTeam(t *testing.T) *rtEnv {
 // TestRedTeam runs a hostile agent's attacks against a guard shared with
 // another user; every attack must be refused or harmless.
 func TestRedTeam(t *testing.T) {
-	t.Parallel() // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
+	parallelSuite(t) // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
 	needBrowser(t)
 	e := setupRedTeam(t)
 	// First: rtIsolation's auto-attach attacks leave mallory's own new tabs

@@ -46,7 +46,7 @@ const routedAddr = "10.204.0.9"
 //     first part within 5 s, through the egress proxy, and browser_read
 //     reads it as it is after the read timeout (README's promise).
 func TestSelfReach(t *testing.T) {
-	t.Parallel()
+	parallelSuite(t)
 	needBrowser(t)
 	if directMode() {
 		t.Skip("the self-address rules are the guard's")

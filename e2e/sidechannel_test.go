@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +24,14 @@ import (
 type sideEnv struct {
 	name string
 	bctx context.Context
+	tabs *tabPool    // bctx's tabs, reused by control runs
 	log  *tailBuffer // the guard's log, for leak reports; nil when unguarded
+}
+
+// newSideEnv connects to the endpoint at url.
+func newSideEnv(t *testing.T, name, url string, log *tailBuffer) *sideEnv {
+	bctx := connect(t, url)
+	return &sideEnv{name: name, bctx: bctx, tabs: newTabPool(t, bctx), log: log}
 }
 
 // sideVector is one page-driven side channel (no egress outside the allowlist: README "Security model"): a control run
@@ -68,7 +76,7 @@ func launchSide(t *testing.T, name string, edit func(*cdpguard.Config)) *sideEnv
 	cfg.Logger = slog.New(h)
 	edit(&cfg)
 	g := cdptest.StartGuard(t, cfg)
-	return &sideEnv{name: name, bctx: connect(t, g.URL()), log: log}
+	return newSideEnv(t, name, g.URL(), log)
 }
 
 // TestSideChannels runs every side channel of issue 3 against two guards
@@ -77,7 +85,7 @@ func launchSide(t *testing.T, name string, edit func(*cdpguard.Config)) *sideEnv
 // prefetch), and cdpguard killed with SIGKILL while a page polls. It ends
 // with the summary "N vectors, 0 leaks" and the list.
 func TestSideChannels(t *testing.T) {
-	t.Parallel() // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
+	parallelSuite(t) // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
 	needBrowser(t)
 	if directMode() {
 		t.Skip("skipping: side channels are measured against the guard; direct mode is for the leak harness")
@@ -110,7 +118,7 @@ func TestSideChannels(t *testing.T) {
 	})
 	// The unguarded control browser maps *.test to loopback and resolves
 	// other names itself.
-	unguarded := &sideEnv{name: "unguarded", bctx: connect(t, startChromium(t).URL)}
+	unguarded := newSideEnv(t, "unguarded", startChromium(t).URL, nil)
 
 	for _, v := range sideVectors(h, block, guard, unguarded) {
 		rec := sum.vector(v.name)
@@ -245,23 +253,27 @@ func (v sideVector) url(h *testhosts.Hosts, target, name string) string {
 	return u
 }
 
-// openSide opens the vector page in a new tab of env, then clicks #go or
-// closes the tab as the vector needs.
-func openSide(t *testing.T, h *testhosts.Hosts, env *sideEnv, v sideVector, target, name string) (context.Context, *preloadLog) {
+// openSide opens the vector page in a tab of env, then clicks #go or
+// closes the tab as the vector needs. A control run (reuse) takes a tab of
+// env.tabs unless the vector closes its tab, watches its preloads or uses
+// WebRTC; a forbidden run gets a new tab. WebRTC's STUN retransmissions go
+// on after its page has left for about:blank, until the tab closes: a
+// reused control tab's packets were counted by the forbidden run after it.
+func openSide(t *testing.T, h *testhosts.Hosts, env *sideEnv, v sideVector, target, name string, reuse bool) (context.Context, *preloadLog) {
 	t.Helper()
-	tab, cancel := chromedp.NewContext(env.bctx)
-	closeTab := func() {
-		done := make(chan struct{})
-		go func() { cancel(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Errorf("closing a tab took more than 10s")
+	var tab context.Context
+	closeIt := func() {}
+	if reuse && !v.closeTab && v.page != "speculation" && v.page != "webrtc" {
+		tab = env.tabs.get(t)
+	} else {
+		var cancel context.CancelFunc
+		tab, cancel = chromedp.NewContext(env.bctx)
+		var once sync.Once
+		closeIt = func() { once.Do(func() { closeTab(t, cancel) }) }
+		t.Cleanup(closeIt)
+		if err := chromedp.Do(tab); err != nil {
+			t.Fatalf("open tab: %v", err)
 		}
-	}
-	t.Cleanup(closeTab)
-	if err := chromedp.Do(tab); err != nil {
-		t.Fatalf("open tab: %v", err)
 	}
 	pl := &preloadLog{}
 	if v.page == "speculation" {
@@ -282,7 +294,7 @@ func openSide(t *testing.T, h *testhosts.Hosts, env *sideEnv, v sideVector, targ
 		}
 	}
 	if v.closeTab {
-		closeTab()
+		closeIt()
 	}
 	return tab, pl
 }
@@ -292,7 +304,7 @@ func openSide(t *testing.T, h *testhosts.Hosts, env *sideEnv, v sideVector, targ
 func sideControl(t *testing.T, h *testhosts.Hosts, v sideVector) bool {
 	name := v.name + "-control"
 	before := v.ctlServer.Snapshot()
-	_, pl := openSide(t, h, v.ctlEnv, v, v.ctlTarget, name)
+	_, pl := openSide(t, h, v.ctlEnv, v, v.ctlTarget, name, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
 	defer cancel()
 	if v.connOnly {
@@ -319,7 +331,7 @@ func sideControl(t *testing.T, h *testhosts.Hosts, v sideVector) bool {
 func sideForbidden(t *testing.T, h *testhosts.Hosts, v sideVector) bool {
 	name := v.name + "-forbidden"
 	before := v.badServer.Snapshot()
-	tab, pl := openSide(t, h, v.badEnv, v, v.badTarget, name)
+	tab, pl := openSide(t, h, v.badEnv, v, v.badTarget, name, false)
 	if !v.closeTab {
 		done := `location.href !== "about:blank" && (window.__vectorDone === true || !location.pathname.startsWith("/vector/"))`
 		if err := pollTrue(tab, 6*time.Second, done); err != nil {

@@ -23,7 +23,7 @@ import (
 // In direct mode the "server" is a shell that starts Chromium in the
 // background, which does not die with it: the test must then fail.
 func TestSIGKILLTakesBrowserDown(t *testing.T) {
-	t.Parallel() // own cdpguard process, browser and temporary directory
+	parallelSuite(t) // own cdpguard process, browser and temporary directory
 	chrome := needBrowser(t)
 	dir := t.TempDir()
 

@@ -62,8 +62,8 @@ export GOPROXY=off GOFLAGS=-mod=readonly
 # The longest packages are named first: go test starts packages in the order
 # given (then ./... adds the rest once each), so e2e, the longest by far,
 # starts at once and the others fill the second slot around it. The e2e
-# package runs its timed suites first (TestTimed, two at a time), then the
-# others three at a time (e2e/main_test.go, suitesAtOnce): a run with the
+# package runs its timed suites first (TestTimed, three at a time), then the
+# others three at a time, longest first (e2e/suitegate_test.go): a run with the
 # timed suites beside three others failed their bounds, and the others
 # wait on their pages more than they compute
 # (docs/decisions/2026-12-02-ci-time.md).

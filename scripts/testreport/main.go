@@ -10,6 +10,10 @@
 // or else from the first package's start: a package that starts late was
 // held back by the build or the set-up, one that ends late is the run's
 // critical path.
+//
+// A test that logs "suite gate: waited Ns" (e2e's parallel suites wait
+// their turn at a gate after go test has resumed them, and go test's
+// Elapsed counts that wait) is listed with its elapsed time less the wait.
 package main
 
 import (
@@ -73,6 +77,7 @@ type reporter struct {
 	started  map[string]time.Time // packages whose binary runs
 	spans    []span
 	held     map[testKey][]string // output of tests still running
+	waited   map[testKey]float64  // seconds a test waited at a gate
 	summary  []string             // package result lines, in order
 	timings  []timing
 	skipped  int
@@ -82,7 +87,7 @@ type reporter struct {
 }
 
 func report(in io.Reader, out io.Writer, top int, t0 time.Time) {
-	r := &reporter{out: out, held: map[testKey][]string{}, t0: t0, started: map[string]time.Time{}}
+	r := &reporter{out: out, held: map[testKey][]string{}, waited: map[testKey]float64{}, t0: t0, started: map[string]time.Time{}}
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := br.ReadBytes('\n') // no length limit: a line is never cut or lost
@@ -114,6 +119,9 @@ func (r *reporter) event(e event) {
 	case "output":
 		if e.Test != "" {
 			r.held[k] = append(r.held[k], e.Output)
+			if w, ok := gateWait(e.Output); ok {
+				r.waited[k] += w
+			}
 			return
 		}
 		if isSummary(e.Output) {
@@ -140,7 +148,7 @@ func (r *reporter) event(e event) {
 		}
 		delete(r.held, k)
 		if isSuite(e.Test) {
-			r.timings = append(r.timings, timing{key: k, elapsed: e.Elapsed, action: e.Action})
+			r.timings = append(r.timings, timing{key: k, elapsed: e.Elapsed - r.waited[k], action: e.Action})
 			switch e.Action {
 			case "pass":
 				r.passed++
@@ -151,6 +159,24 @@ func (r *reporter) event(e event) {
 			}
 		}
 	}
+}
+
+// gateMark is what a test logs when it waited for a slot (e2e's suite
+// gate), before the seconds.
+const gateMark = "suite gate: waited "
+
+// gateWait returns the seconds of a "suite gate: waited 12.5s" line.
+func gateWait(line string) (float64, bool) {
+	_, rest, ok := strings.Cut(line, gateMark)
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, "s")
+	if !ok {
+		return 0, false
+	}
+	w, err := strconv.ParseFloat(num, 64)
+	return w, err == nil && w >= 0
 }
 
 // isSummary reports whether a package-level line is go test's closing line
@@ -199,7 +225,7 @@ func (r *reporter) finish(top int) {
 }
 
 // groups are top-level tests that only run suites as their subtests
-// (e2e's TestTimed runs the timed suites two at a time): their subtests
+// (e2e's TestTimed runs the timed suites three at a time): their subtests
 // are listed and counted as suites, the group itself is not.
 var groups = map[string]bool{"TestTimed": true}
 

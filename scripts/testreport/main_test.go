@@ -8,7 +8,7 @@ import (
 )
 
 // A go test -json stream: one passing package with a skipped and a slow
-// test and a group of suites, one failing package, one that does not
+// test, a test that waited at a gate and a group of suites, one failing package, one that does not
 // build, and a stray line.
 const stream = `{"Time":"2026-12-03T09:00:10Z","Action":"start","Package":"ex/a"}
 {"Action":"run","Package":"ex/a","Test":"TestFast"}
@@ -17,6 +17,8 @@ const stream = `{"Time":"2026-12-03T09:00:10Z","Action":"start","Package":"ex/a"
 {"Action":"pass","Package":"ex/a","Test":"TestFast","Elapsed":0.01}
 {"Action":"output","Package":"ex/a","Test":"TestSlow","Output":"    a_test.go:9: quiet log of a passing test\n"}
 {"Action":"pass","Package":"ex/a","Test":"TestSlow","Elapsed":12.5}
+{"Action":"output","Package":"ex/a","Test":"TestGated","Output":"    g_test.go:70: suite gate: waited 95.00s for a slot\n"}
+{"Action":"pass","Package":"ex/a","Test":"TestGated","Elapsed":100}
 {"Action":"output","Package":"ex/a","Test":"TestSkip","Output":"    a_test.go:3: no browser\n"}
 {"Action":"skip","Package":"ex/a","Test":"TestSkip","Elapsed":0}
 {"Action":"pass","Package":"ex/a","Test":"TestTimed/Bounds","Elapsed":3}
@@ -51,7 +53,8 @@ func TestReport(t *testing.T) {
 		"panic: test timed out", // output of a test cut short by its package's failure
 		"c.go:3:1: syntax error",
 		"go: a line that is not JSON",
-		"slowest tests (3 of 5 top-level tests: 3 passed, 1 failed, 1 skipped)", // a group's suites count, the group does not
+		"slowest tests (3 of 6 top-level tests: 4 passed, 1 failed, 1 skipped)", // a group's suites count, the group does not
+		"    5.00s  pass  ex/a TestGated\n",                                     // less its wait at the gate
 		"TestTimed/Bounds\n",
 		"longest packages (seconds after the start of scripts/test.sh):\n      10 →   23  ex/a\n",
 	} {
@@ -64,7 +67,7 @@ func TestReport(t *testing.T) {
 			t.Errorf("output shows %q, which plain go test hides:\n%s", hidden, got)
 		}
 	}
-	if i, j := strings.Index(got, "TestSlow"), strings.Index(got, "TestBad\n"); i < 0 || j < 0 || i > j {
+	if i, j := strings.Index(got, "TestSlow"), strings.Index(got, "TestGated\n"); i < 0 || j < 0 || i > j {
 		t.Errorf("slowest not first:\n%s", got)
 	}
 	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
