@@ -39,13 +39,22 @@ func connect(t *testing.T, url string) context.Context {
 // newTab opens a new tab in the browser of bctx; it is closed when t ends.
 func newTab(t *testing.T, bctx context.Context) context.Context {
 	t.Helper()
-	tab, cancel := chromedp.NewContext(bctx)
+	tab, cancel := openTab(t, bctx)
 	t.Cleanup(func() { closeTab(t, cancel) })
+	return tab
+}
+
+// openTab opens a new tab in the browser of bctx; cancel closes it (with
+// closeTab). It fails t if the tab does not open.
+func openTab(t *testing.T, bctx context.Context) (context.Context, context.CancelFunc) {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(bctx)
 	// As in connect, the tab's first Do must get the tab context itself.
 	if err := chromedp.Do(tab); err != nil {
+		cancel()
 		t.Fatalf("open tab: %v", err)
 	}
-	return tab
+	return tab, cancel
 }
 
 // tabPool lends the tabs of one browser connection to tests, one test at a
@@ -102,13 +111,10 @@ func (p *tabPool) get(t *testing.T) context.Context {
 		}
 		// Left broken (crashed, detached): its cancel runs with the pool's.
 	}
-	tab, cancel := chromedp.NewContext(p.bctx)
+	tab, cancel := openTab(t, p.bctx)
 	p.mu.Lock()
 	p.all = append(p.all, cancel)
 	p.mu.Unlock()
-	if err := chromedp.Do(tab); err != nil {
-		t.Fatalf("open tab: %v", err)
-	}
 	p.lend(t, tab)
 	return tab
 }

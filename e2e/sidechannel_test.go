@@ -45,6 +45,11 @@ type sideVector struct {
 	click bool       // click #go with a user gesture
 	// closeTab closes the tab once the page is ready (unload vectors).
 	closeTab bool
+	// ownTab: the control run needs a tab of its own too, because what the
+	// page started outlives about:blank (WebRTC's STUN retransmissions go
+	// on until the tab closes; a lent control tab's packets were counted
+	// by the forbidden run after it).
+	ownTab bool
 	// connOnly vectors make no HTTP request; the control waits for a TCP
 	// connection to its listener instead of a hit.
 	connOnly bool
@@ -255,25 +260,21 @@ func (v sideVector) url(h *testhosts.Hosts, target, name string) string {
 
 // openSide opens the vector page in a tab of env, then clicks #go or
 // closes the tab as the vector needs. A control run (reuse) takes a tab of
-// env.tabs unless the vector closes its tab, watches its preloads or uses
-// WebRTC; a forbidden run gets a new tab. WebRTC's STUN retransmissions go
-// on after its page has left for about:blank, until the tab closes: a
-// reused control tab's packets were counted by the forbidden run after it.
+// env.tabs unless the vector closes its tab, watches its preloads (the
+// listeners belong to the tab) or needs its own (ownTab); a forbidden run
+// gets a new tab.
 func openSide(t *testing.T, h *testhosts.Hosts, env *sideEnv, v sideVector, target, name string, reuse bool) (context.Context, *preloadLog) {
 	t.Helper()
 	var tab context.Context
 	closeIt := func() {}
-	if reuse && !v.closeTab && v.page != "speculation" && v.page != "webrtc" {
+	if reuse && !v.closeTab && !v.ownTab && v.page != "speculation" {
 		tab = env.tabs.get(t)
 	} else {
 		var cancel context.CancelFunc
-		tab, cancel = chromedp.NewContext(env.bctx)
+		tab, cancel = openTab(t, env.bctx)
 		var once sync.Once
 		closeIt = func() { once.Do(func() { closeTab(t, cancel) }) }
 		t.Cleanup(closeIt)
-		if err := chromedp.Do(tab); err != nil {
-			t.Fatalf("open tab: %v", err)
-		}
 	}
 	pl := &preloadLog{}
 	if v.page == "speculation" {

@@ -32,7 +32,7 @@ func sideWebRTC(t *testing.T, h *testhosts.Hosts, sum *sideSummary, block, ungua
 		{"webrtc-stun-ip-literal", "stun:127.0.0.1:" + port},
 	} {
 		rec := sum.vector(s.name)
-		v := sideVector{name: s.name, page: "webrtc", query: url.Values{"stun": {s.url}}}
+		v := sideVector{name: s.name, page: "webrtc", query: url.Values{"stun": {s.url}}, ownTab: true}
 		t.Run(s.name, func(t *testing.T) {
 			rec.ran = true
 			if tunErr != "" {
