@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,8 +21,16 @@ type flagInfo struct {
 
 // cdpguardBinary builds ./cmd/cdpguard once per test binary into a
 // directory every user can read (TestImageEnvironmentServes runs it as the
-// image's uid); TestMain removes it.
+// image's uid); TestMain removes it. scripts/test.sh builds it once for
+// every package that runs it and passes it in CDPGUARD_TEST_BIN, in a
+// directory every user can read too.
 var cdpguardBinary = sync.OnceValues(func() (string, error) {
+	if bin := os.Getenv("CDPGUARD_TEST_BIN"); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			return "", fmt.Errorf("CDPGUARD_TEST_BIN: %w", err)
+		}
+		return bin, nil
+	}
 	dir, err := os.MkdirTemp("", "cdpguard-deploy-")
 	if err != nil {
 		return "", err
@@ -30,7 +39,7 @@ var cdpguardBinary = sync.OnceValues(func() (string, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	bin := filepath.Join(dir, "cdpguard")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/cdpguard")

@@ -29,9 +29,10 @@ type guardBinary struct {
 	url    string
 }
 
-// buildGuard compiles ./cmd/cdpguard into dir, bounded.
+// buildGuard compiles ./cmd/cdpguard into dir, bounded (a cold build
+// beside other work takes minutes).
 func buildGuard(ctx context.Context, dir string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	bin := filepath.Join(dir, "cdpguard")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/cdpguard")

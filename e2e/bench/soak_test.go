@@ -20,9 +20,18 @@ func TestSoakShort(t *testing.T) {
 		}
 		t.Skipf("skipping: %v (set CDPGUARD_E2E=1 to fail instead)", err)
 	}
+	// scripts/test.sh builds the daemon once for every package that runs it
+	// (CDPGUARD_TEST_BIN); without it the test builds its own, outside the
+	// soak's bound (a cold build beside the other packages takes minutes).
+	bin := os.Getenv("CDPGUARD_TEST_BIN")
+	if bin == "" {
+		if bin, err = buildGuard(context.Background(), t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	o := options{chrome: chrome}
+	o := options{chrome: chrome, guardBin: bin}
 	cfg := soakConfig{users: 10, duration: 12 * time.Second, sample: time.Second, think: 250 * time.Millisecond, settle: time.Second, opsPerConn: 10}
 	rep, err := soakRun(ctx, o, cfg)
 	if err != nil {
