@@ -14,9 +14,9 @@ import (
 // streams console events (~0.8 MB/s) is cut off once a write to it stalls for
 // AgentWriteTimeout (3 s here; 10 s by default), and meanwhile a second
 // agent's Runtime.evaluate round trips stay within 2x (+2 ms) of their
-// median without a stall (the slower of: no stream, and the same stream
-// going to an agent that read it), and its navigations (which wait on the
-// guard's Fetch decisions) still complete.
+// median without a stall (the slowest of: no stream, the same stream going
+// to an agent that read it, and once the stalled agent is cut off), and its
+// navigations (which wait on the guard's Fetch decisions) still complete.
 func timedSlowConsumer(t *testing.T) {
 	if directMode() {
 		t.Skip("a guard bound: Chrome's own endpoint has no per-client queue")
@@ -80,18 +80,23 @@ func timedSlowConsumer(t *testing.T) {
 		t.Error(err)
 	}
 	after := median(during)
-	t.Logf("fast agent: median round trip %v idle, %v while the stream's agent read, %v after it stopped reading (%d samples, %d navigations)", idle, before, after, len(during), navigations)
-	// 2x the slower of the two medians taken without a stall, plus 2 ms of
-	// slack: the medians are around a millisecond, and on a shared 2-core
-	// machine (CI runs packages in parallel) one scheduling delay is of that
-	// order; one CI run measured 8.1 ms idle, 1.5 ms before and 7.7 ms
-	// after, the load moving, not the stall. A stalled agent that stalled
-	// the relay would cost far more: every round trip would wait for its 3 s
-	// write bound.
-	if limit := 2*max(idle, before) + 2*time.Millisecond; after > limit {
-		t.Errorf("fast agent's median round trip %v after the other agent stopped reading is over %v (2x the slower of %v idle and %v before, plus 2 ms)", after, limit, idle, before)
+	// A third no-stall median, once the stalled agent is gone: the guard
+	// still serves the fast agent, and this baseline is taken under the
+	// same outside load as the stalled phase (CI runs other packages
+	// beside this one: the soak's ten users came and went during it).
+	post := median(sample(40))
+	t.Logf("fast agent: median round trip %v idle, %v while the stream's agent read, %v after it stopped reading (%d samples, %d navigations), %v once it was cut off", idle, before, after, len(during), navigations, post)
+	// 2x the slowest of the three medians taken without a stall, plus 2 ms
+	// of slack: the medians are around a millisecond, and on a shared
+	// 2-core machine one scheduling delay is of that order. Two CI runs
+	// measured 8.1 ms idle, 1.5 ms before and 7.7 ms after, and 0.9 ms
+	// idle, 1.4 ms before and 5.6 ms after, the outside load moving, not
+	// the stall (alone: 1.4, 1.1 and 1.1 ms). A stalled agent that stalled
+	// the relay would cost far more: every round trip would wait for its
+	// 3 s write bound.
+	if limit := 2*max(idle, before, post) + 2*time.Millisecond; after > limit {
+		t.Errorf("fast agent's median round trip %v after the other agent stopped reading is over %v (2x the slowest of %v idle, %v before and %v after the cut-off, plus 2 ms)", after, limit, idle, before, post)
 	}
-	sample(3) // the guard still serves it
 }
 
 // drainToClose waits for the stalled client c to have stopped reading,
