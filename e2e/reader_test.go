@@ -148,13 +148,13 @@ func readerFixtures(t *testing.T, g *cdpguard.Guard, origin string) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	// A step's bound is a hang guard, not a speed target (that is
-	// BenchmarkReadLoaded): on a fresh machine, beside the cold builds, reads
-	// took up to 18 s and one page's load passed 20 s.
 	// CDPGUARD_READER_COMPARE=1 adds the comparisons of the README's table
 	// (ariaSnapshot size, innerText); they are not scored against the truth,
 	// so nothing here asserts them and CI leaves them out.
 	compare := os.Getenv("CDPGUARD_READER_COMPARE") == "1"
+	// A step's bound is a hang guard, not a speed target (that is
+	// BenchmarkReadLoaded): on a fresh machine, beside the cold builds, reads
+	// took up to 18 s and one page's load passed 20 s.
 	cmd.Env = append(os.Environ(), "CDPGUARD_URL="+g.URL(), "FIXTURE_BASE="+origin+"/fx/",
 		"FIXTURES="+strings.Join(names, ","), "STEP_TIMEOUT_MS=60000", "READER_COMPARE="+os.Getenv("CDPGUARD_READER_COMPARE"))
 	var stdout, stderr bytes.Buffer
