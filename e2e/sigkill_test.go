@@ -150,30 +150,12 @@ func buildCdpguard(t *testing.T, dir string) string {
 // removes it.
 var e2eBinDir = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "cdpguard-e2e-bin-") })
 
-// cdpguardBuild builds ./cmd/cdpguard once into e2eBinDir, or takes the
-// binary scripts/test.sh built (CDPGUARD_TEST_BIN): on a fresh machine three
-// packages building it at once, beside the race build, took minutes.
+// cdpguardBuild is the daemon binary of cdptest.Daemon, built (when
+// scripts/test.sh did not) once into e2eBinDir.
 var cdpguardBuild = sync.OnceValues(func() (string, error) {
-	if bin := os.Getenv("CDPGUARD_TEST_BIN"); bin != "" {
-		if _, err := os.Stat(bin); err != nil {
-			return "", fmt.Errorf("CDPGUARD_TEST_BIN: %w", err)
-		}
-		return bin, nil
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("go toolchain not on PATH: %w", err)
-	}
 	dir, err := e2eBinDir()
 	if err != nil {
 		return "", fmt.Errorf("directory for the cdpguard binary: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	bin := filepath.Join(dir, "cdpguard")
-	build := exec.CommandContext(ctx, goBin, "build", "-o", bin, "github.com/cdpguard/cdpguard/cmd/cdpguard")
-	if b, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/cdpguard: %w\n%s", err, b)
-	}
-	return bin, nil
+	return cdptest.Daemon(context.Background(), dir)
 })

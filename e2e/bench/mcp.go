@@ -148,7 +148,7 @@ func measureMCP(ctx context.Context, o options) (*mcpReport, error) {
 			return rep, err
 		}
 		defer func() { _ = os.RemoveAll(dir) }()
-		if bin, err = buildGuard(ctx, dir); err != nil {
+		if bin, err = cdptest.BuildDaemon(ctx, dir); err != nil {
 			return rep, err
 		}
 	}

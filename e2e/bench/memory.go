@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 )
 
 // rssTargetMB is issue 5's bound on cdpguard's resident memory at 50 users.
@@ -27,20 +29,6 @@ type guardBinary struct {
 	exited chan struct{}
 	out    *tail
 	url    string
-}
-
-// buildGuard compiles ./cmd/cdpguard into dir, bounded (a cold build
-// beside other work takes minutes).
-func buildGuard(ctx context.Context, dir string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	bin := filepath.Join(dir, "cdpguard")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/cdpguard")
-	cmd.Dir = repoRoot(ctx)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/cdpguard: %w: %s", err, out)
-	}
-	return bin, nil
 }
 
 // repoRoot is the module root (where go.mod is), so the bench works from
@@ -148,7 +136,7 @@ func measureMemory(ctx context.Context, opts options, counts []int) ([]memResult
 		}
 		defer func() { _ = os.RemoveAll(dir) }()
 		fmt.Fprintln(os.Stderr, "memory: go build ./cmd/cdpguard")
-		if bin, err = buildGuard(ctx, dir); err != nil {
+		if bin, err = cdptest.BuildDaemon(ctx, dir); err != nil {
 			return nil, err
 		}
 	}

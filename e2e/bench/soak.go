@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/procstat"
 )
 
@@ -203,7 +204,7 @@ func soakRun(ctx context.Context, o options, cfg soakConfig) (*soakReport, error
 			return nil, fmt.Errorf("temp dir: %w", err)
 		}
 		defer func() { _ = os.RemoveAll(dir) }()
-		if bin, err = buildGuard(ctx, dir); err != nil {
+		if bin, err = cdptest.BuildDaemon(ctx, dir); err != nil {
 			return nil, err
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 )
 
 // TestSoakShort is the soak's short mode, run by CI: ten agents for 12 s
@@ -20,14 +22,11 @@ func TestSoakShort(t *testing.T) {
 		}
 		t.Skipf("skipping: %v (set CDPGUARD_E2E=1 to fail instead)", err)
 	}
-	// scripts/test.sh builds the daemon once for every package that runs it
-	// (CDPGUARD_TEST_BIN); without it the test builds its own, outside the
+	// The daemon scripts/test.sh built, or one built here, outside the
 	// soak's bound (a cold build beside the other packages takes minutes).
-	bin := os.Getenv("CDPGUARD_TEST_BIN")
-	if bin == "" {
-		if bin, err = buildGuard(context.Background(), t.TempDir()); err != nil {
-			t.Fatal(err)
-		}
+	bin, err := cdptest.Daemon(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
