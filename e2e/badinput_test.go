@@ -95,13 +95,25 @@ func timedFirewallBadInput(t *testing.T) {
 	b := cdptest.DialUser(t, g.WebSocketURL(), "bystander", cdptest.Options{})
 	bSession := rawPage(t, b)
 	bID := 1
+	// bystander checks that the second agent still works after an attack:
+	// every evaluate answers, and the median of three is within 2 s. A
+	// guard still blocked by the attacker is slow on all three; one slow
+	// evaluate alone is the machine (CI once measured 3.2 s right after
+	// the guard dropped a 64 MiB frame, under -race beside other packages).
 	bystander := func(t *testing.T, what string) {
 		t.Helper()
-		bID++
-		if d, err := evalLatency(t, b, bID, bSession); err != nil {
-			t.Fatalf("after %s the second agent's evaluate failed: %v", what, err)
-		} else if d > 2*time.Second {
-			t.Errorf("after %s the second agent's evaluate took %v", what, d)
+		var lat []time.Duration
+		for range 3 {
+			bID++
+			d, err := evalLatency(t, b, bID, bSession)
+			if err != nil {
+				t.Fatalf("after %s the second agent's evaluate failed: %v", what, err)
+			}
+			lat = append(lat, d)
+		}
+		slices.Sort(lat)
+		if lat[1] > 2*time.Second {
+			t.Errorf("after %s the second agent's evaluates took %v", what, lat)
 		}
 	}
 	for _, c := range badInputs(bSession) {
