@@ -26,6 +26,10 @@ func TestSIGKILLTakesBrowserDown(t *testing.T) {
 	parallelSuite(t) // own cdpguard process, browser and temporary directory
 	chrome := needBrowser(t)
 	dir := t.TempDir()
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
 
 	var cmd *exec.Cmd
 	marker := "--remote-debugging-pipe"
@@ -37,6 +41,7 @@ func TestSIGKILLTakesBrowserDown(t *testing.T) {
 		cmd = exec.Command("sh", args...)
 	} else {
 		cmd = exec.Command(buildCdpguard(t, dir), serveArgs(chrome)...)
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp) // its fresh profile goes there
 	}
 	srv := startServed(t, cmd)
 	var found []proc
@@ -116,6 +121,45 @@ func TestSIGKILLTakesBrowserDown(t *testing.T) {
 	}
 	for _, p := range left {
 		t.Errorf("browser process %d outlived its guard by 2s: %.200s", p.pid, p.cmd)
+	}
+	if !directMode() {
+		restartSweeps(t, dir, chrome, tmp)
+	}
+}
+
+// restartSweeps checks that the killed cdpguard's profile was left in tmp
+// (nothing could remove it) and that the next cdpguard started with the
+// same TMPDIR removes it before its own browser starts; stopped with
+// SIGTERM, that one leaves tmp empty.
+func restartSweeps(t *testing.T, dir, chrome, tmp string) {
+	profiles := func() []string {
+		m, err := filepath.Glob(filepath.Join(tmp, "cdpguard-chrome-*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	stale := profiles()
+	if len(stale) != 1 {
+		t.Fatalf("profiles in TMPDIR after the SIGKILL: %q, want the killed one's", stale)
+	}
+	cmd := exec.Command(buildCdpguard(t, dir), serveArgs(chrome)...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	srv := startServed(t, cmd)
+	cdptest.WaitHTTP(t, srv.listenURL(t)+"/readyz", "ok", 30*time.Second)
+	if now := profiles(); len(now) != 1 || now[0] == stale[0] {
+		t.Errorf("profiles in TMPDIR once the next cdpguard is ready: %q; the killed one's was %s", now, stale[0])
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-srv.waited:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("cdpguard did not stop within 15s of SIGTERM:\n%s", srv.out)
+	}
+	if now := profiles(); len(now) != 0 {
+		t.Errorf("profiles in TMPDIR after a SIGTERM: %q", now)
 	}
 }
 

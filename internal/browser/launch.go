@@ -35,7 +35,8 @@ type LaunchOptions struct {
 	// Headed shows a window; otherwise --headless and --disable-gpu are set.
 	Headed bool
 	// UserDataDir is the profile directory; "" = a fresh temp dir removed on
-	// Close.
+	// Close, or by the next Launch on this machine if this process is
+	// killed outright (profile.go).
 	UserDataDir string
 	// Flags are the user's extra flags, each one whole flag like
 	// "--host-resolver-rules=MAP *.test 127.0.0.1, MAP * ~NOTFOUND" (never
@@ -61,7 +62,7 @@ type Process struct {
 	cmd     *exec.Cmd
 	conn    Conn
 	pipe    *pipeConn
-	tempDir string
+	profile *profile // the fresh profile Close removes, if Launch made one
 	version *Version
 
 	done    chan struct{}
@@ -96,11 +97,11 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 		tail:       &tailWriter{max: stderrTail},
 	}
 	if opts.UserDataDir == "" {
-		dir, err := os.MkdirTemp("", "cdpguard-chrome-")
+		prof, err := newProfile(os.TempDir())
 		if err != nil {
-			return nil, fmt.Errorf("create chrome user-data-dir: %w", err)
+			return nil, err
 		}
-		p.tempDir, opts.UserDataDir = dir, dir
+		p.profile, opts.UserDataDir = prof, prof.dir
 	}
 	if err := p.start(path, BuildArgs(opts), opts.Stderr); err != nil {
 		p.removeTemp()
@@ -291,13 +292,10 @@ func (p *Process) close() error {
 }
 
 func (p *Process) removeTemp() error {
-	if p.tempDir == "" {
+	if p.profile == nil {
 		return nil
 	}
-	if err := os.RemoveAll(p.tempDir); err != nil {
-		return fmt.Errorf("remove chrome user-data-dir: %w", err)
-	}
-	return nil
+	return p.profile.remove()
 }
 
 // tailWriter keeps the last max bytes written to it.

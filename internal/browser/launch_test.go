@@ -47,6 +47,14 @@ func TestLaunchCloseKillsProcessGroup(t *testing.T) {
 	if len(before) < 2 {
 		t.Fatalf("expected chrome and its children, got %q", before)
 	}
+	if lock, err := os.Open(dir + "/" + profileLock); err != nil {
+		t.Errorf("the fresh profile has no lock file: %v", err)
+	} else {
+		if tryLock(lock) {
+			t.Error("a live browser's profile lock could be taken: a sweep would remove its profile")
+		}
+		_ = lock.Close()
+	}
 	start := time.Now()
 	if err := p.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
