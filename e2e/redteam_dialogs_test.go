@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -24,24 +25,54 @@ func TestRedTeamStuckDialog(t *testing.T) {
 	e := setupRedTeam(t)
 	for _, leave := range []struct {
 		name string
-		do   func(m *cdptest.Client, session string) error
+		// viaBrowser: the page's session is attached on a browser-level
+		// session of the agent's own (Target.attachToBrowserTarget, as
+		// Playwright does), which do gets as parent.
+		viaBrowser bool
+		do         func(m *cdptest.Client, p stuckPage) error
 	}{
-		{"detach", func(m *cdptest.Client, session string) error {
-			_, err := m.CallWithin("", "Target.detachFromTarget", map[string]any{"sessionId": session}, 10*time.Second)
+		{"detach", false, func(m *cdptest.Client, p stuckPage) error {
+			_, err := m.CallWithin("", "Target.detachFromTarget", map[string]any{"sessionId": p.session}, 10*time.Second)
 			return err
 		}},
-		{"pageDisable", func(m *cdptest.Client, session string) error {
-			_, err := m.CallWithin(session, "Page.disable", nil, 10*time.Second)
+		{"pageDisable", false, func(m *cdptest.Client, p stuckPage) error {
+			_, err := m.CallWithin(p.session, "Page.disable", nil, 10*time.Second)
 			return err
 		}},
-		{"hangUp", func(m *cdptest.Client, _ string) error {
+		{"hangUp", false, func(m *cdptest.Client, _ stuckPage) error {
 			m.Close()
 			return nil
+		}},
+		// The deprecated form: Chrome detaches the session this one
+		// attached to the target.
+		{"detachByTarget", false, func(m *cdptest.Client, p stuckPage) error {
+			_, err := m.CallWithin("", "Target.detachFromTarget", map[string]any{"targetId": p.target}, 10*time.Second)
+			return err
+		}},
+		{"closeTarget", false, func(m *cdptest.Client, p stuckPage) error {
+			_, err := m.CallWithin("", "Target.closeTarget", map[string]any{"targetId": p.target}, 10*time.Second)
+			return err
+		}},
+		{"pageClose", false, func(m *cdptest.Client, p stuckPage) error {
+			_, err := m.CallWithin(p.session, "Page.close", nil, 10*time.Second)
+			return err
+		}},
+		// Chrome detaches the sessions a browser-level session attached
+		// when that one is detached.
+		{"detachParent", true, func(m *cdptest.Client, p stuckPage) error {
+			_, err := m.CallWithin("", "Target.detachFromTarget", map[string]any{"sessionId": p.parent}, 10*time.Second)
+			return err
 		}},
 	} {
 		t.Run(leave.name, func(t *testing.T) {
 			m := cdptest.Connect(t, e.base, "mallory")
-			_, session := m.OpenPage(t, e.h.PageURL("/stuck.html"))
+			var p stuckPage
+			if leave.viaBrowser {
+				p = openUnder(t, m, e.h.PageURL("/stuck.html"))
+			} else {
+				p.target, p.session = m.OpenPage(t, e.h.PageURL("/stuck.html"))
+			}
+			session := p.session
 			// A user activation makes Chrome show the beforeunload dialog.
 			if _, err := m.CallWithin(session, "Runtime.evaluate", map[string]any{"expression": `document.getElementById("touch").click(), 1`, "userGesture": true}, 10*time.Second); err != nil {
 				t.Fatalf("click: %v", err)
@@ -65,7 +96,7 @@ func TestRedTeamStuckDialog(t *testing.T) {
 				t.Fatalf("no alert after the beforeunload within 10s")
 			}
 			time.Sleep(300 * time.Millisecond) // the new document's response arrives: the page is stuck
-			if err := leave.do(m, session); err != nil {
+			if err := leave.do(m, p); err != nil {
 				t.Logf("mallory's %s: %v", leave.name, err)
 			}
 			select {
@@ -80,4 +111,36 @@ func TestRedTeamStuckDialog(t *testing.T) {
 			e.aliceIntact(t)
 		})
 	}
+}
+
+// stuckPage is mallory's page: its target, its session and the session
+// that attached it ("" for the connection's own).
+type stuckPage struct{ target, session, parent string }
+
+// openUnder attaches a browser-level session, opens a page on it, attaches
+// to the page from it, enables Page and Runtime events there and loads u.
+func openUnder(t *testing.T, m *cdptest.Client, u string) stuckPage {
+	t.Helper()
+	call := func(session, method string, params map[string]any, field string) string {
+		t.Helper()
+		res, err := m.CallWithin(session, method, params, 10*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		var r map[string]any
+		_ = json.Unmarshal(res, &r)
+		s, _ := r[field].(string)
+		if field != "" && s == "" {
+			t.Fatalf("%s: no %s in %s", method, field, res)
+		}
+		return s
+	}
+	var p stuckPage
+	p.parent = call("", "Target.attachToBrowserTarget", nil, "sessionId")
+	p.target = call(p.parent, "Target.createTarget", map[string]any{"url": "about:blank"}, "targetId")
+	p.session = call(p.parent, "Target.attachToTarget", map[string]any{"targetId": p.target, "flatten": true}, "sessionId")
+	call(p.session, "Page.enable", nil, "")
+	call(p.session, "Runtime.enable", nil, "")
+	m.Navigate(t, p.session, u)
+	return p
 }

@@ -62,11 +62,35 @@ func (h *Handler) Command(ctx context.Context, owner any, name string, cmd relay
 	case firewall.Detach:
 		var p struct {
 			SessionID string `json:"sessionId"`
+			TargetID  string `json:"targetId"`
 		}
-		if len(cmd.Params) > 0 && jsonv2.Unmarshal(cmd.Params, &p) == nil && p.SessionID != "" {
-			h.settleSession(ctx, owner, p.SessionID)
-			h.Listen(owner, p.SessionID, "", false)
+		if len(cmd.Params) > 0 && jsonv2.Unmarshal(cmd.Params, &p) == nil {
+			for _, s := range leaving(owner, cmd.SessionID, p.SessionID, p.TargetID) {
+				h.settleSession(ctx, owner, s)
+				h.Listen(owner, s, "", false)
+			}
 		}
 	}
 	return relay.Verdict{}
+}
+
+// attachTree is an owner that knows which of its sessions a detach ends
+// (*relay.Agent).
+type attachTree interface {
+	Leaving(on, sessionID, targetID string) []string
+}
+
+// leaving is the owner's sessions a Target.detachFromTarget sent on session
+// on ends: the one it names, the ones on attached to the target it names,
+// and their children, which Chrome detaches with them (a browser-level
+// session's pages). Each page one listens on is settled: Chrome detaches
+// them all with Page events enabled.
+func leaving(owner any, on, sessionID, targetID string) []string {
+	if t, ok := owner.(attachTree); ok {
+		return t.Leaving(on, sessionID, targetID)
+	}
+	if sessionID != "" {
+		return []string{sessionID}
+	}
+	return nil
 }

@@ -17,7 +17,7 @@ func listenedAlert() (*Handler, *chrome, any) {
 	c := &chrome{}
 	h := New(&rec{}, testPages, time.Hour, nil)
 	h.SetCaller(c)
-	agent := new(int)
+	agent := &tree{}
 	h.Attach("S1", "T1")
 	h.Listen(agent, "A1", "T1", true)
 	h.Navigating("S1", navigating("T1", "http://a.test/next", "differentDocument"))
@@ -26,8 +26,26 @@ func listenedAlert() (*Handler, *chrome, any) {
 	return h, c, agent
 }
 
+// tree is an agent whose page session A1 on T1 was attached by its
+// browser-level session B1 (as *relay.Agent's Leaving reports it).
+type tree struct{}
+
+func (*tree) Leaving(on, sessionID, targetID string) []string {
+	switch {
+	case sessionID == "B1":
+		return []string{"B1", "A1"}
+	case sessionID != "":
+		return []string{sessionID}
+	case targetID == "T1" && on == "B1":
+		return []string{"A1"}
+	}
+	return nil
+}
+
 // TestSettleBeforeLeaving: an agent listening on a page stuck behind an
-// alert (its grace running) detaches, sends Page.disable, or hangs up,
+// alert (its grace running) detaches (the page's session, by the page's
+// target id, or the browser-level session that attached it), sends
+// Page.disable, or hangs up,
 // which crashed Chromium 156 for every user
 // (docs/decisions/2026-12-02-beforeunload.md). The guard first answers the
 // alert, finds the page stuck, navigates it again, and lets the agent's
@@ -37,6 +55,12 @@ func TestSettleBeforeLeaving(t *testing.T) {
 	leave := map[string]func(ctx context.Context, h *Handler, agent any){
 		"detach": func(ctx context.Context, h *Handler, agent any) {
 			h.Command(ctx, agent, "agent", relay.Command{Params: []byte(`{"sessionId":"A1"}`)}, firewall.Detach, nil)
+		},
+		"detachParent": func(ctx context.Context, h *Handler, agent any) {
+			h.Command(ctx, agent, "agent", relay.Command{Params: []byte(`{"sessionId":"B1"}`)}, firewall.Detach, nil)
+		},
+		"detachByTarget": func(ctx context.Context, h *Handler, agent any) {
+			h.Command(ctx, agent, "agent", relay.Command{SessionID: "B1", Params: []byte(`{"targetId":"T1"}`)}, firewall.Detach, nil)
 		},
 		"pageDisable": func(ctx context.Context, h *Handler, agent any) {
 			h.Command(ctx, agent, "agent", relay.Command{SessionID: "A1"}, firewall.DialogsUnlisten, nil)

@@ -1,6 +1,10 @@
 package relay
 
-import "github.com/cdpguard/cdpguard/internal/cdpmsg"
+import (
+	"slices"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+)
 
 // sessionTarget is what one of an agent's target sessions is attached to,
 // and the session that attached it (where a detach must be sent).
@@ -20,6 +24,36 @@ func (a *Agent) SessionsOn(target string) (sessions, parents []string) {
 		}
 	}
 	return sessions, parents
+}
+
+// Leaving returns the agent's sessions that Chrome ends for the agent's
+// Target.detachFromTarget sent on session on naming sessionID or, in the
+// deprecated form, targetID (then the sessions on attached to it): those,
+// and every session attached below them, because Chrome detaches a
+// session's children with it. A session it attached by replying (not
+// announced with Target.attachedToTarget) has no known children.
+func (a *Agent) Leaving(on, sessionID, targetID string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	switch {
+	case sessionID != "":
+		out = append(out, sessionID)
+	case targetID != "":
+		for s, st := range a.targets {
+			if st.target == targetID && st.parent == on {
+				out = append(out, s)
+			}
+		}
+	}
+	for i := 0; i < len(out); i++ { // breadth first down the attach tree
+		for s, st := range a.targets {
+			if st.parent == out[i] && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 // Evict ends the agent's sessions on target, telling the agent why first

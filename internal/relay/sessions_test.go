@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,47 @@ func TestEvictTellsThenDetaches(t *testing.T) {
 	d := h.b.waitCommand(t, "detach", method("Target.detachFromTarget"))
 	if d.SessionID != bs || !strings.Contains(string(d.Params), `"S1"`) {
 		t.Errorf("detach sent on %q with %s, want on %q for S1", d.SessionID, d.Params, bs)
+	}
+}
+
+// TestLeaving: a detach ends the session it names or, by target id, the
+// sessions the sending session attached to that target, and with each
+// every session attached below it (Chrome detaches children with their
+// parent): a browser-level session's pages and their frames.
+func TestLeaving(t *testing.T) {
+	h := newHarness(t)
+	x := h.startAgent(t, AgentOptions{Name: "x"})
+	bs := x.a.BrowserSession()
+	for _, ev := range []string{
+		attachedEvent(bs, "P1", "page"),    // the connection's own page
+		attachedEvent(bs, "B1", "browser"), // a browser-level session (auto-attached)
+		attachedEvent("B1", "P2", "page"),  // a page it attached
+		attachedEvent("P2", "F2", "iframe"),
+		attachedEvent("B1", "P3", "page"),
+	} {
+		h.b.inject(ev)
+		if e := x.recvEnv(t); e.Method != "Target.attachedToTarget" {
+			t.Fatalf("got %s, want the attachment", e.Method)
+		}
+	}
+	for _, c := range []struct {
+		on, session, target string
+		want                []string
+	}{
+		{bs, "P1", "", []string{"P1"}},
+		{bs, "B1", "", []string{"B1", "P2", "P3", "F2"}},
+		{bs, "P2", "", []string{"P2", "F2"}},
+		{bs, "", "T-P1", []string{"P1"}},
+		{"B1", "", "T-P2", []string{"P2", "F2"}},
+		{bs, "", "T-P2", nil}, // the connection's session did not attach P2
+		{bs, "", "", nil},
+	} {
+		got := x.a.Leaving(c.on, c.session, c.target)
+		slices.Sort(got)
+		slices.Sort(c.want)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("Leaving(%q, %q, %q) = %q, want %q", c.on, c.session, c.target, got, c.want)
+		}
 	}
 }
 
