@@ -25,50 +25,57 @@ func TestRedTeamStuckDialog(t *testing.T) {
 	e := setupRedTeam(t)
 	for _, leave := range []struct {
 		name string
-		// viaBrowser: the page's session is attached on a browser-level
-		// session of the agent's own (Target.attachToBrowserTarget, as
-		// Playwright does), which do gets as parent.
-		viaBrowser bool
-		do         func(m *cdptest.Client, p stuckPage) error
+		// open opens mallory's page; nil is cdptest's OpenPage.
+		open func(t *testing.T, m *cdptest.Client, u string) stuckPage
+		do   func(m *cdptest.Client, p stuckPage) error
 	}{
-		{"detach", false, func(m *cdptest.Client, p stuckPage) error {
+		{"detach", nil, func(m *cdptest.Client, p stuckPage) error {
 			_, err := m.CallWithin("", "Target.detachFromTarget", map[string]any{"sessionId": p.session}, 10*time.Second)
 			return err
 		}},
-		{"pageDisable", false, func(m *cdptest.Client, p stuckPage) error {
+		{"pageDisable", nil, func(m *cdptest.Client, p stuckPage) error {
 			_, err := m.CallWithin(p.session, "Page.disable", nil, 10*time.Second)
 			return err
 		}},
-		{"hangUp", false, func(m *cdptest.Client, _ stuckPage) error {
+		{"hangUp", nil, func(m *cdptest.Client, _ stuckPage) error {
 			m.Close()
 			return nil
 		}},
 		// The deprecated form: Chrome detaches the session this one
 		// attached to the target.
-		{"detachByTarget", false, func(m *cdptest.Client, p stuckPage) error {
+		{"detachByTarget", nil, func(m *cdptest.Client, p stuckPage) error {
 			_, err := m.CallWithin("", "Target.detachFromTarget", map[string]any{"targetId": p.target}, 10*time.Second)
 			return err
 		}},
-		{"closeTarget", false, func(m *cdptest.Client, p stuckPage) error {
+		{"closeTarget", nil, func(m *cdptest.Client, p stuckPage) error {
 			_, err := m.CallWithin("", "Target.closeTarget", map[string]any{"targetId": p.target}, 10*time.Second)
 			return err
 		}},
-		{"pageClose", false, func(m *cdptest.Client, p stuckPage) error {
+		{"pageClose", nil, func(m *cdptest.Client, p stuckPage) error {
 			_, err := m.CallWithin(p.session, "Page.close", nil, 10*time.Second)
 			return err
 		}},
 		// Chrome detaches the sessions a browser-level session attached
 		// when that one is detached.
-		{"detachParent", true, func(m *cdptest.Client, p stuckPage) error {
+		{"detachParent", openUnder, func(m *cdptest.Client, p stuckPage) error {
 			_, err := m.CallWithin("", "Target.detachFromTarget", map[string]any{"sessionId": p.parent}, 10*time.Second)
+			return err
+		}},
+		// Auto-attached sessions end when auto-attach is switched off.
+		{"autoAttachOff", openAuto, func(m *cdptest.Client, p stuckPage) error {
+			_, err := m.CallWithin("", "Target.setAutoAttach", map[string]any{"autoAttach": false, "waitForDebuggerOnStart": false, "flatten": true}, 10*time.Second)
+			return err
+		}},
+		{"disposeContext", openInContext, func(m *cdptest.Client, p stuckPage) error {
+			_, err := m.CallWithin("", "Target.disposeBrowserContext", map[string]any{"browserContextId": p.context}, 10*time.Second)
 			return err
 		}},
 	} {
 		t.Run(leave.name, func(t *testing.T) {
 			m := cdptest.Connect(t, e.base, "mallory")
 			var p stuckPage
-			if leave.viaBrowser {
-				p = openUnder(t, m, e.h.PageURL("/stuck.html"))
+			if leave.open != nil {
+				p = leave.open(t, m, e.h.PageURL("/stuck.html"))
 			} else {
 				p.target, p.session = m.OpenPage(t, e.h.PageURL("/stuck.html"))
 			}
@@ -113,34 +120,74 @@ func TestRedTeamStuckDialog(t *testing.T) {
 	}
 }
 
-// stuckPage is mallory's page: its target, its session and the session
-// that attached it ("" for the connection's own).
-type stuckPage struct{ target, session, parent string }
+// stuckPage is mallory's page: its target, its session, the session that
+// attached it ("" for the connection's own) and the browser context it
+// made for it, if it did.
+type stuckPage struct{ target, session, parent, context string }
 
-// openUnder attaches a browser-level session, opens a page on it, attaches
-// to the page from it, enables Page and Runtime events there and loads u.
-func openUnder(t *testing.T, m *cdptest.Client, u string) stuckPage {
+// stuckCall sends method on session and returns the string field of its
+// result ("" = none wanted).
+func stuckCall(t *testing.T, m *cdptest.Client, session, method string, params map[string]any, field string) string {
 	t.Helper()
-	call := func(session, method string, params map[string]any, field string) string {
-		t.Helper()
-		res, err := m.CallWithin(session, method, params, 10*time.Second)
-		if err != nil {
-			t.Fatalf("%s: %v", method, err)
-		}
-		var r map[string]any
-		_ = json.Unmarshal(res, &r)
-		s, _ := r[field].(string)
-		if field != "" && s == "" {
-			t.Fatalf("%s: no %s in %s", method, field, res)
-		}
-		return s
+	res, err := m.CallWithin(session, method, params, 10*time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
 	}
-	var p stuckPage
-	p.parent = call("", "Target.attachToBrowserTarget", nil, "sessionId")
-	p.target = call(p.parent, "Target.createTarget", map[string]any{"url": "about:blank"}, "targetId")
-	p.session = call(p.parent, "Target.attachToTarget", map[string]any{"targetId": p.target, "flatten": true}, "sessionId")
-	call(p.session, "Page.enable", nil, "")
-	call(p.session, "Runtime.enable", nil, "")
+	var r map[string]any
+	_ = json.Unmarshal(res, &r)
+	s, _ := r[field].(string)
+	if field != "" && s == "" {
+		t.Fatalf("%s: no %s in %s", method, field, res)
+	}
+	return s
+}
+
+// loadStuck enables Page and Runtime events on p's session and loads u.
+func loadStuck(t *testing.T, m *cdptest.Client, p stuckPage, u string) stuckPage {
+	t.Helper()
+	stuckCall(t, m, p.session, "Page.enable", nil, "")
+	stuckCall(t, m, p.session, "Runtime.enable", nil, "")
 	m.Navigate(t, p.session, u)
 	return p
+}
+
+// openUnder attaches a browser-level session, opens a page on it and
+// attaches to the page from it (as Playwright does).
+func openUnder(t *testing.T, m *cdptest.Client, u string) stuckPage {
+	t.Helper()
+	var p stuckPage
+	p.parent = stuckCall(t, m, "", "Target.attachToBrowserTarget", nil, "sessionId")
+	p.target = stuckCall(t, m, p.parent, "Target.createTarget", map[string]any{"url": "about:blank"}, "targetId")
+	p.session = stuckCall(t, m, p.parent, "Target.attachToTarget", map[string]any{"targetId": p.target, "flatten": true}, "sessionId")
+	return loadStuck(t, m, p, u)
+}
+
+// openAuto switches auto-attach on and opens a page, which it attaches.
+func openAuto(t *testing.T, m *cdptest.Client, u string) stuckPage {
+	t.Helper()
+	var p stuckPage
+	stuckCall(t, m, "", "Target.setAutoAttach", map[string]any{"autoAttach": true, "waitForDebuggerOnStart": false, "flatten": true}, "")
+	p.target = stuckCall(t, m, "", "Target.createTarget", map[string]any{"url": "about:blank"}, "targetId")
+	ev, ok := m.WaitEvent(10*time.Second, func(ev cdptest.Message) bool {
+		return ev.Method == "Target.attachedToTarget" && strings.Contains(string(ev.Params), p.target)
+	})
+	if !ok {
+		t.Fatal("no Target.attachedToTarget for the new page within 10s")
+	}
+	var a struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(ev.Params, &a)
+	p.session = a.SessionID
+	return loadStuck(t, m, p, u)
+}
+
+// openInContext opens and attaches a page in a browser context of its own.
+func openInContext(t *testing.T, m *cdptest.Client, u string) stuckPage {
+	t.Helper()
+	var p stuckPage
+	p.context = stuckCall(t, m, "", "Target.createBrowserContext", nil, "browserContextId")
+	p.target = stuckCall(t, m, "", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": p.context}, "targetId")
+	p.session = stuckCall(t, m, "", "Target.attachToTarget", map[string]any{"targetId": p.target, "flatten": true}, "sessionId")
+	return loadStuck(t, m, p, u)
 }

@@ -70,6 +70,20 @@ func (h *Handler) Command(ctx context.Context, owner any, name string, cmd relay
 				h.Listen(owner, s, "", false)
 			}
 		}
+	case firewall.AutoAttach:
+		var p struct {
+			AutoAttach bool         `json:"autoAttach"`
+			Filter     jsonv2.Value `json:"filter"`
+		}
+		if jsonv2.Unmarshal(cmd.Params, &p) != nil || !p.AutoAttach || len(p.Filter) > 0 {
+			// Chrome may end any session auto-attached below this one
+			// (which of them it auto-attached is not known here).
+			for _, s := range leaving(owner, cmd.SessionID, cmd.SessionID, "") {
+				if s != cmd.SessionID {
+					h.settleSession(ctx, owner, s)
+				}
+			}
+		}
 	}
 	return relay.Verdict{}
 }

@@ -44,8 +44,8 @@ func (*tree) Leaving(on, sessionID, targetID string) []string {
 
 // TestSettleBeforeLeaving: an agent listening on a page stuck behind an
 // alert (its grace running) detaches (the page's session, by the page's
-// target id, or the browser-level session that attached it), sends
-// Page.disable, or hangs up,
+// target id, or the browser-level session that attached it), switches
+// auto-attach off, sends Page.disable, or hangs up,
 // which crashed Chromium 156 for every user
 // (docs/decisions/2026-12-02-beforeunload.md). The guard first answers the
 // alert, finds the page stuck, navigates it again, and lets the agent's
@@ -61,6 +61,9 @@ func TestSettleBeforeLeaving(t *testing.T) {
 		},
 		"detachByTarget": func(ctx context.Context, h *Handler, agent any) {
 			h.Command(ctx, agent, "agent", relay.Command{SessionID: "B1", Params: []byte(`{"targetId":"T1"}`)}, firewall.Detach, nil)
+		},
+		"autoAttachOff": func(ctx context.Context, h *Handler, agent any) {
+			h.Command(ctx, agent, "agent", relay.Command{SessionID: "B1", Params: []byte(`{"autoAttach":false,"waitForDebuggerOnStart":false}`)}, firewall.AutoAttach, nil)
 		},
 		"pageDisable": func(ctx context.Context, h *Handler, agent any) {
 			h.Command(ctx, agent, "agent", relay.Command{SessionID: "A1"}, firewall.DialogsUnlisten, nil)
@@ -102,6 +105,19 @@ func TestSettleBeforeLeaving(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestAutoAttachOnSettlesNothing: switching auto-attach on (no filter)
+// ends no session, so an open dialog keeps its grace for its agent.
+func TestAutoAttachOnSettlesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, c, agent := listenedAlert()
+		h.Command(t.Context(), agent, "agent", relay.Command{SessionID: "B1", Params: []byte(`{"autoAttach":true,"waitForDebuggerOnStart":true,"flatten":true}`)}, firewall.AutoAttach, nil)
+		if got := c.got(); len(got) != 0 {
+			t.Errorf("calls %q, want none", got)
+		}
+		h.Close()
+	})
 }
 
 // TestSettleBounded: a dialog Chrome never says closed holds the agent's

@@ -179,7 +179,7 @@ func LocalNetworkGrant(params []byte) string {
 // isolation's.
 func (r Rule) RefusesOnItsOwn() bool {
 	switch r.Action {
-	case Pass, DialogsListen, DialogsUnlisten, DialogsAnswer, Detach, AttachTarget:
+	case Pass, DialogsListen, DialogsUnlisten, DialogsAnswer, Detach, AutoAttach, AttachTarget:
 		return false
 	case Controls:
 		return r.Controls.Refuses()

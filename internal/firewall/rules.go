@@ -63,6 +63,10 @@ const (
 	// Detach is Target.detachFromTarget: the agent no longer answers the
 	// dialogs of the session it leaves.
 	Detach
+	// AutoAttach is Target.setAutoAttach: switched off, or given a
+	// filter, Chrome ends sessions it auto-attached below the sending one,
+	// so the dialog handler settles their pages first.
+	AutoAttach
 	// CheckNavigation is CheckURL for Page.navigate: a refused navigation
 	// on a page session is answered as Chrome answers a blocked one.
 	CheckNavigation
@@ -128,6 +132,8 @@ func (a Action) String() string {
 		return "DialogsAnswer"
 	case Detach:
 		return "Detach"
+	case AutoAttach:
+		return "AutoAttach"
 	case CheckNavigation:
 		return "CheckNavigation"
 	case AttachTarget:
@@ -233,6 +239,7 @@ var rules = map[string]Rule{
 	"Page.enable":                 {Action: DialogsListen, Why: "an agent listening for dialogs gets --dialog-grace to answer them"},
 	"Page.disable":                {Action: DialogsUnlisten, Why: "an agent no longer listening for dialogs gets no grace"},
 	"Target.detachFromTarget":     {Action: Detach, Controls: CtlDetach, Why: "an agent detached from a page no longer answers its dialogs"},
+	"Target.setAutoAttach":        {Action: AutoAttach, Why: "sessions Chrome ends when auto-attach is switched off leave their pages' dialogs settled"},
 
 	// The guard's own domain.
 	"Guard.read":      {Action: GuardRead, Why: "the guard reads the page"},

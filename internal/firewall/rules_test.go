@@ -55,6 +55,8 @@ var rowCases = []struct {
 	{"Page.disable", "Page.disable", false, DialogsUnlisten},
 	{"Target.detachFromTarget", "Target.detachFromTarget", false, Detach},
 	{"Target.detachFromTarget", "Target.detachFromTarget", true, Detach},
+	{"Target.setAutoAttach", "Target.setAutoAttach", false, AutoAttach},
+	{"Target.setAutoAttach", "Target.setAutoAttach", true, AutoAttach},
 	{"Guard.getPolicy", "Guard.getPolicy", true, GuardPolicy},
 	{"Guard.enable", "Guard.enable", false, GuardEnable},
 	{"Guard.disable", "Guard.disable", false, GuardDisable},

@@ -117,7 +117,7 @@ func (s *Stage) Apply(ctx context.Context, a *relay.Agent, st *admission.Agent, 
 		return relay.Verdict{Local: []byte("{}")}
 	case firewall.Guard:
 		return Refusal(cmd.Method, rule.Why)
-	case firewall.DialogsListen, firewall.DialogsUnlisten, firewall.DialogsAnswer, firewall.Detach:
+	case firewall.DialogsListen, firewall.DialogsUnlisten, firewall.DialogsAnswer, firewall.Detach, firewall.AutoAttach:
 		return s.d.Dialogs(ctx, a, cmd, rule.Action)
 	case firewall.CloseOwnTargets:
 		s.closeOwnTargets(ctx, st)
