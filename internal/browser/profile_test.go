@@ -32,9 +32,10 @@ func TestSweepProfiles(t *testing.T) {
 	killed := mkdir(t, tmp, profilePrefix+"killed")
 	lockFile := filepath.Join(killed, profileLock)
 	write(t, lockFile)
-	// flock(1) holds the lock while its child sleeps, which inherits it:
-	// the whole process group dies.
-	holder := exec.Command("flock", "-x", lockFile, "sleep", "60")
+	// flock(1) holds the lock while its child sleeps; -o keeps the lock
+	// from the child, so it is gone once flock's Wait returns (a child
+	// still dying held it in CI). The whole process group dies.
+	holder := exec.Command("flock", "-x", "-o", lockFile, "sleep", "60")
 	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := holder.Start(); err != nil {
 		t.Fatalf("flock(1): %v", err)
@@ -53,7 +54,8 @@ func TestSweepProfiles(t *testing.T) {
 	noLock := mkdir(t, tmp, profilePrefix+"nolock")
 	outside := mkdir(t, t.TempDir(), "target")
 	write(t, filepath.Join(outside, profileLock))
-	if err := os.Symlink(outside, filepath.Join(tmp, profilePrefix+"link")); err != nil {
+	link := filepath.Join(tmp, profilePrefix+"link")
+	if err := os.Symlink(outside, link); err != nil {
 		t.Fatal(err)
 	}
 	linkedLock := mkdir(t, tmp, profilePrefix+"linkedlock")
@@ -62,7 +64,7 @@ func TestSweepProfiles(t *testing.T) {
 	}
 	otherName := mkdir(t, tmp, "chrome-profile")
 	write(t, filepath.Join(otherName, profileLock))
-	kept := []string{live.dir, killed, noLock, outside, linkedLock, otherName}
+	kept := []string{live.dir, killed, noLock, outside, link, linkedLock, otherName}
 	if os.Getuid() == 0 {
 		otherUser := mkdir(t, tmp, profilePrefix+"otheruser")
 		write(t, filepath.Join(otherUser, profileLock))

@@ -1,10 +1,6 @@
 package relay
 
-import (
-	"slices"
-
-	"github.com/cdpguard/cdpguard/internal/cdpmsg"
-)
+import "github.com/cdpguard/cdpguard/internal/cdpmsg"
 
 // sessionTarget is what one of an agent's target sessions is attached to,
 // and the session that attached it (where a detach must be sent).
@@ -35,21 +31,30 @@ func (a *Agent) SessionsOn(target string) (sessions, parents []string) {
 func (a *Agent) Leaving(on, sessionID, targetID string) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	children := make(map[string][]string, len(a.targets)) // one pass: an agent may hold many sessions
+	for s, st := range a.targets {
+		children[st.parent] = append(children[st.parent], s)
+	}
 	var out []string
 	switch {
 	case sessionID != "":
 		out = append(out, sessionID)
 	case targetID != "":
-		for s, st := range a.targets {
-			if st.target == targetID && st.parent == on {
+		for _, s := range children[on] {
+			if a.targets[s].target == targetID {
 				out = append(out, s)
 			}
 		}
 	}
+	seen := make(map[string]bool, len(out))
+	for _, s := range out {
+		seen[s] = true
+	}
 	for i := 0; i < len(out); i++ { // breadth first down the attach tree
-		for s, st := range a.targets {
-			if st.parent == out[i] && !slices.Contains(out, s) {
-				out = append(out, s)
+		for _, c := range children[out[i]] {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
 			}
 		}
 	}
