@@ -14,8 +14,9 @@ import (
 // beforeunload and then alerts in a loop while the agent navigates it, so
 // that an alert is open when the new document is ready to commit and the
 // page is stuck; a session with Page events enabled that then leaves the
-// page (Target.detachFromTarget, Page.disable, or its connection closing)
-// crashed the browser (docs/decisions/2026-12-02-beforeunload.md). The
+// page (Target.detachFromTarget of its session, by its target id or of the
+// browser-level session that attached it, Target.setAutoAttach switched
+// off, Page.disable, or its connection closing) crashed the browser (docs/decisions/2026-12-02-beforeunload.md). The
 // agent keeps Page events on, so the guard waits its dialog grace before
 // answering the alert, which holds the page stuck. Alice's connection and
 // page must survive every way out.
