@@ -16,10 +16,11 @@ import (
 // page is stuck; a session with Page events enabled that then leaves the
 // page (Target.detachFromTarget of its session, by its target id or of the
 // browser-level session that attached it, Target.setAutoAttach switched
-// off, Page.disable, or its connection closing) crashed the browser (docs/decisions/2026-12-02-beforeunload.md). The
-// agent keeps Page events on, so the guard waits its dialog grace before
-// answering the alert, which holds the page stuck. Alice's connection and
-// page must survive every way out.
+// off, Page.disable, or its connection closing) crashed the browser
+// (docs/decisions/2026-12-02-beforeunload.md). The agent keeps Page events
+// on, so the guard waits its dialog grace before answering the alert,
+// which holds the page stuck. Alice's connection and page must survive
+// every way out; closing the page or its browser context are tried too.
 func TestRedTeamStuckDialog(t *testing.T) {
 	parallelSuite(t) // own guard, browser and test hosts: overlaps the other suites' waits (CI wall time)
 	needBrowser(t)
