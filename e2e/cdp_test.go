@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 )
@@ -74,18 +75,18 @@ type tabPool struct {
 	bctx context.Context
 	mu   sync.Mutex
 	free []context.Context
-	all  []context.CancelFunc
+	open map[context.Context]context.CancelFunc // every tab not closed yet
 }
 
 // newTabPool returns a pool of bctx's tabs whose tabs close when t ends.
 func newTabPool(t *testing.T, bctx context.Context) *tabPool {
-	p := &tabPool{bctx: bctx}
+	p := &tabPool{bctx: bctx, open: map[context.Context]context.CancelFunc{}}
 	t.Cleanup(func() {
 		p.mu.Lock()
-		all := p.all
-		p.all, p.free = nil, nil
+		open := p.open
+		p.open, p.free = nil, nil
 		p.mu.Unlock()
-		for _, cancel := range all {
+		for _, cancel := range open {
 			closeTab(t, cancel)
 		}
 	})
@@ -109,14 +110,26 @@ func (p *tabPool) get(t *testing.T) context.Context {
 			p.lend(t, tab)
 			return tab
 		}
-		// Left broken (crashed, detached): its cancel runs with the pool's.
+		p.drop(t, tab) // broken (crashed, detached) or too slow to trust
 	}
 	tab, cancel := openTab(t, p.bctx)
 	p.mu.Lock()
-	p.all = append(p.all, cancel)
+	p.open[tab] = cancel
 	p.mu.Unlock()
 	p.lend(t, tab)
 	return tab
+}
+
+// drop closes a tab the pool will not lend again at once: tabs left open
+// counted against the user's tab cap (32) and a loaded run hit it.
+func (p *tabPool) drop(t *testing.T, tab context.Context) {
+	p.mu.Lock()
+	cancel := p.open[tab]
+	delete(p.open, tab)
+	p.mu.Unlock()
+	if cancel != nil {
+		closeTab(t, cancel)
+	}
 }
 
 // lend gives tab back when t ends, on about:blank: the test's page must
@@ -125,15 +138,38 @@ func (p *tabPool) get(t *testing.T) context.Context {
 // that cannot leave its page is not given back.
 func (p *tabPool) lend(t *testing.T, tab context.Context) {
 	t.Cleanup(func() {
+		closeOpened(p.bctx, tab)
 		if errText, err := navigateNoWait(tab, "about:blank"); err != nil || errText != "" {
+			p.drop(t, tab)
 			return
 		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if p.all != nil { // the pool is still open
+		if p.open != nil { // the pool is still open
 			p.free = append(p.free, tab)
 		}
 	})
+}
+
+// closeOpened closes the pages tab's page opened (popups and noopener
+// tabs: Chrome names their opener), bounded; they would outlive the test
+// and count against the user's tab cap.
+func closeOpened(bctx, tab context.Context) {
+	c := chromedp.FromContext(tab)
+	if c == nil || c.Target == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(bctx, 5*time.Second)
+	defer cancel()
+	infos, err := chromedp.Targets(ctx)
+	if err != nil {
+		return
+	}
+	for _, in := range infos {
+		if in.OpenerID == c.Target.TargetID {
+			_, _ = chromedp.CallBrowser(ctx, target.CloseTarget, target.CloseTargetParams{TargetID: in.TargetID})
+		}
+	}
 }
 
 // closeTab cancels a tab's context (chromedp closes the target), bounded.

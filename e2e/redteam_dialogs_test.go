@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cdpguard/cdpguard/e2e/cdptest"
+	"github.com/cdpguard/cdpguard/e2e/testhosts"
 )
 
 // TestRedTeamStuckDialog is a hostile agent's way to kill the browser for
@@ -88,7 +89,12 @@ func TestRedTeamStuckDialog(t *testing.T) {
 			}
 			navigated := make(chan error, 1)
 			go func() { // bounded by CallWithin; the channel is buffered
-				_, err := m.CallWithin(session, "Page.navigate", map[string]any{"url": userURL(e.h, "mallory") + "&after=stuck"}, 10*time.Second)
+				// The next document's response comes 200 ms late, so the
+				// page's alerts (every millisecond once the beforeunload is
+				// accepted) are open when it arrives: an answer at once
+				// lost that race on a loaded machine.
+				next := e.h.Allowed.Origin() + testhosts.HitPath("stuck-"+leave.name) + "?delay=200"
+				_, err := m.CallWithin(session, "Page.navigate", map[string]any{"url": next}, 10*time.Second)
 				navigated <- err
 			}()
 			if _, ok := m.WaitEvent(10*time.Second, func(ev cdptest.Message) bool {
@@ -104,7 +110,7 @@ func TestRedTeamStuckDialog(t *testing.T) {
 			}); !ok {
 				t.Fatalf("no alert after the beforeunload within 10s")
 			}
-			time.Sleep(300 * time.Millisecond) // the new document's response arrives: the page is stuck
+			time.Sleep(500 * time.Millisecond) // the new document's response arrives: the page is stuck
 			if err := leave.do(m, p); err != nil {
 				t.Logf("mallory's %s: %v", leave.name, err)
 			}

@@ -263,7 +263,16 @@ func forbiddenHandler(*Server) http.Handler {
 
 // hitResponse answers a vector's request with something each vector can
 // consume: an event stream for EventSource, an empty body otherwise.
+// ?delay=MS (at most 2000) holds the answer that long: a navigation whose
+// response comes late.
 func hitResponse(w http.ResponseWriter, r *http.Request) {
+	if ms, err := strconv.Atoi(r.URL.Query().Get("delay")); err == nil && ms > 0 {
+		select {
+		case <-time.After(time.Duration(min(ms, 2000)) * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		w.Header().Set("Content-Type", "text/event-stream")
