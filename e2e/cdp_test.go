@@ -10,7 +10,6 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 )
@@ -121,7 +120,10 @@ func (p *tabPool) get(t *testing.T) context.Context {
 }
 
 // drop closes a tab the pool will not lend again at once: tabs left open
-// counted against the user's tab cap (32) and a loaded run hit it.
+// counted against the user's tab cap (32) and a loaded run hit it. The
+// pages a lent tab opened (popups) stay open until the suite ends, as they
+// did when each test had a tab of its own: a late request from one is
+// still seen by the suite's whole-run leak check.
 func (p *tabPool) drop(t *testing.T, tab context.Context) {
 	p.mu.Lock()
 	cancel := p.open[tab]
@@ -138,7 +140,6 @@ func (p *tabPool) drop(t *testing.T, tab context.Context) {
 // that cannot leave its page is not given back.
 func (p *tabPool) lend(t *testing.T, tab context.Context) {
 	t.Cleanup(func() {
-		closeOpened(p.bctx, tab)
 		if errText, err := navigateNoWait(tab, "about:blank"); err != nil || errText != "" {
 			p.drop(t, tab)
 			return
@@ -149,27 +150,6 @@ func (p *tabPool) lend(t *testing.T, tab context.Context) {
 			p.free = append(p.free, tab)
 		}
 	})
-}
-
-// closeOpened closes the pages tab's page opened (popups and noopener
-// tabs: Chrome names their opener), bounded; they would outlive the test
-// and count against the user's tab cap.
-func closeOpened(bctx, tab context.Context) {
-	c := chromedp.FromContext(tab)
-	if c == nil || c.Target == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(bctx, 5*time.Second)
-	defer cancel()
-	infos, err := chromedp.Targets(ctx)
-	if err != nil {
-		return
-	}
-	for _, in := range infos {
-		if in.OpenerID == c.Target.TargetID {
-			_, _ = chromedp.CallBrowser(ctx, target.CloseTarget, target.CloseTargetParams{TargetID: in.TargetID})
-		}
-	}
 }
 
 // closeTab cancels a tab's context (chromedp closes the target), bounded.
