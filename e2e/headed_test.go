@@ -50,7 +50,7 @@ func TestHeaded(t *testing.T) {
 
 	t.Run("serve", func(t *testing.T) {
 		g := headed.LaunchGuard(t, d, guardConfig(t))
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), stepsBound)
 		defer cancel()
 		agent := dialAgent(ctx, t, g.URL(), "alice")
 		target, session, err := headed.OpenPage(ctx, agent, page)
@@ -81,7 +81,7 @@ func TestHeaded(t *testing.T) {
 		cdptest.CloseOnCleanup(t, g)
 		cdptest.WaitHTTP(t, g.URL()+"/readyz", "ok", 20*time.Second)
 
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), stepsBound)
 		defer cancel()
 		agent := dialAgent(ctx, t, g.URL(), "alice")
 		target, _, err := headed.OpenPage(ctx, agent, page)
@@ -101,6 +101,11 @@ func TestHeaded(t *testing.T) {
 		artifacts(ctx, t, d, c.Direct, own)
 	})
 }
+
+// stepsBound bounds each headed subtest's steps after its browser is up:
+// a guard against a hang, not a speed target. 20 s ran out in a loaded CI
+// run before the click was read (the page saw none by then).
+const stepsBound = 60 * time.Second
 
 // dialAgent connects to a guard's browser endpoint as user.
 func dialAgent(ctx context.Context, t *testing.T, base, user string) *cdptest.Client {
@@ -147,7 +152,7 @@ func checkClick(ctx context.Context, t *testing.T, c *cdptest.Client, session st
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the page saw no click on its button")
+			t.Fatalf("the page saw no click on its button (%v)", ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
