@@ -33,12 +33,10 @@ func TestRedTeamStuckDialog(t *testing.T) {
 		do   func(m *cdptest.Client, p stuckPage) error
 	}{
 		{"detach", nil, func(m *cdptest.Client, p stuckPage) error {
-			_, err := m.CallWithin("", "Target.detachFromTarget", map[string]any{"sessionId": p.session}, 10*time.Second)
-			return err
+			return leaveBy(m, "", "Target.detachFromTarget", map[string]any{"sessionId": p.session})
 		}},
 		{"pageDisable", nil, func(m *cdptest.Client, p stuckPage) error {
-			_, err := m.CallWithin(p.session, "Page.disable", nil, 10*time.Second)
-			return err
+			return leaveBy(m, p.session, "Page.disable", nil)
 		}},
 		{"hangUp", nil, func(m *cdptest.Client, _ stuckPage) error {
 			m.Close()
@@ -47,31 +45,25 @@ func TestRedTeamStuckDialog(t *testing.T) {
 		// The deprecated form: Chrome detaches the session this one
 		// attached to the target.
 		{"detachByTarget", nil, func(m *cdptest.Client, p stuckPage) error {
-			_, err := m.CallWithin("", "Target.detachFromTarget", map[string]any{"targetId": p.target}, 10*time.Second)
-			return err
+			return leaveBy(m, "", "Target.detachFromTarget", map[string]any{"targetId": p.target})
 		}},
 		{"closeTarget", nil, func(m *cdptest.Client, p stuckPage) error {
-			_, err := m.CallWithin("", "Target.closeTarget", map[string]any{"targetId": p.target}, 10*time.Second)
-			return err
+			return leaveBy(m, "", "Target.closeTarget", map[string]any{"targetId": p.target})
 		}},
 		{"pageClose", nil, func(m *cdptest.Client, p stuckPage) error {
-			_, err := m.CallWithin(p.session, "Page.close", nil, 10*time.Second)
-			return err
+			return leaveBy(m, p.session, "Page.close", nil)
 		}},
 		// Chrome detaches the sessions a browser-level session attached
 		// when that one is detached.
 		{"detachParent", openUnder, func(m *cdptest.Client, p stuckPage) error {
-			_, err := m.CallWithin("", "Target.detachFromTarget", map[string]any{"sessionId": p.parent}, 10*time.Second)
-			return err
+			return leaveBy(m, "", "Target.detachFromTarget", map[string]any{"sessionId": p.parent})
 		}},
 		// Auto-attached sessions end when auto-attach is switched off.
 		{"autoAttachOff", openAuto, func(m *cdptest.Client, p stuckPage) error {
-			_, err := m.CallWithin("", "Target.setAutoAttach", map[string]any{"autoAttach": false, "waitForDebuggerOnStart": false, "flatten": true}, 10*time.Second)
-			return err
+			return leaveBy(m, "", "Target.setAutoAttach", map[string]any{"autoAttach": false, "waitForDebuggerOnStart": false, "flatten": true})
 		}},
 		{"disposeContext", openInContext, func(m *cdptest.Client, p stuckPage) error {
-			_, err := m.CallWithin("", "Target.disposeBrowserContext", map[string]any{"browserContextId": p.context}, 10*time.Second)
-			return err
+			return leaveBy(m, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": p.context})
 		}},
 	} {
 		t.Run(leave.name, func(t *testing.T) {
@@ -128,6 +120,12 @@ func TestRedTeamStuckDialog(t *testing.T) {
 	}
 }
 
+// leaveBy sends mallory's way out, bounded; its answer does not matter.
+func leaveBy(m *cdptest.Client, session, method string, params any) error {
+	_, err := m.CallWithin(session, method, params, 10*time.Second)
+	return err
+}
+
 // stuckPage is mallory's page: its target, its session, the session that
 // attached it ("" for the connection's own) and the browser context it
 // made for it, if it did.
@@ -150,15 +148,6 @@ func stuckCall(t *testing.T, m *cdptest.Client, session, method string, params m
 	return s
 }
 
-// loadStuck enables Page and Runtime events on p's session and loads u.
-func loadStuck(t *testing.T, m *cdptest.Client, p stuckPage, u string) stuckPage {
-	t.Helper()
-	stuckCall(t, m, p.session, "Page.enable", nil, "")
-	stuckCall(t, m, p.session, "Runtime.enable", nil, "")
-	m.Navigate(t, p.session, u)
-	return p
-}
-
 // openUnder attaches a browser-level session, opens a page on it and
 // attaches to the page from it (as Playwright does).
 func openUnder(t *testing.T, m *cdptest.Client, u string) stuckPage {
@@ -167,7 +156,8 @@ func openUnder(t *testing.T, m *cdptest.Client, u string) stuckPage {
 	p.parent = stuckCall(t, m, "", "Target.attachToBrowserTarget", nil, "sessionId")
 	p.target = stuckCall(t, m, p.parent, "Target.createTarget", map[string]any{"url": "about:blank"}, "targetId")
 	p.session = stuckCall(t, m, p.parent, "Target.attachToTarget", map[string]any{"targetId": p.target, "flatten": true}, "sessionId")
-	return loadStuck(t, m, p, u)
+	m.LoadPage(t, p.session, u)
+	return p
 }
 
 // openAuto switches auto-attach on and opens a page, which it attaches.
@@ -187,7 +177,8 @@ func openAuto(t *testing.T, m *cdptest.Client, u string) stuckPage {
 	}
 	_ = json.Unmarshal(ev.Params, &a)
 	p.session = a.SessionID
-	return loadStuck(t, m, p, u)
+	m.LoadPage(t, p.session, u)
+	return p
 }
 
 // openInContext opens and attaches a page in a browser context of its own.
@@ -197,5 +188,6 @@ func openInContext(t *testing.T, m *cdptest.Client, u string) stuckPage {
 	p.context = stuckCall(t, m, "", "Target.createBrowserContext", nil, "browserContextId")
 	p.target = stuckCall(t, m, "", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": p.context}, "targetId")
 	p.session = stuckCall(t, m, "", "Target.attachToTarget", map[string]any{"targetId": p.target, "flatten": true}, "sessionId")
-	return loadStuck(t, m, p, u)
+	m.LoadPage(t, p.session, u)
+	return p
 }

@@ -30,15 +30,23 @@ func (c *Client) OpenPage(t testing.TB, u string) (targetID, sessionID string) {
 		SessionID string `json:"sessionId"`
 	}
 	_ = jsonv2.Unmarshal(res, &at)
+	c.LoadPage(t, at.SessionID, u)
+	return ct.TargetID, at.SessionID
+}
+
+// LoadPage enables Page and Runtime on a page's session and navigates it
+// to u unless u is empty (OpenPage's last steps, for a page attached some
+// other way).
+func (c *Client) LoadPage(t testing.TB, session, u string) {
+	t.Helper()
 	for _, m := range []string{"Page.enable", "Runtime.enable"} {
-		if _, err := c.CallWithin(at.SessionID, m, nil, 10*time.Second); err != nil {
+		if _, err := c.CallWithin(session, m, nil, 10*time.Second); err != nil {
 			t.Fatalf("%s: %v", m, err)
 		}
 	}
 	if u != "" {
-		c.Navigate(t, at.SessionID, u)
+		c.Navigate(t, session, u)
 	}
-	return ct.TargetID, at.SessionID
 }
 
 // Navigate navigates the page of session and waits for its load event.
