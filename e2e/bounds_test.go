@@ -321,9 +321,10 @@ func rssBytes() (int64, error) {
 }
 
 // boundsTabCap is the per-user tab cap of the bounds suite's guard: the
-// same code as the default 32 (DefaultMaxTabsPerUser, tested in
-// internal/bounds) at a smaller number, since each tab costs Chrome about
-// 0.3 CPU-s (docs/decisions/2026-12-02-ci-time.md).
+// same code as the default of 32 at a smaller number (a zero
+// MaxTabsPerUser becomes DefaultMaxTabsPerUser in bounds.Cap, unit
+// tested), since each tab costs Chrome about 0.3 CPU-s
+// (docs/decisions/2026-12-02-ci-time.md).
 const boundsTabCap = 6
 
 // testTabCap: one user asking for 2.5 times the cap of tabs gets the cap;
