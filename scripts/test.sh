@@ -73,12 +73,7 @@ export GOPROXY=off GOFLAGS=-mod=readonly
 # last; pipefail keeps go test's exit status.
 # The longest packages are named first: go test starts packages in the order
 # given (then ./... adds the rest once each), so e2e, the longest by far,
-# starts at once. Three packages run at once (-p 3): at go test's default of
-# two, every other package queued behind one slot, which ended about 20 s
-# after e2e, linking and running the last small packages one at a time
-# with a core idle. The small unit-test packages come next, so that the
-# Chromium-heavy ones (e2e/bench's soak, internal/browser) overlap e2e's
-# parallel phase rather than its timed suites. The e2e
+# starts at once and the others fill the second slot around it. The e2e
 # package runs its timed suites first (TestTimed, three at a time), then the
 # others three at a time, longest first (e2e/suitegate_test.go): a run with the
 # timed suites beside three others failed their bounds, and the others
@@ -96,8 +91,7 @@ unshare --net -- bash -c '
   (cd deploy && nice -n 5 go test -count=1 -timeout 5m ./... >"$deploy_log" 2>&1) &
   deploy_pid=$!
   rc=0
-  small=$(go list ./internal/... ./cmd/... ./scripts/... | grep -v "/internal/browser\$") || exit 1
-  go test -json -race -count=1 -p 3 -timeout 30m "$@" ./e2e/ ./cdpguard/ $small ./e2e/bench/ ./internal/browser/ ./... | go run ./scripts/testreport || rc=$?
+  go test -json -race -count=1 -timeout 30m "$@" ./e2e/ ./cdpguard/ ./e2e/bench/ ./... | go run ./scripts/testreport || rc=$?
   deploy_rc=0
   wait "$deploy_pid" || deploy_rc=$?
   cat "$deploy_log"
