@@ -228,7 +228,14 @@ func checkAnswered(t *testing.T, a *cdptest.Client, errs, oks int, frames []stri
 }
 
 // floodTest sends 10,000 messages from one agent within about a second while
-// the bystander evaluates on its own page every 20 ms.
+// the bystander evaluates on its own page every 20 ms: each evaluate
+// answers within 10 s, and nine in ten within 1 s: a guard held up by the
+// flood where the bystander's messages pass too would slow most of them,
+// while a single slow one is the machine (CI measured a slowest of 3.7 s
+// beside a median of 15 ms, in a run where the test process took 7 s to
+// send what takes 0.8 s alone). Here, with the user's window of 16 in
+// flight or without it, Chrome answers Browser.getVersion fast enough that
+// the median stays under 70 ms: the window is shown by the bench (fair).
 func floodTest(t *testing.T, g *cdpguard.Guard, b *cdptest.Client, bSession, format string) {
 	const n = 10000
 	a := cdptest.DialUser(t, g.WebSocketURL(), "flooder", cdptest.Options{})
@@ -247,7 +254,7 @@ func floodTest(t *testing.T, g *cdpguard.Guard, b *cdptest.Client, bSession, for
 			case <-time.After(20 * time.Millisecond):
 			}
 			id++
-			d, err := evalLatency(t, b, id, bSession)
+			d, err := evalWithin(t, b, id, bSession, 10*time.Second)
 			if err != nil {
 				latErr = err
 				return
@@ -284,15 +291,15 @@ func floodTest(t *testing.T, g *cdpguard.Guard, b *cdptest.Client, bSession, for
 	default:
 	}
 	status, reason := a.CloseStatus()
-	t.Logf("sent %d in %v (write err %v); answered %d; closed=%v %d %q; bystander evaluates: %d, p50 %v, max %v",
-		sent, sendTime.Round(time.Millisecond), werr, answered, closed, status, reason, len(lat), pct(lat, 50), pct(lat, 100))
+	t.Logf("sent %d in %v (write err %v); answered %d; closed=%v %d %q; bystander evaluates: %d, p50 %v, p90 %v, max %v",
+		sent, sendTime.Round(time.Millisecond), werr, answered, closed, status, reason, len(lat), pct(lat, 50), pct(lat, 90), pct(lat, 100))
 	if latErr != nil {
 		t.Errorf("the second agent's evaluate failed during the flood: %v", latErr)
 	}
 	if len(lat) == 0 {
 		t.Errorf("the second agent got no evaluate through during the flood")
-	} else if m := pct(lat, 100); m > 3*time.Second {
-		t.Errorf("the second agent's evaluate took up to %v during the flood", m)
+	} else if p := pct(lat, 90); p > time.Second {
+		t.Errorf("one in ten of the second agent's evaluates took over %v during the flood", p)
 	}
 	switch {
 	case closed && reason == "":
