@@ -66,6 +66,7 @@ func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, err
 		Flags:       flags,
 		GuardFlags:  guardFlags,
 		Stderr:      cfg.ChromeStderr,
+		Log:         g.log,
 		MaxMessage:  cfg.BrowserMessageBytes,
 		OnOversize:  func(kind string) { g.metrics.BrowserOversize.WithLabelValues(kind).Inc() },
 	})

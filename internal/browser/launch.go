@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -50,6 +51,9 @@ type LaunchOptions struct {
 	// MaxMessage bounds one message read from the browser; zero means
 	// MaxMessageSize.
 	MaxMessage int
+	// Log receives the one line of a sweep that removed the profiles of
+	// cdpguard processes that died without their Close (nil: no log).
+	Log *slog.Logger
 	// OnOversize, if set, is told of each message over MaxMessage the
 	// pipe skipped, by what became of it: "answer" (a CDP error for its
 	// id), "requestPaused" (failed by the judge) or "event" (dropped). It
@@ -97,7 +101,7 @@ func Launch(ctx context.Context, opts LaunchOptions) (*Process, error) {
 		tail:       &tailWriter{max: stderrTail},
 	}
 	if opts.UserDataDir == "" {
-		prof, err := newProfile(os.TempDir())
+		prof, err := newProfile(os.TempDir(), opts.Log)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package browser
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,9 +30,12 @@ type profile struct {
 // newProfile sweeps the temporary directory of profiles left by cdpguard
 // processes that died without their Close (SIGKILL, the OOM killer, a power
 // cut: a profile is tens of megabytes, and a daemon that restarts in a loop
-// would fill the disk), then creates a fresh one in it, locked.
-func newProfile(tmp string) (*profile, error) {
-	sweepProfiles(tmp)
+// would fill the disk), then creates a fresh one in it, locked. A sweep
+// that removed any says so on log (nil: no log).
+func newProfile(tmp string, log *slog.Logger) (*profile, error) {
+	if n := sweepProfiles(tmp); n > 0 && log != nil {
+		log.Warn("removed browser profiles left by cdpguard processes that died without closing", "profiles", n, "dir", tmp)
+	}
 	dir, err := os.MkdirTemp(tmp, profilePrefix)
 	if err != nil {
 		return nil, fmt.Errorf("create chrome user-data-dir: %w", err)

@@ -3,9 +3,12 @@
 package browser
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -17,12 +20,12 @@ import (
 // is a link, another user's, another name.
 func TestSweepProfiles(t *testing.T) {
 	tmp := t.TempDir()
-	live, err := newProfile(tmp)
+	live, err := newProfile(tmp, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = live.remove() }()
-	closed, err := newProfile(tmp)
+	closed, err := newProfile(tmp, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +86,14 @@ func TestSweepProfiles(t *testing.T) {
 	}
 
 	kill()
-	if n := sweepProfiles(tmp); n != 1 {
-		t.Errorf("sweep after the kill removed %d, want 1", n)
+	var logged bytes.Buffer // the next launch's sweep, and its one log line
+	next, err := newProfile(tmp, slog.New(slog.NewTextHandler(&logged, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = next.remove() }()
+	if line := logged.String(); strings.Count(line, "\n") != 1 || !strings.Contains(line, "level=WARN") || !strings.Contains(line, "profiles=1 ") {
+		t.Errorf("sweep after the kill logged %q, want one warning naming 1 profile", line)
 	}
 	gone(t, killed)
 	for _, d := range kept[2:] {
