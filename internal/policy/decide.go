@@ -93,24 +93,27 @@ func (p *Policy) judge(host string, kinds schemeKind, port int) Decision {
 	if p == nil {
 		return Decision{Reason: reasonEmpty, Host: host}
 	}
-	v := p.rules.match(host, kinds, port)
-	if r := v.block; r != nil {
-		return Decision{Reason: r.reason, Rule: r.text, Host: host}
+	if b := p.block; b != nil {
+		if r, _ := b.rules.match(host, kinds, port); r != nil {
+			return Decision{Reason: r.reason, Rule: r.text, Host: host}
+		}
+		if b.all {
+			return Decision{Reason: b.allRule.reason, Rule: b.allRule.text, Host: host}
+		}
 	}
-	if p.blockAll {
-		return Decision{Reason: p.blockAllRule.reason, Rule: p.blockAllRule.text, Host: host}
-	}
-	if len(p.origins) == 0 {
+	a := p.allow
+	if a.len() == 0 {
 		return Decision{Reason: reasonEmpty, Host: host}
 	}
 	// Specific entries before "*", so Rule names the most precise reason.
-	if r := v.allow; r != nil {
+	r, covered := a.rules.match(host, kinds, port)
+	if r != nil {
 		return Decision{Allowed: true, Reason: r.reason, Rule: r.text, Host: host}
 	}
-	if p.allowAll {
-		return Decision{Allowed: true, Reason: p.allowAllRule.reason, Rule: p.allowAllRule.text, Host: host}
+	if a.all {
+		return Decision{Allowed: true, Reason: a.allRule.reason, Rule: a.allRule.text, Host: host}
 	}
-	if v.covered {
+	if covered {
 		what := "port " + strconv.Itoa(port)
 		if kinds != schemeNetwork {
 			what = schemeName(kinds) + " on " + what
