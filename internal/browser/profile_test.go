@@ -3,13 +3,13 @@
 package browser
 
 import (
+	"bufio"
 	"bytes"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -31,27 +31,49 @@ func TestSweepProfiles(t *testing.T) {
 	}
 	_ = closed.lock.Close() // its owner is gone; the directory stays
 
-	// A real process holds the next one's lock, and is killed.
+	// A real process holds the next one's lock, and is killed: the test
+	// binary itself as a lock holder (lockHolderEnv), one process whose
+	// reaping by Wait closes its descriptors.
 	killed := mkdir(t, tmp, profilePrefix+"killed")
 	lockFile := filepath.Join(killed, profileLock)
 	write(t, lockFile)
-	// flock(1) holds the lock while its child sleeps; -o keeps the lock
-	// from the child, so it is gone once flock's Wait returns (a child
-	// still dying held it in CI). The whole process group dies.
-	holder := exec.Command("flock", "-x", "-o", lockFile, "sleep", "60")
-	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	holder := exec.Command(os.Args[0], "-test.run=^$")
+	holder.Env = append(os.Environ(), lockHolderEnv+"="+lockFile)
+	holder.Stderr = os.Stderr
+	stdin, err := holder.StdinPipe() // held open: the holder waits on it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stdin.Close() }()
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := holder.Start(); err != nil {
-		t.Fatalf("flock(1): %v", err)
+		t.Fatalf("lock holder: %v", err)
 	}
 	var reaped bool
 	kill := func() {
 		if !reaped {
 			reaped = true
-			_ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
+			_ = holder.Process.Kill()
 			_ = holder.Wait()
 		}
 	}
 	defer kill()
+	said := make(chan string, 1)
+	go func() { // ends with the holder's stdout
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		said <- line
+	}()
+	select {
+	case line := <-said:
+		if line != "locked\n" {
+			t.Fatalf("lock holder said %q, want \"locked\"", line)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("lock holder did not take the lock within 30s")
+	}
 	waitLocked(t, lockFile)
 
 	noLock := mkdir(t, tmp, profilePrefix+"nolock")
