@@ -160,6 +160,10 @@ type trackedConn struct {
 	// it again under a new policy; "" for other connections.
 	host string
 	port int
+	// client marks a connection accepted from the browser; swap is the
+	// upstream status its next response line carries (status.go).
+	client bool
+	swap   statusSwap
 }
 
 func (c *trackedConn) Close() error {
@@ -201,7 +205,7 @@ func (l trackingListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		tc := &trackedConn{Conn: c, t: l.t, scope: l.scope}
+		tc := &trackedConn{Conn: c, t: l.t, scope: l.scope, client: true}
 		if l.t.add(tc, kindClient) {
 			return tc, nil
 		}
@@ -266,7 +270,7 @@ func (p *Proxy) dialChecked(ctx context.Context, ck *checked, addr string) (net.
 		// did not see it: judge it again by the policy now in force.
 		if ck.kind == kindTunnel && p.policyGen.Load() != ck.gen && !p.stillAllowed(ck) {
 			_ = tc.Close()
-			return nil, fmt.Errorf("egress: dial %s: the policy changed while dialling and no longer allows %s", addr, ck.host)
+			return nil, fmt.Errorf("egress: dial %s: %w and no longer allows %s", addr, errPolicyChanged, ck.host)
 		}
 		return tc, nil
 	}

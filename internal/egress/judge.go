@@ -153,9 +153,14 @@ func (v *verdict) body() string {
 	return fmt.Sprintf("cdpguard could not connect to %s: %s\n", where, r.Reason)
 }
 
-// response renders v as a short plain-text HTTP response.
+// response renders v as a short plain-text HTTP response. A name that
+// did not resolve (502) names Chrome's error for it (NetErrorHeader).
 func (v *verdict) response() *http.Response {
-	return plainResponse(v.status, v.body())
+	r := plainResponse(v.status, v.body())
+	if v.status == http.StatusBadGateway {
+		r.Header.Set(NetErrorHeader, "NameNotResolved")
+	}
+	return r
 }
 
 func plainResponse(status int, body string) *http.Response {
@@ -268,24 +273,36 @@ func (p *Proxy) handleRequest(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Req
 	return out, nil
 }
 
-// handleResponse turns a failed round trip into a short 502 that names the
-// target but not the address or the error.
+// handleResponse passes an upstream response on with its status line as
+// upstream wrote it (status.go), and turns a failed round trip into a
+// short 502 that names the target but not the address or the error, and
+// names the network error Chrome would show direct (NetErrorHeader).
 func (p *Proxy) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
+	client, _ := ctx.Req.Context().Value(clientConnKey{}).(net.Conn)
+	st, upstream := ctx.UserData.(*requestState) // nil for the proxy's own refusals
 	if resp != nil {
+		if !upstream {
+			return resp
+		}
+		resp.Header.Del(NetErrorHeader)
 		if resp.StatusCode == http.StatusSwitchingProtocols {
 			if rw, ok := resp.Body.(io.ReadWriteCloser); ok {
-				client, _ := ctx.Req.Context().Value(clientConnKey{}).(net.Conn)
 				resp.Body = &upgradedBody{ReadWriteCloser: rw, client: client}
 			}
+			return resp
 		}
+		noteStatus(client, resp)
 		return resp
 	}
 	target := "the host"
-	if st, ok := ctx.UserData.(*requestState); ok {
+	if upstream {
 		target = st.target
 	}
-	p.log.Info("egress request failed", "target", target, "error", ctx.Error)
-	return plainResponse(http.StatusBadGateway, fmt.Sprintf("cdpguard could not connect to %s\n", target))
+	reason := netErrorReason(ctx.Error)
+	p.log.Info("egress request failed", "target", target, "error", ctx.Error, "netError", reason)
+	r := plainResponse(http.StatusBadGateway, fmt.Sprintf("cdpguard could not connect to %s\n", target))
+	r.Header.Set(NetErrorHeader, reason)
+	return r
 }
 
 // removeHopByHop deletes proxy and hop-by-hop headers, keeping the

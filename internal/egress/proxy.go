@@ -213,7 +213,15 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // upgrades through a plain request) and Unwrap (http.ResponseController).
 type flushingWriter struct{ http.ResponseWriter }
 
+// WriteHeader writes the header as upstream sent it: net/http's server
+// adds a Date header when there is none, which a proxy passing headers on
+// must not (a nil value suppresses it).
 func (f flushingWriter) WriteHeader(code int) {
+	if h := f.Header(); code >= http.StatusOK {
+		if _, ok := h["Date"]; !ok {
+			h["Date"] = nil
+		}
+	}
 	f.ResponseWriter.WriteHeader(code)
 	if code >= http.StatusOK { // not 101: goproxy hijacks the connection after it
 		f.Flush()
