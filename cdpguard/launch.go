@@ -216,6 +216,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		Grants:              g.scopes.ForFrame,
 		IsPage:              g.pages.IsPage,
 		Self:                g.isSelfHost,
+		NetErrors:           g.proxy != nil, // the proxy's failed connections fail as Chrome's network errors
 	})
 	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), g.pages, dialogs.GraceOf(g.cfg.DialogGrace), g.log)
 	// Answers wait for Chrome's reply, so that one refused while the page's

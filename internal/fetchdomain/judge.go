@@ -88,6 +88,11 @@ type Options struct {
 	// is a top-level navigation (answered with the explanation page). It is
 	// the page registry's (internal/pages); unset, no request is top-level.
 	IsPage func(frameID string) bool
+	// NetErrors pauses the responses of allowed http:// requests too, and
+	// fails one the egress proxy marks as a connection it could not make
+	// with the network error Chrome shows for it direct (neterror.go). Set
+	// it when the browser's traffic goes through the egress proxy.
+	NetErrors bool
 }
 
 // ReasonSelf is the reason of a request refused because it is addressed to
@@ -134,6 +139,10 @@ type requestPaused struct {
 	RedirectedRequestID string `json:"redirectedRequestId"`
 	ResponseStatusCode  int    `json:"responseStatusCode"`
 	ResponseErrorReason string `json:"responseErrorReason"`
+	ResponseHeaders     []struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	} `json:"responseHeaders"`
 }
 
 // New returns a Judge that answers through send.
@@ -283,6 +292,10 @@ func (j *Judge) answer(p pause) {
 	if j.opts.OnAnswer != nil {
 		defer func() { j.opts.OnAnswer(time.Since(p.at)) }()
 	}
+	if rp.ResponseStatusCode != 0 || rp.ResponseErrorReason != "" {
+		j.answerResponse(p) // an allowed request's response (NetErrors)
+		return
+	}
 	pol, instructions := j.rules(rp.FrameID)
 	d := j.decide(pol, rp.Request.URL, rp.FrameID)
 	if d.Allowed && j.opts.BlockServiceWorkers && isServiceWorkerScript(rp.Request.Headers) {
@@ -290,7 +303,7 @@ func (j *Judge) answer(p pause) {
 		d.Reason = "service workers are blocked (--service-workers=block)"
 	}
 	if d.Allowed {
-		if err := j.send.Send(p.session, "Fetch.continueRequest", requestIDParams(rp.RequestID, "")); err != nil {
+		if err := j.send.Send(p.session, "Fetch.continueRequest", j.continueParams(rp)); err != nil {
 			j.log.Debug("continue failed", "err", err)
 		}
 		return

@@ -1,0 +1,60 @@
+package fetchdomain
+
+import (
+	"github.com/cdpguard/cdpguard/internal/ascii"
+)
+
+// netErrorHeader is the header the egress proxy puts on its own answer to
+// a plain-HTTP request it could not carry, naming the Network.ErrorReason
+// of the network error Chrome shows for that failure direct
+// (egress.NetErrorHeader; the proxy removes an upstream's own).
+const netErrorHeader = "x-cdpguard-net-error"
+
+// netErrorReasons are the reasons the judge fails a response with; any
+// other value of the header is ignored.
+var netErrorReasons = map[string]bool{
+	"Failed": true, "TimedOut": true, "ConnectionClosed": true, "ConnectionReset": true,
+	"ConnectionRefused": true, "ConnectionAborted": true, "ConnectionFailed": true,
+	"NameNotResolved": true, "AddressUnreachable": true, "BlockedByClient": true,
+}
+
+// interceptsResponse reports whether an allowed request's response pauses
+// too (Options.NetErrors): plain http:// only, the requests whose proxy
+// answer Chrome would show as the page. An https:// or wss:// failure is a
+// failed CONNECT, which Chrome already reports as an error.
+func (j *Judge) interceptsResponse(url string) bool {
+	return j.opts.NetErrors && len(url) > 5 && ascii.EqualFold(url[:5], "http:")
+}
+
+// answerResponse answers a pause at the response stage: a response the
+// egress proxy marked as a failed connection is failed with the reason it
+// names, so the page, fetch() and the agent see Chrome's own network error
+// (net::ERR_CONNECTION_REFUSED) rather than the proxy's 502; any other
+// response goes on unchanged.
+func (j *Judge) answerResponse(p pause) {
+	reason := ""
+	for _, h := range p.rp.ResponseHeaders {
+		if ascii.EqualFold(h.Name, netErrorHeader) && netErrorReasons[h.Value] {
+			reason = h.Value
+			break
+		}
+	}
+	method := "Fetch.continueResponse"
+	if reason != "" {
+		method = "Fetch.failRequest"
+		j.log.Debug("connection failed; failing the request with Chrome's error", "url", p.rp.Request.URL, "reason", reason)
+	}
+	if err := j.send.Send(p.session, method, requestIDParams(p.rp.RequestID, reason)); err != nil {
+		j.log.Debug("answering a response failed", "method", method, "err", err)
+	}
+}
+
+// continueParams are Fetch.continueRequest's params for an allowed
+// request, asking for its response too when interceptsResponse says so.
+func (j *Judge) continueParams(rp requestPaused) []byte {
+	b := requestIDParams(rp.RequestID, "")
+	if !j.interceptsResponse(rp.Request.URL) {
+		return b
+	}
+	return append(b[:len(b)-1], `,"interceptResponse":true}`...)
+}
