@@ -72,6 +72,9 @@ func (s *Stage) Apply(ctx context.Context, a *relay.Agent, st *admission.Agent, 
 		if err != nil {
 			return Refusal(name, "unreadable params: "+err.Error())
 		}
+		if rule.Action == firewall.CheckNavigation && firewall.RefusedScheme(u) == "(none)" {
+			return relay.Verdict{Refuse: InvalidURL}
+		}
 		if msg := URLRefusal(name, u); msg != "" {
 			if rule.Action == firewall.CheckNavigation && !cmd.Browser {
 				return s.refusedNavigation(ctx, a, st, cmd, msg)
@@ -233,6 +236,14 @@ func UnmarshalParams(params []byte, v any) error {
 func Refusal(method, why string) relay.Verdict {
 	return relay.Verdict{Refuse: cdpmsg.Refusal(method, why)}
 }
+
+// InvalidURL is Chrome's own error answer (code -32000) to a Page.navigate
+// whose URL has no scheme ("asdfasdf", "example.com/x", "//host/"): Chrome
+// refuses it itself, before any policy could, so the guard answers as
+// Chrome does rather than as a blocked navigation (Puppeteer's goto
+// rejects with this text direct). A URL with a scheme the guard refuses
+// (file:, chrome:) stays a blocked navigation.
+const InvalidURL = "Cannot navigate to invalid URL"
 
 // blockedErrorText is what Chrome puts in Page.navigate's errorText for a
 // navigation a client blocked (net::ERR_BLOCKED_BY_CLIENT, the same a

@@ -2,7 +2,6 @@ package rules
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -88,6 +87,30 @@ func TestCheckNavigation(t *testing.T) {
 	}
 	if v := r.apply(relay.Command{Method: "Page.navigate", Params: []byte(`{"url":`), SessionID: "S1"}, nav); !strings.Contains(v.Refuse, "unreadable params") {
 		t.Errorf("broken params: %+v, want a refusal", v)
+	}
+}
+
+// TestCheckNavigationInvalidURL: a URL without a scheme gets Chrome's own
+// error, not a blocked navigation, and is not reported as a block; an
+// empty URL (about:blank to Chrome) and a refused scheme are not it.
+func TestCheckNavigationInvalidURL(t *testing.T) {
+	r := newRig()
+	nav := firewall.Rule{Action: firewall.CheckNavigation, Why: "agents open web pages only"}
+	for _, u := range []string{"asdfasdf", "evil.test/path", "//evil.test/", " asdf "} {
+		params, _ := jsonv2.Marshal(map[string]string{"url": u})
+		v := r.apply(relay.Command{Method: "Page.navigate", Params: params, SessionID: "S1"}, nav)
+		if v.Refuse != "Cannot navigate to invalid URL" || v.Local != nil {
+			t.Errorf("%q: %+v, want Chrome's error", u, v)
+		}
+	}
+	if len(r.blocked) != 0 {
+		t.Errorf("blocked reports %+v, want none", r.blocked)
+	}
+	if v := r.apply(relay.Command{Method: "Page.navigate", Params: []byte(`{"url":"file:///x"}`), SessionID: "S1"}, nav); !strings.Contains(string(v.Local), "ERR_BLOCKED_BY_CLIENT") {
+		t.Errorf("file: %+v, want the blocked answer", v)
+	}
+	if v := r.apply(relay.Command{Method: "Page.navigate", Params: []byte(`{"url":""}`), SessionID: "S1"}, nav); v.Refuse != "" || v.Local != nil {
+		t.Errorf("empty URL: %+v, want it passed on", v)
 	}
 }
 
