@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -83,10 +84,17 @@ type Deps struct {
 type Record struct {
 	d       Deps
 	browser atomic.Pointer[string] // the browser's own target id (browser.go)
+
+	mu     sync.Mutex
+	setups map[string]*running // target id → its setup under way
+
+	enforceBound, slowAfter time.Duration
 }
 
 // New returns a record fed by the guard's root session's target events.
-func New(d Deps) *Record { return &Record{d: d} }
+func New(d Deps) *Record {
+	return &Record{d: d, enforceBound: enforceBound, slowAfter: slowAfter}
+}
 
 // Attached keeps the record of a target the root session's auto-attach
 // reached (Target.attachedToTarget): its context, whether it is a page and
@@ -117,7 +125,48 @@ func (r *Record) Attached(e *cdpmsg.Envelope) {
 		r.d.PageAttached(t.TargetID, a.SessionID)
 	}
 	r.markWeb(t, false)
-	r.d.Go(func() { r.setup(a) })
+	// The setup's wait ends with the target: registered here, on the read
+	// loop, so that a Target.targetDestroyed read after this event ends it.
+	ctx, cancel := context.WithCancel(r.d.Ctx)
+	run := &running{cancel: cancel}
+	r.mu.Lock()
+	if r.setups == nil {
+		r.setups = make(map[string]*running)
+	}
+	if old := r.setups[t.TargetID]; old != nil {
+		old.cancel()
+	}
+	r.setups[t.TargetID] = run
+	r.mu.Unlock()
+	r.d.Go(func() {
+		defer r.endSetup(t.TargetID, run)
+		r.setup(ctx, a)
+	})
+}
+
+// running is one target's setup under way: cancel ends its wait.
+type running struct{ cancel context.CancelFunc }
+
+// endSetup forgets run, unless a newer setup of the same target replaced
+// it, and ends its context.
+func (r *Record) endSetup(targetID string, run *running) {
+	r.mu.Lock()
+	if r.setups[targetID] == run {
+		delete(r.setups, targetID)
+	}
+	r.mu.Unlock()
+	run.cancel()
+}
+
+// targetEnded ends the wait of targetID's setup, if one is under way.
+func (r *Record) targetEnded(targetID string) {
+	r.mu.Lock()
+	run := r.setups[targetID]
+	delete(r.setups, targetID)
+	r.mu.Unlock()
+	if run != nil {
+		run.cancel()
+	}
 }
 
 // Changed keeps the record of a target discovery reported, created (a new
@@ -148,6 +197,7 @@ func (r *Record) Destroyed(e *cdpmsg.Envelope) {
 	if jsonv2.Unmarshal(e.Params, &p) != nil {
 		return
 	}
+	r.targetEnded(p.TargetID)
 	r.d.PageGone(p.TargetID)
 	r.d.Pages.Destroyed(p.TargetID)
 }
@@ -223,6 +273,16 @@ func (r *Record) overCap(t cdpmsg.TargetInfo, session string, waiting bool) bool
 	return true
 }
 
+// enforceBound bounds the setup steps that enforcement depends on (the
+// page-level interception of a page already running in attach mode): one
+// that has not answered in time closes the target. slowAfter is when a
+// setup still waiting on Page.enable is logged as slow. (Record's fields
+// of the same names are these; tests shorten them.)
+const (
+	enforceBound = 10 * time.Second
+	slowAfter    = 10 * time.Second
+)
+
 // setup prepares a target the guard auto-attached and then releases it.
 // Commands are written before the release, in order on this goroutine
 // (Mux.Start), and awaited after it, because a waiting worker answers only
@@ -231,43 +291,65 @@ func (r *Record) overCap(t cdpmsg.TargetInfo, session string, waiting bool) bool
 // Page.frameNavigated only once Page.enable is in effect, and a
 // Page.enable that reached the renderer after the first document committed
 // left the explanation page with no Allow button
-// (docs/decisions/2026-12-02-allow-button.md). A page whose setup fails is
-// closed: nothing runs unguarded.
-func (r *Record) setup(a cdpmsg.Attached) {
+// (docs/decisions/2026-12-02-allow-button.md).
+//
+// A step the browser refuses closes the page: nothing runs unguarded. A
+// slow browser does not: Page.enable (the controls and frame events, not
+// enforcement: browser-level Fetch covers every request of a launched
+// browser) is awaited for as long as it takes, until the target ends (ctx,
+// ended by Destroyed) or the browser connection does; only page-level
+// interception in attach mode, which is enforcement, keeps a bound
+// (docs/decisions/2026-12-07-slow-setup.md).
+func (r *Record) setup(ctx context.Context, a cdpmsg.Attached) {
 	t := a.TargetInfo
 	defer r.d.Pages.SetupDone(t.TargetID)
-	ctx, cancel := context.WithTimeout(r.d.Ctx, 10*time.Second)
-	defer cancel()
 	type call struct {
-		method string
-		wait   func(context.Context) (jsonv2.Value, error)
+		method  string
+		enforce bool
+		wait    func(context.Context) (jsonv2.Value, error)
 	}
 	var calls []call
-	start := func(method string, params any) {
-		calls = append(calls, call{method: method, wait: r.d.Browser.Start(a.SessionID, method, params)})
+	start := func(method string, enforce bool, params any) {
+		calls = append(calls, call{method: method, enforce: enforce, wait: r.d.Browser.Start(a.SessionID, method, params)})
 	}
 	if t.Type == "page" {
 		if r.d.AttachMode() && !a.WaitingForDebugger {
 			// A document loaded before the guard came is not covered by
 			// browser-level interception; page-level interception is.
-			start("Fetch.enable", fetchdomain.EnableParams())
+			start("Fetch.enable", true, fetchdomain.EnableParams())
 		}
-		start("Page.enable", nil)
+		start("Page.enable", false, nil)
 	}
 	if a.WaitingForDebugger {
 		if err := r.d.Browser.Send(a.SessionID, "Runtime.runIfWaitingForDebugger", nil); err != nil {
 			r.d.Log.Debug("release failed", "target", t.TargetID, "err", err)
 		}
 	}
+	began := time.Now()
 	for _, c := range calls {
-		if _, err := c.wait(ctx); err != nil {
-			if r.d.Ctx.Err() != nil {
-				return
-			}
-			r.d.Log.Error("guard setup failed; closing the target", "target", t.TargetID, "type", t.Type, "step", c.method, "err", err)
-			_ = r.d.Browser.Send("", "Target.closeTarget", map[string]any{"targetId": t.TargetID})
-			return
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		var slow *time.Timer
+		if c.enforce {
+			wctx, cancel = context.WithTimeout(ctx, r.enforceBound)
+		} else {
+			slow = time.AfterFunc(r.slowAfter, func() {
+				r.d.Log.Warn("guard setup slow; still waiting, the tab stays open", "target", t.TargetID, "step", c.method, "after", r.slowAfter)
+			})
 		}
+		_, err := c.wait(wctx)
+		cancel()
+		if slow != nil && !slow.Stop() {
+			r.d.Log.Info("guard setup done after a slow step", "target", t.TargetID, "step", c.method, "took", time.Since(began).Round(time.Millisecond), "err", err)
+		}
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return // the guard closed, or the target ended
+		}
+		r.d.Log.Error("guard setup failed; closing the target", "target", t.TargetID, "type", t.Type, "step", c.method, "err", err)
+		_ = r.d.Browser.Send("", "Target.closeTarget", map[string]any{"targetId": t.TargetID})
+		return
 	}
 }
 

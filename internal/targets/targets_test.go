@@ -24,6 +24,10 @@ type fakeBrowser struct {
 	mu     sync.Mutex
 	writes []string // "session method"
 	fail   string
+	// hold, when set, is a method whose reply waits until hold is closed
+	// (a slow browser) or the wait's context ends.
+	holdMethod string
+	hold       chan struct{}
 }
 
 func (b *fakeBrowser) write(session, method string) {
@@ -42,7 +46,14 @@ func (b *fakeBrowser) Call(_ context.Context, session, method string, _ any) (js
 
 func (b *fakeBrowser) Start(session, method string, _ any) func(context.Context) (jsonv2.Value, error) {
 	b.write(session, method)
-	return func(context.Context) (jsonv2.Value, error) {
+	return func(ctx context.Context) (jsonv2.Value, error) {
+		if method == b.holdMethod {
+			select {
+			case <-b.hold:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 		if method == b.fail {
 			return nil, errors.New("refused")
 		}
@@ -217,5 +228,91 @@ func TestAwaitPages(t *testing.T) {
 	g.r.LearnBrowser(context.Background())
 	if g.r.BrowserTarget() != "B" {
 		t.Fatalf("browser target %q", g.r.BrowserTarget())
+	}
+}
+
+// signalHandler is a slog handler that reports every warning's message.
+type signalHandler struct{ warned chan string }
+
+func (h signalHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h signalHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Level == slog.LevelWarn {
+		select {
+		case h.warned <- r.Message:
+		default:
+		}
+	}
+	return nil
+}
+func (h signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h signalHandler) WithGroup(string) slog.Handler      { return h }
+
+// slowRig is a rig whose setups run on goroutines of their own (as the
+// guard's do), whose browser holds method's reply, and whose bounds are a
+// millisecond.
+func slowRig(t *testing.T, attach bool, method string) (*rig, chan string) {
+	t.Helper()
+	g := newRig(attach)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	g.r.d.Go = func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
+	warned := make(chan string, 1)
+	g.r.d.Log = slog.New(signalHandler{warned})
+	g.b.holdMethod, g.b.hold = method, make(chan struct{})
+	g.r.enforceBound, g.r.slowAfter = time.Millisecond, time.Millisecond
+	return g, warned
+}
+
+func awaitSetup(t *testing.T, g *rig, target string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := g.pages.AwaitSetup(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSlowPageEnableKeepsTheTab: a Page.enable that answers after the
+// slow mark (and after the enforcement bound) is waited for and logged;
+// the tab is not closed.
+func TestSlowPageEnableKeepsTheTab(t *testing.T) {
+	g, warned := slowRig(t, false, "Page.enable")
+	g.r.Attached(attached("T1", "page", true))
+	select {
+	case msg := <-warned:
+		if !strings.Contains(msg, "still waiting") {
+			t.Fatalf("warning %q", msg)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no slow-setup warning")
+	}
+	close(g.b.hold)
+	awaitSetup(t, g, "T1")
+	if slices.Contains(g.b.list(), " Target.closeTarget") {
+		t.Fatalf("a slow tab was closed: %q", g.b.list())
+	}
+}
+
+// TestSetupEndsWithTheTarget: a setup waiting on a Page.enable that never
+// answers ends when the target is destroyed, closing nothing.
+func TestSetupEndsWithTheTarget(t *testing.T) {
+	g, _ := slowRig(t, false, "Page.enable")
+	g.r.Attached(attached("T1", "page", true))
+	g.r.Destroyed(&cdpmsg.Envelope{Params: []byte(`{"targetId":"T1"}`)})
+	awaitSetup(t, g, "T1")
+	if slices.Contains(g.b.list(), " Target.closeTarget") {
+		t.Fatalf("an ended target was closed: %q", g.b.list())
+	}
+}
+
+// TestSlowAttachInterceptionCloses: page-level interception in attach
+// mode is enforcement: one not in effect within its bound closes the tab.
+func TestSlowAttachInterceptionCloses(t *testing.T) {
+	g, _ := slowRig(t, true, "Fetch.enable")
+	defer close(g.b.hold)
+	g.r.Attached(attached("T1", "page", false))
+	awaitSetup(t, g, "T1")
+	if !slices.Contains(g.b.list(), " Target.closeTarget") {
+		t.Fatalf("writes %q, want the tab closed", g.b.list())
 	}
 }
