@@ -115,6 +115,21 @@ type Config struct {
 	// together (back-pressure at a quarter of it), so that one user cannot
 	// grow the guard by opening more connections. Zero means 64 MiB.
 	UserQueueBytes int64
+	// AgentTotalBytes is the one byte budget of what the guard holds for
+	// agents: replies and events queued for all of them, and messages and
+	// /mcp bodies still being received. A message being received past it
+	// closes its connection naming the bound; a body past it is refused
+	// (503). Zero means 512 MiB; negative, no bound.
+	AgentTotalBytes int64
+	// UserReceiveBytes is one user's share of AgentTotalBytes for what is
+	// being received, so that one user's connections cannot take it all.
+	// Zero means 128 MiB (two whole 64 MiB messages); negative, no share.
+	UserReceiveBytes int64
+	// AgentReceiveTimeout bounds receiving one agent message: from its
+	// first byte it has this long plus a second per MiB received (1 MiB/s
+	// on average); past it the connection is closed naming the bound.
+	// Waiting for a message has no bound. Zero means 10 s.
+	AgentReceiveTimeout time.Duration
 	// BrowserMessageBytes bounds one message read from the browser. A
 	// larger answer reaches its agent as a CDP error naming the bound, a
 	// larger Fetch.requestPaused is failed, another larger event is dropped
@@ -149,6 +164,24 @@ type Config struct {
 	// long side) bound every MCP image result; zero means 1 MB and 2,000.
 	MCPImageMaxBytes int
 	MCPImageMaxSide  int
+	// MCPMaxSessions and MCPMaxSessionsPerUser cap the open MCP sessions
+	// in all and per user: an initialize past either is refused (HTTP 503
+	// and 429) naming the cap; open sessions keep working. Zero means 256
+	// and 8; negative, no cap.
+	MCPMaxSessions        int
+	MCPMaxSessionsPerUser int
+	// MCPSessionIdle closes an MCP session without requests for this
+	// long; the client starts a new one. Zero means 5 minutes.
+	MCPSessionIdle time.Duration
+	// MCPMaxBodies and MCPMaxBodiesPerUser cap the /mcp request bodies
+	// being read at once, in all and per user: a request past either is
+	// refused (503, 429) naming the cap. Zero means 64 and 8; negative, no
+	// cap. Their bytes come from AgentTotalBytes.
+	MCPMaxBodies        int
+	MCPMaxBodiesPerUser int
+	// MCPBodyTimeout bounds reading one /mcp request body; past it the
+	// request is refused (408) naming the bound. Zero means 10 s.
+	MCPBodyTimeout time.Duration
 	// Version is cdpguard's version, shown as the MCP serverInfo.version.
 	Version string
 	// ChromeStderr receives the launched browser's output; nil discards it.

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cdpguard/cdpguard/internal/admission"
+	"github.com/cdpguard/cdpguard/internal/bounds"
 	"github.com/cdpguard/cdpguard/internal/browser"
 	"github.com/cdpguard/cdpguard/internal/controls"
 	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
@@ -75,6 +76,10 @@ type userSide struct {
 	users  *users.Registry     // context ↔ user
 	iso    *isolation.Isolator // keeps each agent to its user's targets, contexts, windows
 	agents *admission.Set      // the agent connections and their fairness shares
+	// budget is the receive side of the byte budget (wire_bounds.go), made
+	// on first use.
+	budgetOnce sync.Once
+	budget     *bounds.Budget
 }
 
 // lifecycle is the guard's life: ready, the context and goroutines it

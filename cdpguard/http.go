@@ -140,7 +140,11 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 	if key == "" {
 		g.log.Warn("agent without the "+g.cfg.SessionHeader+" header: it shares the fallback context", "remote", r.RemoteAddr)
 	}
-	conn, err := wsagent.Accept(w, r, g.agentWriteTimeout(), g.onAgentStall)
+	conn, err := wsagent.Accept(w, r, wsagent.Options{
+		WriteTimeout: g.agentWriteTimeout(), OnStall: g.onAgentStall,
+		User: key, Budget: g.receiveBudget(), ReceiveTimeout: g.cfg.AgentReceiveTimeout,
+		OnCut: func(bound string) { g.onReceiveCut(r.RemoteAddr, key, bound) },
+	})
 	if err != nil {
 		return // Accept has answered
 	}

@@ -16,6 +16,7 @@ func (g *Guard) limits() bounds.Limits {
 		WriteTimeout: g.agentWriteTimeout(),
 		MaxTabs:      bounds.Cap(g.cfg.MaxTabsPerUser, DefaultMaxTabsPerUser),
 		MaxContexts:  bounds.Cap(g.cfg.MaxContextsPerUser, DefaultMaxContextsPerUser),
+		TotalBytes:   g.cfg.AgentTotalBytes, UserReceiveBytes: g.cfg.UserReceiveBytes,
 	}
 	if l.AgentQueueBytes <= 0 {
 		l.AgentQueueBytes = DefaultAgentQueueBytes
@@ -35,4 +36,30 @@ func (s boundsStats) QueuedBytes() (total, most int64) {
 
 func (s boundsStats) TabStats() (most, atCap int) {
 	return s.g.users.TabStats(s.g.limits().MaxTabs)
+}
+
+func (s boundsStats) ReceivingBytes() (total, most int64) {
+	return s.g.receiveBudget().Receiving()
+}
+
+// receiveBudget returns the receive side of the byte budget, counted
+// against the total together with the bytes queued for agents.
+func (g *Guard) receiveBudget() *bounds.Budget {
+	g.budgetOnce.Do(func() {
+		g.budget = g.limits().Budget(func() int64 {
+			if g.agents == nil {
+				return 0
+			}
+			total, _ := g.agents.QueuedBytes()
+			return total
+		})
+	})
+	return g.budget
+}
+
+// onReceiveCut counts and logs an agent connection closed by a receive
+// bound (its user's share, the budget, the message's time).
+func (g *Guard) onReceiveCut(remote, user, bound string) {
+	g.metrics.Bounds.CutOff(bound)
+	g.log.Warn("agent cut off", "remote", remote, "user", user, "bound", bound)
 }

@@ -26,6 +26,10 @@ type Limits struct {
 	WriteTimeout time.Duration
 	// MaxTabs and MaxContexts are the per-user caps; 0 means none.
 	MaxTabs, MaxContexts int
+	// TotalBytes is the one budget of bytes queued for and being received
+	// from all agents (0: DefaultTotalBytes); UserReceiveBytes one user's
+	// share of it for what is being received (0: DefaultUserReceiveBytes).
+	TotalBytes, UserReceiveBytes int64
 }
 
 // Relay returns the relay's byte bounds. An agent's back-pressure mark is
@@ -35,9 +39,16 @@ func (l Limits) Relay() relay.Bounds {
 	return relay.Bounds{
 		AgentQueueBytes: l.AgentQueueBytes / 8, AgentMaxBytes: l.AgentQueueBytes,
 		UserQueueBytes: l.UserQueueBytes / 4, UserMaxBytes: l.UserQueueBytes,
-		MaxMessage: min(relay.DefaultMaxMessage, l.AgentQueueBytes/2),
-		PauseBound: l.WriteTimeout,
+		MaxMessage:    min(relay.DefaultMaxMessage, l.AgentQueueBytes/2),
+		PauseBound:    l.WriteTimeout,
+		TotalMaxBytes: l.TotalBytes,
 	}
+}
+
+// Budget returns the receive side of the byte budget; queued returns the
+// bytes queued for agents (the relay's share of the same total).
+func (l Limits) Budget(queued func() int64) *Budget {
+	return NewBudget(l.TotalBytes, l.UserReceiveBytes, queued)
 }
 
 // Cap returns a per-user cap from its configured value v: def when v is
@@ -60,6 +71,9 @@ type Stats interface {
 	// TabStats returns the open tabs of the user with the most, and how
 	// many users are at the tab cap.
 	TabStats() (most, atCap int)
+	// ReceivingBytes returns the bytes reserved for agent messages and
+	// /mcp bodies being received, in all and for the user with the most.
+	ReceivingBytes() (total, most int64)
 }
 
 // Metrics are the metrics of the byte bounds and the per-user caps. Its
@@ -71,6 +85,7 @@ type Metrics struct {
 	throttled prometheus.Counter
 	dropped   *prometheus.CounterVec
 	capped    *prometheus.CounterVec
+	mcp       *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics on reg; cur returns the Stats the
@@ -83,7 +98,7 @@ func NewMetrics(reg prometheus.Registerer, cur func() Stats) *Metrics {
 		}),
 		cutOff: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdpguard_agents_cut_off_by_bound_total",
-			Help: "Agent connections cut off, by bound: agent_bytes, user_bytes, total_bytes (queue maxima), paused (did not catch up in time), write_stall (one write outlasted the bound). Their sum is cdpguard_agents_cut_off_total.",
+			Help: "Agent connections cut off, by bound: agent_bytes, user_bytes, total_bytes (queue maxima), paused (did not catch up in time), write_stall (one write outlasted the bound), receive_user_bytes, receive_total_bytes (a message being received went over the user's share or the budget), receive_timeout (a message did not arrive in time). Their sum is cdpguard_agents_cut_off_total.",
 		}, []string{"bound"}),
 		throttled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cdpguard_agents_throttled_total",
@@ -97,6 +112,10 @@ func NewMetrics(reg prometheus.Registerer, cur func() Stats) *Metrics {
 			Name: "cdpguard_cap_refused_total",
 			Help: "Tabs and browser contexts refused (or closed at once) by a per-user cap, by cap.",
 		}, []string{"cap"}),
+		mcp: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cdpguard_mcp_refused_total",
+			Help: "/mcp requests refused by a cap, by cap: sessions_per_user, sessions (new MCP sessions), bodies_per_user, bodies (request bodies being read at once), body_timeout (a body not read in time), receive_user_bytes, receive_total_bytes (the byte budget).",
+		}, []string{"cap"}),
 	}
 	gauge := func(name, help string, f func(Stats) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
@@ -106,7 +125,11 @@ func NewMetrics(reg prometheus.Registerer, cur func() Stats) *Metrics {
 			return 0
 		})
 	}
-	reg.MustRegister(m.cutOffAll, m.cutOff, m.throttled, m.dropped, m.capped,
+	reg.MustRegister(m.cutOffAll, m.cutOff, m.throttled, m.dropped, m.capped, m.mcp,
+		gauge("cdpguard_receiving_bytes", "Bytes reserved for agent messages and /mcp bodies being received (the receive side of the byte budget).",
+			func(s Stats) float64 { total, _ := s.ReceivingBytes(); return float64(total) }),
+		gauge("cdpguard_user_receiving_bytes_max", "Bytes reserved for what the user with the most is sending.",
+			func(s Stats) float64 { _, most := s.ReceivingBytes(); return float64(most) }),
 		gauge("cdpguard_agent_queued_bytes", "Bytes queued for all agents, not yet written.",
 			func(s Stats) float64 { total, _ := s.QueuedBytes(); return float64(total) }),
 		gauge("cdpguard_user_queued_bytes_max", "Bytes queued for the agents of the user with the most.",
@@ -116,11 +139,15 @@ func NewMetrics(reg prometheus.Registerer, cur func() Stats) *Metrics {
 		gauge("cdpguard_users_at_tab_cap", "Users at the per-user tab cap.",
 			func(s Stats) float64 { _, at := s.TabStats(); return float64(at) }),
 	)
-	for _, k := range []string{relay.CutAgentBytes, relay.CutUserBytes, relay.CutTotalBytes, relay.CutPaused, CutWriteStall} {
+	for _, k := range []string{relay.CutAgentBytes, relay.CutUserBytes, relay.CutTotalBytes, relay.CutPaused, CutWriteStall,
+		BoundUserReceive, BoundTotalReceive, BoundReceiveTime} {
 		m.cutOff.WithLabelValues(k)
 	}
 	for _, k := range []string{isolation.CapTabs, isolation.CapContexts} {
 		m.capped.WithLabelValues(k)
+	}
+	for _, k := range []string{"sessions_per_user", "sessions", "bodies_per_user", "bodies", "body_timeout", BoundUserReceive, BoundTotalReceive} {
+		m.mcp.WithLabelValues(k)
 	}
 	return m
 }
@@ -150,6 +177,10 @@ func (m *Metrics) Throttled() { m.throttled.Inc() }
 
 // Dropped counts a reply or event over the one-message bound, by kind.
 func (m *Metrics) Dropped(kind string) { m.dropped.WithLabelValues(kind).Inc() }
+
+// MCPRefused counts an /mcp request refused by cap c (the label values of
+// cdpguard_mcp_refused_total).
+func (m *Metrics) MCPRefused(c string) { m.mcp.WithLabelValues(c).Inc() }
 
 // Capped counts a tab or context refused by the per-user cap c.
 func (m *Metrics) Capped(c string) { m.capped.WithLabelValues(c).Inc() }

@@ -28,8 +28,9 @@ func TestLimitsRelay(t *testing.T) {
 
 type stats struct{}
 
-func (stats) QueuedBytes() (int64, int64) { return 30, 20 }
-func (stats) TabStats() (int, int)        { return 5, 2 }
+func (stats) QueuedBytes() (int64, int64)    { return 30, 20 }
+func (stats) TabStats() (int, int)           { return 5, 2 }
+func (stats) ReceivingBytes() (int64, int64) { return 7, 6 }
 
 // value returns the sum of the samples of the metric name in reg, and how
 // many series it has.
@@ -64,10 +65,11 @@ func TestMetrics(t *testing.T) {
 	m.Capped("tabs")
 	m.Throttled()
 	m.Dropped("event")
+	m.MCPRefused("sessions")
 	if v, _ := value(t, reg, "cdpguard_agents_cut_off_total"); v != 2 {
 		t.Errorf("cut off total %v", v)
 	}
-	if v, n := value(t, reg, "cdpguard_agents_cut_off_by_bound_total"); v != 2 || n != 5 {
+	if v, n := value(t, reg, "cdpguard_agents_cut_off_by_bound_total"); v != 2 || n != 8 {
 		t.Errorf("cut off by bound: %v over %d series", v, n)
 	}
 	if v, _ := value(t, reg, "cdpguard_agent_queued_bytes"); v != 0 {
@@ -78,6 +80,7 @@ func TestMetrics(t *testing.T) {
 		"cdpguard_agent_queued_bytes": 30, "cdpguard_user_queued_bytes_max": 20,
 		"cdpguard_user_tabs_max": 5, "cdpguard_users_at_tab_cap": 2,
 		"cdpguard_cap_refused_total": 1, "cdpguard_agents_throttled_total": 1, "cdpguard_agent_messages_dropped_total": 1,
+		"cdpguard_receiving_bytes": 7, "cdpguard_user_receiving_bytes_max": 6, "cdpguard_mcp_refused_total": 1,
 	} {
 		if v, _ := value(t, reg, name); v != want {
 			t.Errorf("%s = %v, want %v", name, v, want)

@@ -20,10 +20,18 @@ import (
 // the agent's side as the raw upgraded stream (so that a benchmark's reader
 // allocates nothing per message, and a test can simply stop reading).
 func wsPair(tb testing.TB) (*websocket.Conn, io.ReadWriteCloser) {
+	return upgradePair(tb, func(w http.ResponseWriter, r *http.Request) (*websocket.Conn, error) {
+		return websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	})
+}
+
+// upgradePair serves one WebSocket upgrade with accept and returns what it
+// made and the agent's side as the raw upgraded stream.
+func upgradePair[C interface{ CloseNow() error }](tb testing.TB, accept func(w http.ResponseWriter, r *http.Request) (C, error)) (C, io.ReadWriteCloser) {
 	tb.Helper()
-	accepted := make(chan *websocket.Conn, 1)
+	accepted := make(chan C, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+		c, err := accept(w, r)
 		if err != nil {
 			return
 		}
@@ -60,7 +68,8 @@ func wsPair(tb testing.TB) (*websocket.Conn, io.ReadWriteCloser) {
 		return c, raw
 	case <-time.After(10 * time.Second):
 		tb.Fatal("no WebSocket accepted within 10s")
-		return nil, nil
+		var zero C
+		return zero, nil
 	}
 }
 
