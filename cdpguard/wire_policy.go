@@ -59,14 +59,13 @@ func (g *Guard) newPolicyState(rules *policyfile.Set, sum [32]byte) *policystate
 	return policystate.New(rules, sum, policystate.Deps{
 		File: g.cfg.PolicyFile, Poll: g.cfg.PolicyPoll, Log: g.log,
 		OnReload: func(result string) { g.metrics.PolicyReloads.WithLabelValues(result).Inc() },
-		OnChange: func() int {
-			closed := 0
-			if g.proxy != nil {
-				closed = g.proxy.Recheck()
+		Recheck: func() int {
+			if g.proxy == nil {
+				return 0
 			}
-			g.mcp.PolicyChanged()
-			return closed
+			return g.proxy.Recheck()
 		},
+		OnChange: func() { g.mcp.PolicyChanged() },
 	})
 }
 

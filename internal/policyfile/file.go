@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/cdpguard/cdpguard/internal/policy"
 )
 
 // MaxBytes bounds a policy file: a larger one is refused before it is
@@ -58,14 +56,6 @@ var groupName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 // headerName is an HTTP header field name (RFC 9110 token).
 var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
 
-// spec is one level of the file (the top level or a group) before compiling.
-type spec struct {
-	allow, block       []string
-	hasAllow, hasBlock bool
-	instructions       string
-	hasInstructions    bool
-}
-
 // Parse reads a policy file's content. Decoding is strict: an unknown or
 // repeated key, a value of the wrong kind, or an entry the policy language
 // refuses is an [*Error] (wrapping [ErrInvalid]) naming its line.
@@ -97,11 +87,12 @@ func Parse(data []byte) (*Set, error) {
 	}
 	s := &Set{unknown: UnknownDefault}
 	var top spec
+	var b budget
 	var groupsNode *yaml.Node
 	err := eachKey(root, func(key string, k, v *yaml.Node) error {
 		switch key {
 		case "allow", "block", "instructions":
-			return top.set(key, k, v)
+			return top.set(key, k, v, &b)
 		case "groupHeader":
 			h, err := scalar(key, v)
 			if err != nil {
@@ -133,11 +124,17 @@ func Parse(data []byte) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.def, err = compile("", top, spec{}); err != nil {
+	var specs []namedSpec
+	if groupsNode != nil { // every entry is counted before anything is compiled
+		if specs, err = readGroups(groupsNode, &b); err != nil {
+			return nil, err
+		}
+	}
+	if s.def, err = compileTop(top); err != nil {
 		return nil, err
 	}
 	if groupsNode != nil {
-		if err := s.addGroups(groupsNode, top); err != nil {
+		if s.groups, err = compileGroups(specs, s.def); err != nil {
 			return nil, err
 		}
 	}
@@ -150,92 +147,50 @@ func Parse(data []byte) (*Set, error) {
 	return s, nil
 }
 
-// addGroups compiles the groups mapping; each group inherits from top the
-// keys it leaves out.
-func (s *Set) addGroups(n *yaml.Node, top spec) error {
-	s.groups = map[string]*Group{}
-	return eachKey(n, func(name string, k, v *yaml.Node) error {
+// readGroups reads the groups mapping, counting entries against b.
+func readGroups(n *yaml.Node, b *budget) ([]namedSpec, error) {
+	var specs []namedSpec
+	err := eachKey(n, func(name string, k, v *yaml.Node) error {
 		if !groupName.MatchString(name) {
 			return &Error{Line: k.Line, Entry: name, Reason: "a group name is 1 to 64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit"}
 		}
 		if v.Kind != yaml.MappingNode {
 			return &Error{Line: v.Line, Entry: name, Reason: "a group must be a mapping with allow, block and instructions"}
 		}
-		var gs spec
+		gs := namedSpec{name: name}
 		if err := eachKey(v, func(key string, k, v *yaml.Node) error {
 			switch key {
 			case "allow", "block", "instructions":
-				return gs.set(key, k, v)
+				return gs.set(key, k, v, b)
 			}
 			return &Error{Line: k.Line, Entry: name + "." + key, Reason: "unknown key in a group; a group has allow, block and instructions"}
 		}); err != nil {
 			return err
 		}
-		g, err := compile(name, gs, top)
-		if err != nil {
-			return err
-		}
-		s.groups[name] = g
+		specs = append(specs, gs)
 		return nil
 	})
+	return specs, err
 }
 
-// set records one of allow, block, instructions from v.
-func (sp *spec) set(key string, k, v *yaml.Node) error {
-	if key == "instructions" {
-		text, err := scalar(key, v)
+// namedSpec is a group's spec and its name, in file order.
+type namedSpec struct {
+	name string
+	spec
+}
+
+// compileGroups compiles the groups read, each inheriting from the top
+// level (top) the keys it leaves out.
+func compileGroups(specs []namedSpec, top *Group) (map[string]*Group, error) {
+	groups := make(map[string]*Group, len(specs))
+	for _, gs := range specs {
+		g, err := compileGroup(gs.name, gs.spec, top)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		sp.instructions, sp.hasInstructions = strings.TrimSpace(text), true
-		return nil
+		groups[gs.name] = g
 	}
-	list, err := entries(key, v)
-	if err != nil {
-		return err
-	}
-	if key == "allow" {
-		sp.allow, sp.hasAllow = list, true
-	} else {
-		sp.block, sp.hasBlock = list, true
-	}
-	return nil
-}
-
-// entries reads a list of policy entries (a sequence of strings, or one
-// string holding entries separated as --allow's are) and validates each
-// with internal/policy, so an error names the entry's own line.
-func entries(list string, v *yaml.Node) ([]string, error) {
-	var items []*yaml.Node
-	switch {
-	case v.Kind == yaml.SequenceNode:
-		items = v.Content
-	case v.Kind == yaml.ScalarNode && v.Tag == "!!null":
-		return []string{}, nil
-	case v.Kind == yaml.ScalarNode:
-		items = []*yaml.Node{v}
-	default:
-		return nil, &Error{Line: v.Line, Entry: list, Reason: "must be a list of entries"}
-	}
-	out := make([]string, 0, len(items))
-	for _, it := range items {
-		if it.Kind != yaml.ScalarNode || (it.Tag != "!!str" && it.Tag != "!!int" && it.Tag != "!!float") {
-			return nil, &Error{Line: it.Line, Entry: list, Reason: "each entry must be a string (quote entries that start with '*')"}
-		}
-		allow, block := []string{it.Value}, []string(nil)
-		if list == "block" {
-			allow, block = nil, allow
-		}
-		if _, err := policy.Parse(allow, block); err != nil {
-			var ee *policy.EntryError
-			if errors.As(err, &ee) {
-				return nil, &Error{Line: it.Line, Entry: ee.Entry, Reason: err.Error()}
-			}
-			return nil, &Error{Line: it.Line, Entry: it.Value, Reason: err.Error()}
-		}
-		out = append(out, it.Value)
-	}
-	return out, nil
+	return groups, nil
 }
 
 // scalar returns v's text, or an error when v is not a plain value.

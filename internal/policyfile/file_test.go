@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cdpguard/cdpguard/internal/policy"
 )
@@ -121,9 +122,18 @@ func TestParseLimits(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Read opens the FIFO (O_NONBLOCK) and refuses what it opened; an open
+	// that blocked would hang here, so it runs under a bound.
 	for _, p := range []string{fifo, dir} {
-		if _, _, err := Read(p); !errors.Is(err, ErrNotRegular) {
-			t.Errorf("%s: %v, want ErrNotRegular (a FIFO would block the watcher)", p, err)
+		res := make(chan error, 1)
+		go func() { _, _, err := Read(p); res <- err }()
+		select {
+		case err := <-res:
+			if !errors.Is(err, ErrNotRegular) {
+				t.Errorf("%s: %v, want ErrNotRegular (a FIFO would block the watcher)", p, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: Read blocked for 10 s", p)
 		}
 	}
 	if _, _, err := Read(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || errors.Is(err, ErrInvalid) || !errors.Is(err, os.ErrNotExist) {

@@ -2,9 +2,7 @@ package policyfile
 
 import (
 	"errors"
-	"slices"
 	"sort"
-	"strings"
 
 	"github.com/cdpguard/cdpguard/internal/policy"
 )
@@ -16,6 +14,9 @@ type Group struct {
 	Name         string
 	Policy       *policy.Policy
 	Instructions string
+	// ownAllow and ownBlock say the group wrote the list out; a group
+	// without it shares the top level's (and Compare reuses its diff).
+	ownAllow, ownBlock bool
 }
 
 // Set is a compiled policy file: the default group, the named groups and
@@ -36,26 +37,7 @@ var ErrUnknownGroup = errors.New("unknown policy group")
 // Static returns a Set with only a default group: the policy of --allow,
 // --block and --instructions when no file is given.
 func Static(p *policy.Policy, instructions string) *Set {
-	return &Set{def: &Group{Policy: p, Instructions: instructions}, unknown: UnknownDefault}
-}
-
-// compile builds a group from sp, taking the keys sp leaves out from
-// parent.
-func compile(name string, sp, parent spec) (*Group, error) {
-	if !sp.hasAllow {
-		sp.allow = parent.allow
-	}
-	if !sp.hasBlock {
-		sp.block = parent.block
-	}
-	if !sp.hasInstructions {
-		sp.instructions = parent.instructions
-	}
-	p, err := policy.Parse(sp.allow, sp.block)
-	if err != nil { // entries were validated one by one; a whole-list error is unexpected
-		return nil, &Error{Entry: name, Reason: err.Error()}
-	}
-	return &Group{Name: name, Policy: p, Instructions: sp.instructions}, nil
+	return &Set{def: &Group{Policy: p, Instructions: instructions, ownAllow: true, ownBlock: true}, unknown: UnknownDefault}
 }
 
 // Default returns the top level's group.
@@ -114,113 +96,4 @@ func (s *Set) Group(name string) *Group {
 		return &Group{Name: name, Instructions: "Your group is no longer configured; ask the operator."}
 	}
 	return s.def
-}
-
-// Diff is what a reload changed, per group.
-type Diff struct {
-	Changes []GroupChange
-}
-
-// GroupChange is one group's change; Added and Removed hold "allow X" and
-// "block X" items.
-type GroupChange struct {
-	Group               string // "" for the default group
-	New, Gone           bool   // the group appeared or disappeared
-	Added, Removed      []string
-	InstructionsChanged bool
-}
-
-// Compare returns what changed from old to new.
-func Compare(old, new *Set) Diff {
-	var d Diff
-	names := map[string]bool{"": true}
-	for n := range old.groups {
-		names[n] = true
-	}
-	for n := range new.groups {
-		names[n] = true
-	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
-	}
-	sort.Strings(sorted)
-	for _, n := range sorted {
-		og, oOK := old.lookup(n)
-		ng, nOK := new.lookup(n)
-		c := GroupChange{Group: n, New: !oOK && nOK, Gone: oOK && !nOK}
-		var oa, ob, na, nb []string
-		oi, ni := "", ""
-		if oOK {
-			oa, ob, oi = og.Policy.Origins(), og.Policy.Blocked(), og.Instructions
-		}
-		if nOK {
-			na, nb, ni = ng.Policy.Origins(), ng.Policy.Blocked(), ng.Instructions
-		}
-		c.Added = append(minus("allow ", na, oa), minus("block ", nb, ob)...)
-		c.Removed = append(minus("allow ", oa, na), minus("block ", ob, nb)...)
-		c.InstructionsChanged = oi != ni
-		if c.New || c.Gone || len(c.Added) > 0 || len(c.Removed) > 0 || c.InstructionsChanged {
-			d.Changes = append(d.Changes, c)
-		}
-	}
-	if old.header != new.header || old.unknown != new.unknown {
-		d.Changes = append(d.Changes, GroupChange{Group: "", Added: []string{"groupHeader " + new.header + ", unknownGroup " + new.unknown}})
-	}
-	return d
-}
-
-func (s *Set) lookup(name string) (*Group, bool) {
-	if name == "" {
-		return s.def, true
-	}
-	g, ok := s.groups[name]
-	return g, ok
-}
-
-// minus returns prefix+x for every x of a not in b.
-func minus(prefix string, a, b []string) []string {
-	var out []string
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			out = append(out, prefix+x)
-		}
-	}
-	return out
-}
-
-// Empty reports whether nothing changed.
-func (d Diff) Empty() bool { return len(d.Changes) == 0 }
-
-// String is the reload's one log line's detail, e.g.
-// `default: +allow a.example -allow b.example; group staff: new`.
-func (d Diff) String() string {
-	if d.Empty() {
-		return "no change"
-	}
-	parts := make([]string, 0, len(d.Changes))
-	for _, c := range d.Changes {
-		name := "default"
-		if c.Group != "" {
-			name = "group " + c.Group
-		}
-		var items []string
-		switch {
-		case c.New:
-			items = append(items, "new")
-		case c.Gone:
-			items = append(items, "removed")
-		}
-		for _, a := range c.Added {
-			items = append(items, "+"+a)
-		}
-		for _, r := range c.Removed {
-			items = append(items, "-"+r)
-		}
-		if c.InstructionsChanged {
-			items = append(items, "instructions changed")
-		}
-		parts = append(parts, name+": "+strings.Join(items, " "))
-	}
-	return strings.Join(parts, "; ")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -23,11 +24,21 @@ var ErrNotRegular = errors.New("not a regular file")
 // ConfigMap volume's path is one), returning the Set and the SHA-256 of
 // the content read.
 func Read(path string) (*Set, [32]byte, error) {
+	return ReadNew(path, [32]byte{})
+}
+
+// ReadNew is Read, except that content whose SHA-256 is current is not
+// parsed: it returns a nil Set, the hash and no error, so a SIGHUP with an
+// unchanged file costs a read and a hash, not a parse.
+func ReadNew(path string, current [32]byte) (*Set, [32]byte, error) {
 	data, err := readLimited(path)
 	if err != nil {
 		return nil, [32]byte{}, err
 	}
 	sum := sha256.Sum256(data)
+	if sum == current {
+		return nil, sum, nil
+	}
 	s, err := Parse(data)
 	if err != nil {
 		return nil, sum, fmt.Errorf("policy file %s: %w", path, err)
@@ -36,23 +47,25 @@ func Read(path string) (*Set, [32]byte, error) {
 }
 
 // readLimited reads at most MaxBytes+1 bytes of path, so Parse can refuse
-// an oversize file without it being read whole.
-// Anything but a regular file (after symlinks) is refused before it is
-// opened: opening a FIFO would block the watcher, and the guard's Close
-// with it.
+// an oversize file without it being read whole. Anything but a regular
+// file (after symlinks) is refused, judged on the file it opened, not on
+// the path: a stat then an open by name would let a FIFO swapped in
+// between block the open, and with it the watcher and the guard's Close.
+// The open does not block (O_NONBLOCK: a FIFO without a writer opens at
+// once, to be refused), and on a regular file O_NONBLOCK changes nothing.
 func readLimited(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("policy file: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("policy file %s: %w", path, ErrNotRegular)
-	}
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("policy file: %w", err)
 	}
 	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("policy file %s: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("policy file %s: %w", path, ErrNotRegular)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("policy file %s: %w", path, err)
@@ -60,7 +73,9 @@ func readLimited(path string) ([]byte, error) {
 	return data, nil
 }
 
-// Watcher polls a policy file and reports every new content. Polling the
+// Watcher polls a policy file and reports every new content; it does not
+// parse it (its owner reads the file again under its reload lock, so the
+// watcher's reading would be parsed for nothing). Polling the
 // path (rather than inotify on the file) sees every way the file changes:
 // written in place, renamed over, or a ConfigMap volume swapping its
 // ..data symlink, which replaces the directory the path resolves through.
@@ -70,15 +85,15 @@ type Watcher struct {
 	path     string
 	interval time.Duration
 	last     [32]byte
-	// OnChange is called from Run with the file's new parse result: a Set,
-	// or the error that kept it from being one. It is called once per new
-	// content, not on every poll.
-	onChange func(*Set, error)
+	// onChange is called from Run once per new content (err nil), not on
+	// every poll, and once per distinct error that kept the file from
+	// being read (a missing file, a FIFO, a directory).
+	onChange func(err error)
 }
 
 // NewWatcher returns a Watcher of path that treats content with hash
 // current as already seen; interval ≤ 0 means DefaultPoll.
-func NewWatcher(path string, current [32]byte, interval time.Duration, onChange func(*Set, error)) *Watcher {
+func NewWatcher(path string, current [32]byte, interval time.Duration, onChange func(err error)) *Watcher {
 	if interval <= 0 {
 		interval = DefaultPoll
 	}
@@ -106,7 +121,7 @@ func (w *Watcher) Run(ctx context.Context) {
 			}
 			if err.Error() != lastErr {
 				lastErr = err.Error()
-				w.onChange(nil, err)
+				w.onChange(err)
 			}
 			continue
 		}
@@ -116,10 +131,6 @@ func (w *Watcher) Run(ctx context.Context) {
 			continue
 		}
 		w.last = sum
-		s, err := Parse(data)
-		if err != nil {
-			err = fmt.Errorf("policy file %s: %w", w.path, err)
-		}
-		w.onChange(s, err)
+		w.onChange(nil)
 	}
 }

@@ -3,7 +3,10 @@
 // atomic pointer, the user keys that carry a policy group, and the
 // reloads from the policy file, serialised under one lock. What follows
 // from a change (tunnels rechecked, MCP clients told) is the owner's, by
-// the OnChange callback; the counts and the log lines are here.
+// the Recheck and OnChange callbacks; the counts and the log lines are
+// here. Tunnels are rechecked right after the swap, before the diff and
+// the log line, so a host a reload removes loses its tunnels within the
+// poll interval whatever the file's size.
 //
 // Every decision loads the snapshot once, so a reload never changes a
 // decision half-way, costs a decision one atomic load, and never drops a
@@ -16,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,11 +43,15 @@ type Deps struct {
 	Log *slog.Logger
 	// OnReload counts a reload by result, "ok" or "error"; nil: none.
 	OnReload func(result string)
+	// Recheck runs, under the reload lock, right after a new policy is
+	// swapped in and before anything slow (the diff, the log line): it
+	// closes the open tunnels the new policy refuses and returns how many,
+	// for the log line. nil: none.
+	Recheck func() (tunnelsClosed int)
 	// OnChange runs, under the reload lock, after a reload that changed
-	// the policy: it applies what follows (tunnels the new policy refuses
-	// are closed, MCP clients told) and returns how many tunnels it
-	// closed, for the log line. nil: nothing follows.
-	OnChange func() (tunnelsClosed int)
+	// the policy, once the diff says so: the rest of what follows (MCP
+	// clients told). nil: nothing follows.
+	OnChange func()
 }
 
 // State is the policy in force. The zero State and a nil *State hold an
@@ -54,8 +60,12 @@ type State struct {
 	d   Deps
 	cur atomic.Pointer[policyfile.Set]
 
-	mu  sync.Mutex // serialises reloads, so two never interleave their side effects
-	sum [32]byte   // the content hash of the file in force
+	// lock serialises reloads, so two never interleave their side effects;
+	// a channel of one, so the watcher can stop waiting for it when its
+	// context ends (the guard's Close does not wait out a SIGHUP's reload).
+	lock     chan struct{}
+	lockOnce sync.Once
+	sum      [32]byte // the content hash of the file in force, under lock
 }
 
 // New returns a State with s in force; sum is the content hash of the file
@@ -92,21 +102,47 @@ func (st *State) PolicyOf(key string) *policy.Policy { return st.Group(key).Poli
 // so that two reloads racing (SIGHUP and the watcher) apply the file in
 // the order they read it and the last one read is the one in force. A
 // file that does not parse changes nothing: the error is logged, counted
-// and returned wrapping ErrPolicyFile.
+// and returned wrapping ErrPolicyFile. A file whose content is the one in
+// force is not parsed again.
 func (st *State) Reload(why string) error {
+	return st.reload(context.Background(), why)
+}
+
+// reload is Reload that gives up waiting for the lock when ctx ends.
+func (st *State) reload(ctx context.Context, why string) error {
 	if st.d.File == "" {
 		return fmt.Errorf("%w: no policy file to reload (Config.PolicyFile is empty)", ErrPolicyFile)
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	s, sum, err := policyfile.Read(st.d.File)
+	if !st.acquire(ctx) {
+		return fmt.Errorf("%w: reload abandoned: %w", ErrPolicyFile, ctx.Err())
+	}
+	defer st.release()
+	s, sum, err := policyfile.ReadNew(st.d.File, st.sum)
 	if err != nil {
 		st.refused(err)
 		return fmt.Errorf("%w: %w", ErrPolicyFile, err)
 	}
+	if s == nil { // the content in force
+		st.count("ok")
+		st.d.Log.Info("policy reloaded: no change", "why", why)
+		return nil
+	}
 	st.applyLocked(s, sum, why)
 	return nil
 }
+
+// acquire takes the reload lock, or returns false when ctx ends first.
+func (st *State) acquire(ctx context.Context) bool {
+	st.lockOnce.Do(func() { st.lock = make(chan struct{}, 1) })
+	select {
+	case st.lock <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (st *State) release() { <-st.lock }
 
 // Set puts s in force as a reload does. It is refused, wrapping
 // ErrPolicyFile, when a policy file is the policy's one source.
@@ -114,8 +150,8 @@ func (st *State) Set(s *policyfile.Set, why string) error {
 	if err := st.Settable(); err != nil {
 		return err
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
+	st.acquire(context.Background())
+	defer st.release()
 	st.applyLocked(s, [32]byte{}, why)
 	return nil
 }
@@ -136,18 +172,21 @@ func (st *State) Watch(ctx context.Context) {
 	if st.d.File == "" {
 		return
 	}
-	st.mu.Lock()
+	if !st.acquire(ctx) {
+		return
+	}
 	sum := st.sum
-	st.mu.Unlock()
+	st.release()
 	// The watcher only says that the file changed: the file is read again
-	// under st.mu (Reload), so a SIGHUP racing it cannot put an older
-	// reading in force after a newer one.
-	w := policyfile.NewWatcher(st.d.File, sum, st.d.Poll, func(_ *policyfile.Set, err error) {
+	// under the lock (reload), so a SIGHUP racing it cannot put an older
+	// reading in force after a newer one. A reload waiting for the lock
+	// gives up when ctx ends.
+	w := policyfile.NewWatcher(st.d.File, sum, st.d.Poll, func(err error) {
 		if err != nil {
 			st.refused(err)
 			return
 		}
-		_ = st.Reload("file changed") // a refusal is logged and counted there
+		_ = st.reload(ctx, "file changed") // a refusal is logged and counted there
 	})
 	w.Run(ctx)
 }
@@ -164,26 +203,44 @@ func (st *State) count(result string) {
 	}
 }
 
-// applyLocked puts s in force with st.mu held, then does what follows from
-// it (OnChange) and logs what changed. sum is the file's content hash
-// (zero when not known: the watcher's own is kept).
+// applyLocked puts s in force with the lock held, closes the tunnels it
+// refuses (Recheck) at once, then compares it with the old policy, does
+// the rest of what follows (OnChange) and logs what changed. sum is the
+// file's content hash (zero when not known: the watcher's own is kept).
 func (st *State) applyLocked(s *policyfile.Set, sum [32]byte, why string) {
 	if sum != ([32]byte{}) {
 		st.sum = sum
 	}
 	old := st.cur.Swap(s)
+	closed := 0
+	if st.d.Recheck != nil {
+		closed = st.d.Recheck()
+	}
 	diff := policyfile.Compare(old, s)
 	st.count("ok")
 	if diff.Empty() {
-		st.d.Log.Info("policy reloaded: no change", "why", why)
+		st.d.Log.Info("policy reloaded: no change", "why", why, "tunnelsClosed", closed)
 		return
 	}
-	closed := 0
 	if st.d.OnChange != nil {
-		closed = st.d.OnChange()
+		st.d.OnChange()
 	}
+	allowed := s.Default().Policy.Origins()
 	st.d.Log.Info("policy reloaded: "+diff.String(), "why", why, "tunnelsClosed", closed,
-		"allowed", slices.Clone(s.Default().Policy.Origins()))
+		"allowed", firstOf(allowed, maxLogged), "allowedCount", len(allowed))
+}
+
+// maxLogged bounds the allow entries the reload's log line lists; the
+// count is logged too, and GET /policy has them all.
+const maxLogged = 20
+
+// firstOf returns list cut to n entries, with a last one saying how many
+// more there were.
+func firstOf(list []string, n int) []string {
+	if len(list) <= n {
+		return list
+	}
+	return append(list[:n:n], fmt.Sprintf("(and %d more)", len(list)-n))
 }
 
 // NewReloadsCounter registers the policy reload counter on reg, for

@@ -35,7 +35,7 @@ func fromFile(t *testing.T, path string) (*State, map[string]int, *atomic.Int32)
 	changes := new(atomic.Int32)
 	st := New(s, sum, Deps{File: path, Poll: 10 * time.Millisecond,
 		OnReload: func(r string) { mu.Lock(); counts[r]++; mu.Unlock() },
-		OnChange: func() int { changes.Add(1); return 0 },
+		OnChange: func() { changes.Add(1) },
 	})
 	return st, counts, changes
 }
