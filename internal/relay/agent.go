@@ -137,7 +137,8 @@ type Agent struct {
 	browsers map[string]bool          // browser-level sessions of this agent
 	created  map[string]bool          // targets this agent created
 	targets  map[string]sessionTarget // session → the target it is attached to
-	inflight map[int64]bool           // agent ids of commands forwarded and not yet answered
+	inflight map[inflightKey]int64    // commands forwarded and not yet answered → browser id
+	crashed  map[string]bool          // sessions whose renderer crashed (inflight.go)
 	closed   bool
 	// pauseTimer cuts the agent off if its queue stays over its mark
 	pauseTimer *time.Timer
@@ -174,7 +175,8 @@ func (m *Mux) NewAgent(ctx context.Context, conn AgentConn, opts AgentOptions) (
 		browsers: map[string]bool{r.SessionID: true},
 		created:  map[string]bool{},
 		targets:  map[string]sessionTarget{},
-		inflight: map[int64]bool{},
+		inflight: map[inflightKey]int64{},
+		crashed:  map[string]bool{},
 	}
 	m.mu.Lock()
 	if m.closed {
@@ -330,11 +332,12 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 		session = a.def
 	}
 	owned, browser := a.owned[session], a.browsers[session]
-	reused := a.inflight[e.ID]
+	key := inflightKey{session: session, id: e.ID}
+	_, reused := a.inflight[key]
 	busy := len(a.inflight) >= a.opts.Bounds.MaxInFlight && a.opts.Bounds.MaxInFlight > 0
 	a.mu.Unlock()
 	if reused {
-		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeInvalidRequest, cdpmsg.Refusal(e.Method, fmt.Sprintf("id %d is already used by a command in flight on this connection", e.ID))))
+		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeInvalidRequest, cdpmsg.Refusal(e.Method, fmt.Sprintf("id %d is already used by a command in flight on this session", e.ID))))
 		return
 	}
 	if busy {
@@ -372,25 +375,25 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 	if v.Method != "" {
 		method = v.Method
 	}
-	a.mu.Lock()
-	a.inflight[e.ID] = true
-	a.mu.Unlock()
-	p := &pending{agent: a, origID: e.ID, method: method, hook: v.OnReply}
+	p := &pending{agent: a, origID: e.ID, session: session, method: method, hook: v.OnReply}
 	if a.opts.Share != nil {
 		p.slot = a.opts.Share.acquire(ctx, a.quit)
 	}
 	id, err := a.m.register(p)
 	if err != nil {
 		a.releaseSlot(p)
-		a.doneID(e.ID)
 		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, cdpmsg.Refusal(e.Method, "browser connection lost")))
 		return
 	}
+	// Counted in flight before it is written: its reply cannot come first.
+	a.mu.Lock()
+	a.inflight[key] = id
+	a.mu.Unlock()
 	if err := a.m.conn.WriteMessage(cdpmsg.AppendCommand(nil, id, session, method, params)); err != nil {
 		if a.m.unregister(id) {
 			a.releaseSlot(p)
 		}
-		a.doneID(e.ID)
+		a.doneID(key, id)
 		a.enqueue(cdpmsg.AppendError(nil, e.ID, e.SessionID, cdpmsg.CodeServerError, cdpmsg.Refusal(e.Method, "browser connection lost")))
 	}
 }
@@ -422,7 +425,7 @@ func (a *Agent) deliverReply(p *pending, e *cdpmsg.Envelope) {
 			}
 		}
 	}
-	a.doneID(p.origID)
+	a.doneID(inflightKey{session: p.session, id: p.origID}, e.ID)
 	n := int64(len(result) + len(errRaw))
 	a.noteReply(n)
 	if over(n, a.opts.Bounds.MaxMessage) {
@@ -436,26 +439,10 @@ func (a *Agent) deliverReply(p *pending, e *cdpmsg.Envelope) {
 
 // deliverEvent is called from the mux read loop.
 func (a *Agent) deliverEvent(e *cdpmsg.Envelope) {
-	if a.opts.FilterEvent != nil && !a.opts.FilterEvent(a, e) {
+	pass := a.opts.FilterEvent == nil || a.opts.FilterEvent(a, e)
+	a.trackSessions(e, pass)
+	if !pass {
 		return
-	}
-	switch e.Method {
-	case "Target.attachedToTarget":
-		if p := e.Attached; p != nil {
-			// An auto-attach (filter {type: "browser"}) can hand the agent a
-			// browser-level session too: it gets the browser-level rules.
-			a.own(p.SessionID, p.TargetInfo.Type == "browser")
-			a.mu.Lock()
-			a.targets[p.SessionID] = sessionTarget{target: p.TargetInfo.TargetID, parent: e.SessionID}
-			a.mu.Unlock()
-		}
-	case "Target.detachedFromTarget":
-		var p struct {
-			SessionID string `json:"sessionId"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) == nil && p.SessionID != "" && p.SessionID != a.browser {
-			a.disown(p.SessionID)
-		}
 	}
 	if over(int64(len(e.Params)), a.opts.Bounds.MaxMessage) {
 		a.dropped("event")
@@ -468,21 +455,6 @@ func (a *Agent) deliverEvent(e *cdpmsg.Envelope) {
 // to the agent on its default session.
 func (a *Agent) SendEvent(method string, params []byte) {
 	a.enqueue(cdpmsg.AppendEvent(nil, "", method, params))
-}
-
-// Owns reports whether session is one of the agent's sessions.
-func (a *Agent) Owns(session string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.owned[session]
-}
-
-// IsBrowserSession reports whether session is one of the agent's
-// browser-level sessions.
-func (a *Agent) IsBrowserSession(session string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.browsers[session]
 }
 
 // Created reports the targets this agent created with Target.createTarget.
@@ -505,35 +477,6 @@ func (a *Agent) visible(session string) string {
 		return ""
 	}
 	return session
-}
-
-func (a *Agent) own(session string, browser bool) {
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		return
-	}
-	a.owned[session] = true
-	if browser {
-		a.browsers[session] = true
-	}
-	a.mu.Unlock()
-	a.m.mu.Lock()
-	a.m.sessions[session] = a
-	a.m.mu.Unlock()
-}
-
-func (a *Agent) disown(session string) {
-	a.mu.Lock()
-	delete(a.targets, session)
-	delete(a.owned, session)
-	delete(a.browsers, session)
-	a.mu.Unlock()
-	a.m.mu.Lock()
-	if a.m.sessions[session] == a {
-		delete(a.m.sessions, session)
-	}
-	a.m.mu.Unlock()
 }
 
 // Close ends the agent connection with a reason.

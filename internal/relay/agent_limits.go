@@ -9,13 +9,6 @@ import (
 // This file holds an agent's limits and its end: the rate limit, in-flight
 // ids, the byte-bounded outgoing queue and back-pressure, closing, and forgetting its sessions.
 
-// doneID frees an agent id once its command is answered.
-func (a *Agent) doneID(id int64) {
-	a.mu.Lock()
-	delete(a.inflight, id)
-	a.mu.Unlock()
-}
-
 // allow takes one token from the agent's bucket.
 func (a *Agent) allow() bool {
 	if a.opts.Rate < 0 {

@@ -59,12 +59,13 @@ type reply struct {
 
 // pending is what a browser-side id stands for.
 type pending struct {
-	agent  *Agent     // nil for guard calls
-	origID int64      // the agent's own id
-	method string     // for rewrites on reply
-	ch     chan reply // guard calls; nil for fire-and-forget
-	hook   replyHook  // optional agent-side rewrite of the reply
-	slot   bool       // holds a slot of the agent's user's window
+	agent   *Agent     // nil for guard calls
+	origID  int64      // the agent's own id
+	session string     // the browser session an agent command went to
+	method  string     // for rewrites on reply
+	ch      chan reply // guard calls; nil for fire-and-forget
+	hook    replyHook  // optional agent-side rewrite of the reply
+	slot    bool       // holds a slot of the agent's user's window
 }
 
 // replyHook may rewrite a reply before it reaches the agent; it returns the

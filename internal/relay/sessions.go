@@ -1,6 +1,10 @@
 package relay
 
-import "github.com/cdpguard/cdpguard/internal/cdpmsg"
+import (
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+)
 
 // sessionTarget is what one of an agent's target sessions is attached to,
 // and the session that attached it (where a detach must be sent).
@@ -88,4 +92,69 @@ func (a *Agent) TargetOf(session string) (target string, ok bool) {
 	defer a.mu.Unlock()
 	st, ok := a.targets[session]
 	return st.target, ok
+}
+
+// trackSessions follows the agent's sessions as an event on one of them
+// tells of them (pass: the agent gets the event). A session the agent is
+// told was attached becomes its own. A session Chrome detached ends, with
+// every session attached below it (Chrome detaches them with it, and
+// tells of the parent only): their commands in flight are answered, even
+// when the agent is not told. A crash is remembered for those answers.
+func (a *Agent) trackSessions(e *cdpmsg.Envelope, pass bool) {
+	switch e.Method {
+	case "Target.attachedToTarget":
+		if p := e.Attached; p != nil && pass {
+			// An auto-attach (filter {type: "browser"}) can hand the agent a
+			// browser-level session too: it gets the browser-level rules.
+			a.own(p.SessionID, p.TargetInfo.Type == "browser")
+			a.mu.Lock()
+			a.targets[p.SessionID] = sessionTarget{target: p.TargetInfo.TargetID, parent: e.SessionID}
+			a.mu.Unlock()
+		}
+	case "Target.detachedFromTarget":
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		if jsonv2.Unmarshal(e.Params, &p) == nil && p.SessionID != "" && p.SessionID != a.browser {
+			a.endSessions(a.Leaving(e.SessionID, p.SessionID, ""))
+		}
+	case "Inspector.targetCrashed":
+		a.noteCrash(e.SessionID, true)
+	case "Inspector.targetReloadedAfterCrash":
+		a.noteCrash(e.SessionID, false)
+	}
+}
+
+// Owns reports whether session is one of the agent's sessions.
+func (a *Agent) Owns(session string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.owned[session]
+}
+
+// IsBrowserSession reports whether session is one of the agent's
+// browser-level sessions.
+func (a *Agent) IsBrowserSession(session string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.browsers[session]
+}
+
+// own makes session one of the agent's (browser: a browser-level one) and
+// routes its events and replies to the agent; a closed agent owns nothing
+// new.
+func (a *Agent) own(session string, browser bool) {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return
+	}
+	a.owned[session] = true
+	if browser {
+		a.browsers[session] = true
+	}
+	a.mu.Unlock()
+	a.m.mu.Lock()
+	a.m.sessions[session] = a
+	a.m.mu.Unlock()
 }

@@ -1,0 +1,274 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+)
+
+// holdingBrowser makes the fake browser hold every *.hold command
+// unanswered.
+func holdingBrowser(h *harness) {
+	h.b.setResponder(func(e *cdpmsg.Envelope) ([][]byte, bool) {
+		return nil, strings.HasSuffix(e.Method, ".hold")
+	})
+}
+
+// heldOn waits for the held command method on session and returns it.
+func heldOn(t *testing.T, h *harness, session, methodName string) *cdpmsg.Envelope {
+	t.Helper()
+	return h.b.waitCommand(t, methodName+" on "+session, func(e *cdpmsg.Envelope) bool {
+		return e.Method == methodName && e.SessionID == session
+	})
+}
+
+// attach announces child attached on session on and reads the event.
+func (ag *agent) attach(t *testing.T, h *harness, on, child, typ string) {
+	t.Helper()
+	h.b.inject(attachedEvent(on, child, typ))
+	if e := ag.recvEnv(t); e.Method != "Target.attachedToTarget" {
+		t.Fatalf("got %s, want the attachment of %s", e.Method, child)
+	}
+}
+
+func detachedEvent(on, child string) string {
+	return fmt.Sprintf(`{"method":"Target.detachedFromTarget","params":{"sessionId":%q,"targetId":"T-%s"},"sessionId":%q}`, child, child, on)
+}
+
+// wantReply checks that e is the reply to id on session.
+func wantReply(t *testing.T, e *cdpmsg.Envelope, id int64, session string) {
+	t.Helper()
+	if !e.HasID || e.ID != id || e.SessionID != session || e.Method != "" {
+		t.Fatalf("got id %s method %q on session %q (%s %s), want the reply to %d on %q", e.RawID, e.Method, e.SessionID, e.Result, e.Error, id, session)
+	}
+}
+
+// TestSameIDTwoSessions: CDP ids are per session. Two sessions of one
+// connection with the same id in flight both reach the browser and each
+// answer goes to the session its command came on, whichever comes first;
+// a reuse on the same session is refused, saying so, and the id works
+// again once answered.
+func TestSameIDTwoSessions(t *testing.T) {
+	h := newHarness(t)
+	holdingBrowser(h)
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1})
+	bs := x.a.BrowserSession()
+	x.attach(t, h, bs, "S1", "page")
+	x.attach(t, h, bs, "S2", "page")
+	x.send(t, `{"id":1,"sessionId":"S1","method":"Wait.hold"}`)
+	x.send(t, `{"id":1,"sessionId":"S2","method":"Wait.hold"}`)
+	c1, c2 := heldOn(t, h, "S1", "Wait.hold"), heldOn(t, h, "S2", "Wait.hold")
+
+	r := x.call(t, 1, "S1", "Page.enable", "")
+	msg := wantError(t, r, cdpmsg.CodeInvalidRequest, "in flight on this session")
+	if r.SessionID != "S1" || !strings.Contains(msg, "id 1") {
+		t.Errorf("reuse refusal %q on %q, want one naming id 1 on S1", msg, r.SessionID)
+	}
+
+	h.b.inject(string(cdpmsg.AppendResponse(nil, c2.ID, "S2", []byte(`{"who":"S2"}`), nil)))
+	e := x.recvEnv(t)
+	wantReply(t, e, 1, "S2")
+	if string(e.Result) != `{"who":"S2"}` {
+		t.Errorf("S2's reply carries %s", e.Result)
+	}
+	h.b.inject(string(cdpmsg.AppendResponse(nil, c1.ID, "S1", []byte(`{"who":"S1"}`), nil)))
+	e = x.recvEnv(t)
+	wantReply(t, e, 1, "S1")
+	if string(e.Result) != `{"who":"S1"}` {
+		t.Errorf("S1's reply carries %s", e.Result)
+	}
+	wantEcho(t, x.call(t, 1, "S1", "Page.enable", ""), "Page.enable", "S1")
+	wantEcho(t, x.call(t, 1, "S2", "Page.enable", ""), "Page.enable", "S2")
+	wantEcho(t, x.call(t, 1, "", "Page.enable", ""), "Page.enable", "")
+}
+
+// TestDetachAnswersInFlight: a command the browser never answers when its
+// session detaches is answered with Chrome's error (code -32000, "Inspected
+// target navigated or closed") on its session, before the agent is told of
+// the detach, through its reply hook; a late reply from the browser is not
+// delivered; the id is free again; other sessions' commands stay in flight.
+func TestDetachAnswersInFlight(t *testing.T) {
+	h := newHarness(t)
+	holdingBrowser(h)
+	var hooked atomic.Int32
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Intercept: func(_ context.Context, _ *Agent, c Command) Verdict {
+		if c.Method != "Wait.hold" {
+			return Verdict{}
+		}
+		return Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
+			hooked.Add(1)
+			return result, errRaw
+		}}
+	}})
+	bs := x.a.BrowserSession()
+	x.attach(t, h, bs, "S1", "page")
+	x.attach(t, h, bs, "S2", "page")
+	x.send(t, `{"id":5,"sessionId":"S1","method":"Wait.hold"}`)
+	x.send(t, `{"id":6,"sessionId":"S2","method":"Wait.hold"}`)
+	c1 := heldOn(t, h, "S1", "Wait.hold")
+	heldOn(t, h, "S2", "Wait.hold")
+
+	h.b.inject(detachedEvent(bs, "S1"))
+	e := x.recvEnv(t)
+	wantReply(t, e, 5, "S1")
+	wantError(t, e, cdpmsg.CodeServerError, "Inspected target navigated or closed")
+	if e := x.recvEnv(t); e.Method != "Target.detachedFromTarget" {
+		t.Fatalf("got %s, want the detach after the answer", e.Method)
+	}
+	if n := hooked.Load(); n != 1 {
+		t.Errorf("the reply hook ran %d times for the lost command, want 1", n)
+	}
+	// A late reply from the browser is not delivered: the next message is
+	// the probe's reply.
+	h.b.inject(string(cdpmsg.AppendResponse(nil, c1.ID, "S1", []byte(`{"late":true}`), nil)))
+	wantEcho(t, x.call(t, 7, "", "Page.enable", ""), "Page.enable", "")
+
+	x.attach(t, h, bs, "S3", "page")
+	wantEcho(t, x.call(t, 5, "S3", "Page.enable", ""), "Page.enable", "S3")
+	wantEcho(t, x.call(t, 5, "", "Page.enable", ""), "Page.enable", "")
+	wantError(t, x.call(t, 5, "S1", "Page.enable", ""), cdpmsg.CodeServerError, `"S1"`)
+	// S2's command is still in flight there.
+	wantError(t, x.call(t, 6, "S2", "Page.enable", ""), cdpmsg.CodeInvalidRequest, "in flight")
+}
+
+// TestChildrenDetachedWithParent: Chrome detaches a session's children with
+// it and tells of the parent only; the commands in flight on each are
+// answered, in the order sent, and the children are no longer the agent's.
+func TestChildrenDetachedWithParent(t *testing.T) {
+	h := newHarness(t)
+	holdingBrowser(h)
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1})
+	bs := x.a.BrowserSession()
+	x.attach(t, h, bs, "B1", "browser")
+	x.attach(t, h, "B1", "P2", "page")
+	x.attach(t, h, "P2", "F2", "iframe")
+	x.attach(t, h, bs, "P3", "page")
+	for _, s := range []string{"B1", "P2", "F2", "P3"} {
+		x.send(t, fmt.Sprintf(`{"id":1,"sessionId":%q,"method":"Wait.hold"}`, s))
+		heldOn(t, h, s, "Wait.hold")
+	}
+	h.b.inject(detachedEvent(bs, "B1"))
+	for _, s := range []string{"B1", "P2", "F2"} {
+		e := x.recvEnv(t)
+		wantReply(t, e, 1, s)
+		wantError(t, e, cdpmsg.CodeServerError, "Inspected target navigated or closed")
+	}
+	if e := x.recvEnv(t); e.Method != "Target.detachedFromTarget" {
+		t.Fatalf("got %s, want the detach", e.Method)
+	}
+	for _, s := range []string{"B1", "P2", "F2"} {
+		if x.a.Owns(s) {
+			t.Errorf("%s is still the agent's after its parent detached", s)
+		}
+	}
+	wantError(t, x.call(t, 1, "P3", "Page.enable", ""), cdpmsg.CodeInvalidRequest, "in flight")
+	x.attach(t, h, bs, "P4", "page")
+	wantEcho(t, x.call(t, 1, "P4", "Page.enable", ""), "Page.enable", "P4")
+}
+
+// TestCrashedSessionAnswers: a session whose renderer crashed and that then
+// detaches gets Chrome's "Target crashed"; one reloaded after the crash is
+// answered by Chrome itself, once.
+func TestCrashedSessionAnswers(t *testing.T) {
+	h := newHarness(t)
+	holdingBrowser(h)
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1})
+	bs := x.a.BrowserSession()
+	x.attach(t, h, bs, "S1", "page")
+	x.attach(t, h, bs, "S2", "page")
+	x.send(t, `{"id":1,"sessionId":"S1","method":"Wait.hold"}`)
+	x.send(t, `{"id":1,"sessionId":"S2","method":"Wait.hold"}`)
+	heldOn(t, h, "S1", "Wait.hold")
+	c2 := heldOn(t, h, "S2", "Wait.hold")
+
+	h.b.inject(string(cdpmsg.AppendEvent(nil, "S1", "Inspector.targetCrashed", []byte(`{}`))))
+	if e := x.recvEnv(t); e.Method != "Inspector.targetCrashed" {
+		t.Fatalf("got %s, want the crash", e.Method)
+	}
+	h.b.inject(detachedEvent(bs, "S1"))
+	e := x.recvEnv(t)
+	wantReply(t, e, 1, "S1")
+	wantError(t, e, cdpmsg.CodeServerError, "Target crashed")
+	if e := x.recvEnv(t); e.Method != "Target.detachedFromTarget" {
+		t.Fatalf("got %s, want the detach", e.Method)
+	}
+
+	// S2 crashes and is reloaded: Chrome answers its command itself.
+	h.b.inject(string(cdpmsg.AppendEvent(nil, "S2", "Inspector.targetCrashed", []byte(`{}`))),
+		string(cdpmsg.AppendError(nil, c2.ID, "S2", cdpmsg.CodeServerError, "Target crashed")),
+		string(cdpmsg.AppendEvent(nil, "S2", "Inspector.targetReloadedAfterCrash", []byte(`{}`))),
+		detachedEvent(bs, "S2"))
+	if e := x.recvEnv(t); e.Method != "Inspector.targetCrashed" {
+		t.Fatalf("got %s, want the crash", e.Method)
+	}
+	e = x.recvEnv(t)
+	wantReply(t, e, 1, "S2")
+	wantError(t, e, cdpmsg.CodeServerError, "Target crashed")
+	for _, m := range []string{"Inspector.targetReloadedAfterCrash", "Target.detachedFromTarget"} {
+		if e := x.recvEnv(t); e.Method != m {
+			t.Fatalf("got %s %s, want %s (and no second answer)", e.Method, e.RawID, m)
+		}
+	}
+	wantEcho(t, x.call(t, 1, "", "Page.enable", ""), "Page.enable", "")
+}
+
+// TestOddIDsBlockNothing: ids an agent should not send (huge, negative, not
+// integers, reused on another session) are answered and block none of its
+// later commands, and nothing of them reaches another agent.
+func TestOddIDsBlockNothing(t *testing.T) {
+	h := newHarness(t)
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1})
+	y := h.startAgent(t, AgentOptions{Name: "y", Rate: -1})
+	x.attach(t, h, x.a.BrowserSession(), "S1", "page")
+	for _, f := range []string{
+		`{"id":9223372036854775807,"method":"Page.enable"}`,
+		`{"id":9223372036854775807,"sessionId":"S1","method":"Page.enable"}`,
+		`{"id":99999999999999999999,"method":"Page.enable"}`,
+		`{"id":-1,"method":"Page.enable"}`,
+		`{"id":1.5,"method":"Page.enable"}`,
+		`{"id":"1","method":"Page.enable"}`,
+		`{"id":0,"method":"Page.enable"}`,
+		`{"id":0,"sessionId":"S1","method":"Page.enable"}`,
+	} {
+		x.send(t, f)
+		if e := x.recvEnv(t); e.Method != "" {
+			t.Fatalf("%s: got the event %s, want an answer", f, e.Method)
+		}
+	}
+	for _, id := range []int64{0, 1, 9223372036854775807} {
+		wantEcho(t, x.call(t, id, "", "Page.enable", ""), "Page.enable", "")
+		wantEcho(t, x.call(t, id, "S1", "Page.enable", ""), "Page.enable", "S1")
+	}
+	select {
+	case m := <-y.out:
+		t.Fatalf("the other agent got %s", m)
+	default:
+	}
+	wantEcho(t, y.call(t, 1, "", "Page.enable", ""), "Page.enable", "")
+}
+
+// TestInFlightBoundAcrossSessions: the in-flight bound counts every session
+// of the connection together.
+func TestInFlightBoundAcrossSessions(t *testing.T) {
+	h := newHarness(t)
+	holdingBrowser(h)
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Bounds: Bounds{MaxInFlight: 3}})
+	bs := x.a.BrowserSession()
+	x.attach(t, h, bs, "S1", "page")
+	x.attach(t, h, bs, "S2", "page")
+	for _, s := range []string{"S1", "S2", ""} {
+		x.send(t, fmt.Sprintf(`{"id":1,"sessionId":%q,"method":"Wait.hold"}`, s))
+	}
+	h.b.waitCommand(t, "the third hold", func(e *cdpmsg.Envelope) bool { return e.Method == "Wait.hold" && e.SessionID == bs })
+	wantError(t, x.call(t, 2, "S1", "Page.enable", ""), cdpmsg.CodeServerError, "in-flight bound: 3")
+	h.b.inject(detachedEvent(bs, "S2"))
+	wantReply(t, x.recvEnv(t), 1, "S2")
+	if e := x.recvEnv(t); e.Method != "Target.detachedFromTarget" {
+		t.Fatalf("got %s, want the detach", e.Method)
+	}
+	wantEcho(t, x.call(t, 2, "S1", "Page.enable", ""), "Page.enable", "S1")
+}
