@@ -154,13 +154,12 @@ func (v *verdict) body() string {
 }
 
 // response renders v as a short plain-text HTTP response. A name that
-// did not resolve (502) names Chrome's error for it (NetErrorHeader).
+// did not resolve (502) names Chrome's error for it (NetErrorPhrase).
 func (v *verdict) response() *http.Response {
-	r := plainResponse(v.status, v.body())
 	if v.status == http.StatusBadGateway {
-		r.Header.Set(NetErrorHeader, "NameNotResolved")
+		return netErrorResponse("NameNotResolved", v.body())
 	}
-	return r
+	return plainResponse(v.status, v.body())
 }
 
 func plainResponse(status int, body string) *http.Response {
@@ -276,20 +275,21 @@ func (p *Proxy) handleRequest(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Req
 // handleResponse passes an upstream response on with its status line as
 // upstream wrote it (status.go), and turns a failed round trip into a
 // short 502 that names the target but not the address or the error, and
-// names the network error Chrome would show direct (NetErrorHeader).
+// names in its status line the network error Chrome would show direct
+// (NetErrorPhrase).
 func (p *Proxy) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
 	client, _ := ctx.Req.Context().Value(clientConnKey{}).(net.Conn)
 	st, upstream := ctx.UserData.(*requestState) // nil for the proxy's own refusals
 	if resp != nil {
-		if !upstream {
-			return resp
-		}
-		resp.Header.Del(NetErrorHeader)
-		if resp.StatusCode == http.StatusSwitchingProtocols {
+		switch {
+		case !upstream:
+		case resp.StatusCode == http.StatusSwitchingProtocols:
 			if rw, ok := resp.Body.(io.ReadWriteCloser); ok {
 				resp.Body = &upgradedBody{ReadWriteCloser: rw, client: client}
 			}
 			return resp
+		case forgedNetError(resp):
+			resp.Status = strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
 		}
 		noteStatus(client, resp)
 		return resp
@@ -300,8 +300,8 @@ func (p *Proxy) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http
 	}
 	reason := netErrorReason(ctx.Error)
 	p.log.Info("egress request failed", "target", target, "error", ctx.Error, "netError", reason)
-	r := plainResponse(http.StatusBadGateway, fmt.Sprintf("cdpguard could not connect to %s\n", target))
-	r.Header.Set(NetErrorHeader, reason)
+	r := netErrorResponse(reason, fmt.Sprintf("cdpguard could not connect to %s\n", target))
+	noteStatus(client, r)
 	return r
 }
 

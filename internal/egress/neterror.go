@@ -5,20 +5,40 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"strings"
 	"syscall"
 )
 
-// NetErrorHeader names, on the proxy's own 502 for a plain-HTTP request it
-// could not carry, the network error Chrome shows for that failure without
-// a proxy, as a CDP Network.ErrorReason ("ConnectionRefused",
-// "NameNotResolved", ...). Chrome shows a plain-HTTP proxy's error answer
-// as the page, where direct it shows an error (net::ERR_CONNECTION_REFUSED):
-// the Fetch judge (internal/fetchdomain) fails a response that carries this
-// header with the reason it names, so the page, the agent and fetch() see
-// the error they would see direct. An upstream response's own header of
-// this name is removed, so a site cannot fail its own responses through it
-// (docs/decisions/2026-12-07-egress-errors.md).
-const NetErrorHeader = "X-Cdpguard-Net-Error"
+// NetErrorPhrase begins the reason phrase of the proxy's own 502 for a
+// plain-HTTP request it could not carry; the rest names the network error
+// Chrome shows for that failure without a proxy, as a CDP
+// Network.ErrorReason: "HTTP/1.1 502 cdpguard net error ConnectionRefused".
+// Chrome shows a plain-HTTP proxy's error answer as the page, where direct
+// it shows an error (net::ERR_CONNECTION_REFUSED): the Fetch judge
+// (internal/fetchdomain) fails a response whose status says so with the
+// reason it names, so the page, the agent and fetch() see the error they
+// would see direct. The reason phrase, not a header: Chrome hides an
+// opaque (no-cors) response's headers from the Fetch domain but not its
+// status text. An upstream's status line that begins so is passed with the
+// standard phrase instead, so a site cannot fail its own responses through
+// it (docs/decisions/2026-12-07-egress-errors.md).
+const NetErrorPhrase = "cdpguard net error "
+
+// netErrorResponse is the proxy's 502 for a request it could not carry,
+// naming reason in its status line (NetErrorPhrase) and target in its body.
+func netErrorResponse(reason, body string) *http.Response {
+	r := plainResponse(http.StatusBadGateway, body)
+	r.Status = "502 " + NetErrorPhrase + reason
+	return r
+}
+
+// forgedNetError reports whether an upstream's status carries the proxy's
+// own NetErrorPhrase.
+func forgedNetError(resp *http.Response) bool {
+	_, reason, _ := strings.Cut(resp.Status, " ")
+	return strings.HasPrefix(reason, NetErrorPhrase)
+}
 
 // errPolicyChanged is a dial refused because a policy reload while dialling
 // no longer allows the host.

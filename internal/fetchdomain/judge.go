@@ -139,10 +139,7 @@ type requestPaused struct {
 	RedirectedRequestID string `json:"redirectedRequestId"`
 	ResponseStatusCode  int    `json:"responseStatusCode"`
 	ResponseErrorReason string `json:"responseErrorReason"`
-	ResponseHeaders     []struct {
-		Name  string `json:"name"`
-		Value string `json:"value"`
-	} `json:"responseHeaders"`
+	ResponseStatusText  string `json:"responseStatusText"`
 }
 
 // New returns a Judge that answers through send.

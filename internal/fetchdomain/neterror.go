@@ -1,14 +1,18 @@
 package fetchdomain
 
 import (
+	"strings"
+
 	"github.com/cdpguard/cdpguard/internal/ascii"
 )
 
-// netErrorHeader is the header the egress proxy puts on its own answer to
-// a plain-HTTP request it could not carry, naming the Network.ErrorReason
-// of the network error Chrome shows for that failure direct
-// (egress.NetErrorHeader; the proxy removes an upstream's own).
-const netErrorHeader = "x-cdpguard-net-error"
+// netErrorPhrase begins the reason phrase of the egress proxy's own 502
+// for a plain-HTTP request it could not carry; the rest is the
+// Network.ErrorReason of the network error Chrome shows for that failure
+// direct (egress.NetErrorPhrase; the proxy never passes an upstream's).
+// The status text, not a header: Chrome gives the Fetch domain an opaque
+// (no-cors) response's status text but not its headers.
+const netErrorPhrase = "cdpguard net error "
 
 // netErrorReasons are the reasons the judge fails a response with; any
 // other value of the header is ignored.
@@ -33,11 +37,8 @@ func (j *Judge) interceptsResponse(url string) bool {
 // response goes on unchanged.
 func (j *Judge) answerResponse(p pause) {
 	reason := ""
-	for _, h := range p.rp.ResponseHeaders {
-		if ascii.EqualFold(h.Name, netErrorHeader) && netErrorReasons[h.Value] {
-			reason = h.Value
-			break
-		}
+	if r, ok := strings.CutPrefix(p.rp.ResponseStatusText, netErrorPhrase); ok && p.rp.ResponseStatusCode == 502 && netErrorReasons[r] {
+		reason = r
 	}
 	method := "Fetch.continueResponse"
 	if reason != "" {

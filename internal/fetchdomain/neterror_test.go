@@ -7,16 +7,13 @@ import (
 )
 
 // responsePaused is a Fetch.requestPaused at the response stage with the
-// given response headers.
-func responsePaused(id, url string, status int, headers map[string]string) []byte {
-	var hs []map[string]string
-	for k, v := range headers {
-		hs = append(hs, map[string]string{"name": k, "value": v})
-	}
+// given status.
+func responsePaused(id, url string, status int, text string) []byte {
 	b, _ := jsonv2.Marshal(map[string]any{
 		"requestId": id, "frameId": "F", "resourceType": "Document",
 		"request":            map[string]any{"url": url, "method": "GET", "headers": map[string]string{}},
-		"responseStatusCode": status, "responseHeaders": hs,
+		"responseStatusCode": status, "responseStatusText": text,
+		"responseHeaders": []map[string]string{{"name": "Content-Type", "value": "text/plain"}},
 	})
 	return b
 }
@@ -52,23 +49,24 @@ func TestNetErrorsAskForTheResponse(t *testing.T) {
 func TestNetErrorsFailMarkedResponses(t *testing.T) {
 	for _, c := range []struct {
 		status      int
-		headers     map[string]string
+		text        string
 		want, error string
 	}{
-		{502, map[string]string{"X-Cdpguard-Net-Error": "ConnectionRefused"}, "Fetch.failRequest", "ConnectionRefused"},
-		{502, map[string]string{"x-cdpguard-net-error": "NameNotResolved"}, "Fetch.failRequest", "NameNotResolved"},
-		{502, map[string]string{"X-Cdpguard-Net-Error": "Bogus"}, "Fetch.continueResponse", ""},
-		{502, map[string]string{"Content-Type": "text/plain"}, "Fetch.continueResponse", ""},
-		{200, nil, "Fetch.continueResponse", ""},
+		{502, "cdpguard net error ConnectionRefused", "Fetch.failRequest", "ConnectionRefused"},
+		{502, "cdpguard net error NameNotResolved", "Fetch.failRequest", "NameNotResolved"},
+		{502, "cdpguard net error Bogus", "Fetch.continueResponse", ""},
+		{200, "cdpguard net error ConnectionRefused", "Fetch.continueResponse", ""},
+		{502, "Bad Gateway", "Fetch.continueResponse", ""},
+		{200, "OK", "Fetch.continueResponse", ""},
 	} {
 		s := &fakeSender{}
 		j, stop := newJudge(t, s, Options{NetErrors: true})
-		j.Paused("S", responsePaused("R1", "http://allowed.test/", c.status, c.headers))
+		j.Paused("S", responsePaused("R1", "http://allowed.test/", c.status, c.text))
 		got := s.waitN(t, 1)[0]
 		stop()
 		reason, _ := got.params["errorReason"].(string)
 		if got.method != c.want || reason != c.error || got.params["requestId"] != "R1" {
-			t.Errorf("%d %v: %s %v, want %s %q", c.status, c.headers, got.method, got.params, c.want, c.error)
+			t.Errorf("%d %q: %s %v, want %s %q", c.status, c.text, got.method, got.params, c.want, c.error)
 		}
 	}
 }
