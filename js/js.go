@@ -19,9 +19,12 @@ var Read string
 //go:embed ready.js
 var ReadyState string
 
-// Settle is an expression returning {state, now, lastNet, loaded,
-// resources, nodes, text}: what the reader polls to tell that a page has settled (load done,
-// network quiet, DOM unchanged).
+// Settle is a function declaration, settle(keepMs, minChars), returning
+// {state, now, lastNet, loaded, resources, nodes, text, chars, scripted,
+// watched, changes, quietFor}: what the reader polls to tell that a page
+// has settled (load done, network quiet, DOM unchanged, text written), with
+// a MutationObserver in the reader's world that sees every change of nodes
+// and text between looks.
 //
 //go:embed settle.js
 var Settle string

@@ -1,8 +1,61 @@
-// settle.js is evaluated by cdpguard's reader in its isolated world while it
+// settle.js is called by cdpguard's reader in its isolated world while it
 // waits for a page that renders by script to settle: the load state, the
-// network (the resource timing entries, which complete requests add) and
-// the DOM (element count and text length), and when the load event ended. It reads; it changes nothing.
-(() => {
+// network (the resource timing entries, which complete requests add), the
+// DOM (element count, text length, and every change a MutationObserver saw)
+// and how much readable text the page shows so far. The observer lives in
+// the guard's hidden world, so the page cannot see it; it counts changes to
+// nodes and text (not attributes, which animations change all the time) and
+// disconnects itself at the first change keepMs after the reader's last
+// look. It reads the page; it changes nothing. It is a function declaration:
+// settle(keepMs, minChars).
+function settle(keepMs, minChars) {
+  const now = performance.now();
+  let w = globalThis.__cdpguardSettle;
+  const watched = !!(w && w.on);
+  if (!watched) {
+    w = { on: true, count: 0, last: 0, since: now, until: 0, obs: null };
+    w.obs = new MutationObserver(() => {
+      w.count++;
+      w.last = performance.now();
+      if (w.last > w.until) {
+        w.obs.disconnect();
+        w.on = false;
+      }
+    });
+    w.obs.observe(document, { childList: true, characterData: true, subtree: true });
+    globalThis.__cdpguardSettle = w;
+  }
+  w.until = now + keepMs;
+
+  // readable counts the characters of text (not white space) a reader
+  // could show, up to minChars: text outside scripts, styles, templates
+  // and the page's navigation chrome.
+  const skip = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'NAV', 'HEADER', 'FOOTER', 'ASIDE']);
+  const readable = (root) => {
+    if (!root) {
+      return 0;
+    }
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
+      acceptNode: (n) => {
+        if (n.nodeType === Node.TEXT_NODE) {
+          return NodeFilter.FILTER_ACCEPT;
+        }
+        return skip.has(n.nodeName) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_SKIP;
+      },
+    });
+    let n = 0;
+    while (n < minChars && walker.nextNode()) {
+      const s = walker.currentNode.data;
+      for (let i = 0; i < s.length && n < minChars; i++) {
+        const c = s.charCodeAt(i);
+        if (c > 32 && c !== 160) {
+          n++;
+        }
+      }
+    }
+    return n;
+  };
+
   const entries = performance.getEntriesByType('resource');
   let lastNet = 0;
   for (const e of entries) {
@@ -12,11 +65,16 @@
   const body = document.body;
   return {
     state: document.readyState,
-    now: performance.now(),
+    now,
     lastNet,
     loaded: nav ? nav.loadEventEnd : 0,
     resources: entries.length,
     nodes: document.getElementsByTagName('*').length,
     text: body ? body.textContent.length : 0,
+    chars: readable(body),
+    scripted: document.scripts.length > 0,
+    watched,
+    changes: w.count,
+    quietFor: watched ? now - Math.max(w.last, w.since) : 0,
   };
-})()
+}

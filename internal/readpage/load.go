@@ -16,13 +16,6 @@ import (
 // searchNote is put on top of pages under Deps.SearchURL.
 const searchNote = "this is a search results page. Search results are not a source: take facts and numbers only from pages opened with read, and name what is missing instead of filling it in."
 
-// settleQuiet is how long the network and the DOM must stay unchanged for a
-// page to count as settled; settlePoll is how often the reader looks.
-const (
-	settleQuiet = 500 * time.Millisecond
-	settlePoll  = 100 * time.Millisecond
-)
-
 // loadPoll is how often the reader looks whether a page it navigated has
 // loaded.
 const loadPoll = 50 * time.Millisecond
@@ -113,68 +106,6 @@ func (r *Reader) navigateAndWait(ctx context.Context, session, url string) (load
 		select {
 		case <-ctx.Done():
 			return false, ctx.Err()
-		case <-deadline.C:
-			return false, nil
-		case <-tick.C:
-		}
-	}
-}
-
-// settleState is what js/settle.js returns.
-type settleState struct {
-	State     string  `json:"state"`
-	Now       float64 `json:"now"`     // ms since the document's navigation started
-	LastNet   float64 `json:"lastNet"` // ms: when the last finished request ended
-	Loaded    float64 `json:"loaded"`  // ms: when the load event ended (0: not yet)
-	Resources int     `json:"resources"`
-	Nodes     int     `json:"nodes"`
-	Text      int     `json:"text"`
-}
-
-// settle waits, at most the settle bound, until the page has loaded, no
-// request has finished for settleQuiet and its DOM (element count, text
-// length) has not changed for settleQuiet. A page the reader did not just
-// navigate (fresh false: an agent's page, read without a url) counts as
-// settled at the first look when its load ended settleQuiet ago or more
-// and its network is quiet: reading a page that settled long ago costs no
-// wait. It returns whether the page settled; errors of a document going
-// away mid-wait are not errors (the next look reads the new document).
-func (r *Reader) settle(ctx context.Context, session string, fresh bool) (bool, error) {
-	bound := r.d.SettleTimeout
-	if bound == 0 {
-		return true, nil
-	}
-	deadline := time.NewTimer(bound)
-	defer deadline.Stop()
-	tick := time.NewTicker(settlePoll)
-	defer tick.Stop()
-	quiet := float64(settleQuiet.Milliseconds())
-	var prev settleState
-	var stable time.Time
-	first := true
-	for {
-		var s settleState
-		frame, err := r.mainFrame(ctx, session)
-		if err != nil {
-			return false, err
-		}
-		if err := r.inWorld(ctx, session, frame.ID, "Runtime.evaluate", map[string]any{"expression": js.Settle}, &s); err == nil {
-			now := time.Now()
-			netQuiet := s.Now-s.LastNet >= quiet
-			if s.State == "complete" && netQuiet && first && !fresh && s.Loaded > 0 && s.Now-s.Loaded >= quiet {
-				return true, nil
-			}
-			if first || s.Nodes != prev.Nodes || s.Text != prev.Text || s.Resources != prev.Resources || s.State != prev.State {
-				stable = now
-			}
-			if s.State == "complete" && netQuiet && now.Sub(stable) >= settleQuiet {
-				return true, nil
-			}
-			prev, first = s, false
-		}
-		select {
-		case <-ctx.Done():
-			return false, fmt.Errorf("settle: %w", ctx.Err())
 		case <-deadline.C:
 			return false, nil
 		case <-tick.C:

@@ -91,16 +91,21 @@ func (b *browser) Call(_ context.Context, session, method string, params any) (j
 		switch p["expression"] {
 		case js.ReadyState:
 			out = map[string]any{"result": map[string]any{"value": "complete"}}
-		case js.Settle:
-			out = map[string]any{"result": map[string]any{"value": map[string]any{"state": "complete", "now": 10000, "lastNet": 100, "loaded": 200, "nodes": 9, "text": 300}}}
 		default:
 			b.t.Errorf("unexpected expression %v", p["expression"])
 		}
 	case "Runtime.callFunctionOn":
-		if p["executionContextId"] != float64(7) || p["functionDeclaration"] != js.Read {
-			b.t.Errorf("read outside the reader's world: %v", p)
+		if p["executionContextId"] != float64(7) || p["returnByValue"] != true {
+			b.t.Errorf("a call outside the reader's world: %v", p)
 		}
-		out = map[string]any{"result": map[string]any{"value": map[string]any{"url": b.url[session], "title": "Pears", "html": b.html[session]}}}
+		switch p["functionDeclaration"] {
+		case js.Settle:
+			out = map[string]any{"result": map[string]any{"value": map[string]any{"state": "complete", "now": 10000, "lastNet": 100, "loaded": 200, "nodes": 9, "text": 300, "chars": 200}}}
+		case js.Read:
+			out = map[string]any{"result": map[string]any{"value": map[string]any{"url": b.url[session], "title": "Pears", "html": b.html[session]}}}
+		default:
+			b.t.Errorf("unexpected function %v", p["functionDeclaration"])
+		}
 	default:
 		return nil, fmt.Errorf("unexpected %s", method)
 	}
@@ -343,9 +348,9 @@ func TestSettle(t *testing.T) {
 	if d := time.Since(start); d < settleQuiet {
 		t.Errorf("a fresh page settled after %s, under the quiet time", d)
 	}
-	n := f.b.count("Runtime.evaluate")
-	if ok, err := f.r.settle(t.Context(), "S-T1", false); !ok || err != nil || f.b.count("Runtime.evaluate") != n+1 {
-		t.Errorf("a page settled long ago: %v, %v, %d looks", ok, err, f.b.count("Runtime.evaluate")-n)
+	n := f.b.count("Runtime.callFunctionOn")
+	if ok, err := f.r.settle(t.Context(), "S-T1", false); !ok || err != nil || f.b.count("Runtime.callFunctionOn") != n+1 {
+		t.Errorf("a page settled long ago: %v, %v, %d looks", ok, err, f.b.count("Runtime.callFunctionOn")-n)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
