@@ -1,0 +1,215 @@
+// CDP ids are per session (issue 33): a raw client whose sessions number
+// their commands alike, as Puppeteer up to 23 does, and whose commands are
+// left unanswered when their target closes.
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
+)
+
+// idsBound bounds each wait of TestRelayIDsPerSession for an answer.
+const idsBound = 15 * time.Second
+
+// TestRelayIDsPerSession: two sessions of one connection have the same id
+// in flight at once and each answer comes on its own session; a command
+// left unanswered when its target closes (an evaluate of a promise that
+// never settles) is answered once, with code -32000, by the guard (a plain
+// Chromium, run beside it, drops it without a word: its answers are
+// logged, and more than one fails); the same ids then work on a new
+// session. Before ids were per session the guard refused the second
+// session's id and kept the lost command's id taken for the connection's
+// life.
+func TestRelayIDsPerSession(t *testing.T) {
+	parallelSuite(t) // own browsers: overlaps the other suites' waits
+	needBrowser(t)
+	t.Run("chromium", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), idsBound)
+		defer cancel()
+		ws, err := cdptest.BrowserURL(ctx, startChromium(t).URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idsPerSession(t, cdptest.DialUser(t, ws, "ids", cdptest.Options{}), false)
+	})
+	t.Run("guard", func(t *testing.T) {
+		g := userGuard(t, nil)
+		idsPerSession(t, cdptest.DialUser(t, g.WebSocketURL(), "ids", cdptest.Options{}), true)
+	})
+}
+
+// idsPerSession runs the scenario on c; guarded says the guard must answer
+// the lost command (Chrome need not).
+func idsPerSession(t *testing.T, c *cdptest.Client, guarded bool) {
+	nextOwn := 900200 // the test's own ids on the root session
+	page := func() (target, session string) {
+		nextOwn += 2
+		m, err := c.CallID(idsBound, nextOwn, "", "Target.createTarget", map[string]any{"url": "about:blank"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ct struct{ TargetID string }
+		_ = json.Unmarshal(m.Result, &ct)
+		m, err = c.CallID(idsBound, nextOwn+1, "", "Target.attachToTarget", map[string]any{"targetId": ct.TargetID, "flatten": true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a struct{ SessionID string }
+		_ = json.Unmarshal(m.Result, &a)
+		return ct.TargetID, a.SessionID
+	}
+	send := func(id int, session, expr string, await bool) {
+		t.Helper()
+		cmd := map[string]any{"id": id, "method": "Runtime.evaluate", "params": map[string]any{
+			"expression": expr, "awaitPromise": await, "returnByValue": true}}
+		if session != "" {
+			cmd["sessionId"] = session
+		}
+		b, _ := json.Marshal(cmd)
+		if err := c.WriteFrame(websocket.MessageText, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, s1 := page()
+	t2, s2 := page()
+
+	// The same id in flight on two sessions at once: s1's waits for a
+	// promise that only a later command on s1 settles.
+	send(1, s1, "new Promise(r => { window.release = r })", true)
+	send(1, s2, "2", false)
+	got := readUntil(t, c, "s2's answer to id 1", func(m cdptest.Message) bool { return answers(m, 1, s2) })
+	wantValue(t, got[len(got)-1], "2")
+	send(2, s1, "window.release(1), 3", false)
+	var first, release *cdptest.Message
+	readUntil(t, c, "s1's answers to ids 1 and 2", func(m cdptest.Message) bool {
+		switch {
+		case answers(m, 1, s1):
+			first = &m
+		case answers(m, 2, s1):
+			release = &m
+		case answers(m, 1, s2):
+			t.Errorf("a second answer to id 1 on s2: %s", m.Raw)
+		}
+		return first != nil && release != nil
+	})
+	wantValue(t, *first, "1")
+	wantValue(t, *release, "3")
+
+	// A command left unanswered when its target closes. Id 4 answered
+	// means id 3 reached the renderer (a session runs its commands in
+	// order); the probe's answer, after the detach, means every answer
+	// the browser will give for s2 has come.
+	send(3, s2, "new Promise(() => {})", true)
+	send(4, s2, "4", false)
+	readUntil(t, c, "id 4 on s2", func(m cdptest.Message) bool { return answers(m, 4, s2) })
+	nextOwn++
+	closeID := nextOwn
+	b, _ := json.Marshal(map[string]any{"id": closeID, "method": "Target.closeTarget", "params": map[string]any{"targetId": t2}})
+	if err := c.WriteFrame(websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+	var lost []cdptest.Message
+	closed, detached := false, false
+	readUntil(t, c, "the close and s2's detach", func(m cdptest.Message) bool {
+		switch {
+		case answers(m, 3, s2):
+			lost = append(lost, m)
+		case answers(m, closeID, ""):
+			closed = true
+		case m.Method == "Target.detachedFromTarget" && strings.Contains(string(m.Params), s2):
+			detached = true
+		}
+		return closed && detached
+	})
+	nextOwn++
+	b, _ = json.Marshal(map[string]any{"id": nextOwn, "method": "Browser.getVersion"})
+	if err := c.WriteFrame(websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+	probe := nextOwn
+	readUntil(t, c, "the probe", func(m cdptest.Message) bool {
+		if answers(m, 3, s2) {
+			lost = append(lost, m)
+		}
+		return answers(m, probe, "")
+	})
+	for _, m := range lost {
+		t.Logf("the lost command's answer: %s", m.Raw)
+	}
+	switch {
+	case len(lost) > 1:
+		t.Errorf("the lost command got %d answers, want one at most", len(lost))
+	case guarded && len(lost) == 0:
+		t.Error("the guard did not answer the command lost when its target closed")
+	case guarded && (lost[0].Error == nil || lost[0].Error.Code != -32000):
+		t.Errorf("the lost command's answer is %s, want a CDP error with code -32000", lost[0].Raw)
+	case len(lost) == 0:
+		t.Log("Chromium itself gives no answer to a command lost when its target closes")
+	}
+
+	// The same ids again, on a new session and on s1.
+	_, s3 := page()
+	for i, s := range []string{s3, s3, s1, s1} {
+		id := []int{1, 3, 1, 3}[i]
+		send(id, s, fmt.Sprintf("%d + 1", id), false)
+		got := readUntil(t, c, fmt.Sprintf("id %d again", id), func(m cdptest.Message) bool { return answers(m, id, s) })
+		wantValue(t, got[len(got)-1], fmt.Sprint(id+1))
+	}
+}
+
+// answers reports whether m is the answer to id on session ("" for none).
+func answers(m cdptest.Message, id int, session string) bool {
+	return m.Method == "" && string(m.RawID) == fmt.Sprint(id) && m.SessionID == session
+}
+
+// readUntil reads c's frames until done says so, bounded by idsBound, and
+// returns them.
+func readUntil(t *testing.T, c *cdptest.Client, what string, done func(cdptest.Message) bool) []cdptest.Message {
+	t.Helper()
+	var got []cdptest.Message
+	deadline := time.Now().Add(idsBound)
+	for {
+		m, ok := c.Next(time.Until(deadline))
+		if !ok {
+			code, reason := c.CloseStatus()
+			t.Fatalf("no %s within %v (closed: %d %q); answers: %s", what, idsBound, code, reason, answersOf(got))
+		}
+		got = append(got, m)
+		if done(m) {
+			return got
+		}
+	}
+}
+
+// answersOf lists the answers among msgs, for a failure.
+func answersOf(msgs []cdptest.Message) string {
+	var out []string
+	for _, m := range msgs {
+		if m.Method == "" {
+			out = append(out, fmt.Sprintf("%.300s", m.Raw))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// wantValue checks that m is an evaluate's answer with value want.
+func wantValue(t *testing.T, m cdptest.Message, want string) {
+	t.Helper()
+	var r struct {
+		Result struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"result"`
+	}
+	if m.Error != nil || json.Unmarshal(m.Result, &r) != nil || string(r.Result.Value) != want {
+		t.Fatalf("answer %s, want the value %s", m.Raw, want)
+	}
+}
