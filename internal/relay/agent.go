@@ -398,7 +398,10 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 	}
 }
 
-// deliverReply is called from the mux read loop.
+// deliverReply is called from the mux read loop. The reply goes on the
+// session the command came on, named as the agent named it: Chrome's
+// "Session with given id not found" for a session it has just detached
+// carries no sessionId, and the agent's ids are per session.
 func (a *Agent) deliverReply(p *pending, e *cdpmsg.Envelope) {
 	a.releaseSlot(p)
 	result, errRaw := []byte(e.Result), []byte(e.Error)
@@ -430,11 +433,11 @@ func (a *Agent) deliverReply(p *pending, e *cdpmsg.Envelope) {
 	a.noteReply(n)
 	if over(n, a.opts.Bounds.MaxMessage) {
 		a.dropped("reply")
-		a.enqueue(cdpmsg.AppendError(nil, p.origID, a.visible(e.SessionID), cdpmsg.CodeServerError, cdpmsg.Refusal(p.method,
+		a.enqueue(cdpmsg.AppendError(nil, p.origID, a.visible(p.session), cdpmsg.CodeServerError, cdpmsg.Refusal(p.method,
 			fmt.Sprintf("message bound: the reply is %d MiB, over the %d MiB one message to an agent may be", n>>20, a.opts.Bounds.MaxMessage>>20))))
 		return
 	}
-	a.enqueue(cdpmsg.AppendResponse(nil, p.origID, a.visible(e.SessionID), result, errRaw))
+	a.enqueue(cdpmsg.AppendResponse(nil, p.origID, a.visible(p.session), result, errRaw))
 }
 
 // deliverEvent is called from the mux read loop.

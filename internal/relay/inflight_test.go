@@ -272,3 +272,23 @@ func TestInFlightBoundAcrossSessions(t *testing.T) {
 	}
 	wantEcho(t, x.call(t, 2, "S1", "Page.enable", ""), "Page.enable", "S1")
 }
+
+// TestReplyOnCommandSession: a reply the browser sends without the
+// command's sessionId (Chrome's "Session with given id not found" for a
+// session it has just detached) reaches the agent on the session the
+// command came on.
+func TestReplyOnCommandSession(t *testing.T) {
+	h := newHarness(t)
+	h.b.setResponder(func(e *cdpmsg.Envelope) ([][]byte, bool) {
+		if e.Method != "Gone.m" {
+			return nil, false
+		}
+		return [][]byte{cdpmsg.AppendError(nil, e.ID, "", -32001, "Session with given id not found.")}, true
+	})
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1})
+	x.attach(t, h, x.a.BrowserSession(), "S1", "page")
+	e := x.call(t, 1, "S1", "Gone.m", "")
+	wantReply(t, e, 1, "S1")
+	wantError(t, e, -32001, "Session with given id not found")
+	wantEcho(t, x.call(t, 1, "S1", "Page.enable", ""), "Page.enable", "S1")
+}
