@@ -87,7 +87,8 @@ func readerGuard(t *testing.T, origin string) *cdpguard.Guard {
 
 // TestReader reads pages through one guard: the fixture table (Playwright
 // and Guard.read), sections, links, the search note, refusals, a hostile
-// page, a page that never loads, GET /read.
+// page, a page that never loads, GET /read, pages written by script after
+// their load (Guard.read, GET /read, MCP browser_read).
 func TestReader(t *testing.T) {
 	parallelSuite(t) // own browser and test hosts: runs beside the other heavy suites, to keep CI under 10 minutes
 	needBrowser(t)
@@ -97,6 +98,7 @@ func TestReader(t *testing.T) {
 	t.Run("fixtures", func(t *testing.T) { readerFixtures(t, g, origin) })
 	t.Run("cdp", func(t *testing.T) { readerCDP(t, g, origin, h) })
 	t.Run("http", func(t *testing.T) { readerHTTP(t, g, origin, h) })
+	t.Run("waits", func(t *testing.T) { readerWaits(t, g, h) })
 }
 
 type fixtureRead struct {
