@@ -103,16 +103,6 @@ var allowedDiffs = map[string]allowedDiff{
 		Guard:  `{"content":null,"failure":null,"inPlaywrightDir":true,"pathError":null,"suggested":"hello.txt"}`,
 		Why:    "file access: the file lands in the user's --download-dir on the guard's host (Browser.downloadProgress filePath names it); Chrome never writes where an agent asks, so download.path() names Playwright's own directory, which stays empty",
 	},
-	"playwright/nav-unresolvable": {
-		Direct: `{"error":"page.goto: net::ERR_NAME_NOT_RESOLVED at http://nxdomain.invalid/"}`,
-		Guard:  `{"status":502,"text":"cdpguard could not connect to nxdomain.invalid:80: name did not resolve\n"}`,
-		Why:    "names are resolved by the egress proxy, not Chrome (DNS-rebinding safe); for plain http Chrome shows the proxy's 502 answer, which says which name did not resolve",
-	},
-	"puppeteer/nav-unresolvable": {
-		Direct: `{"error":"net::ERR_NAME_NOT_RESOLVED at http://nxdomain.invalid/"}`,
-		Guard:  `{"status":502,"text":"cdpguard could not connect to nxdomain.invalid:80: name did not resolve\n"}`,
-		Why:    "names are resolved by the egress proxy, not Chrome (DNS-rebinding safe); for plain http Chrome shows the proxy's 502 answer, which says which name did not resolve",
-	},
 }
 
 // diffServer serves the differential pages on loopback. Browsers reach it
