@@ -26,7 +26,8 @@ const idsBound = 15 * time.Second
 // never settles) is answered once, with code -32000, by the guard (a plain
 // Chromium, run beside it, drops it without a word: its answers are
 // logged, and more than one fails); the same ids then work on a new
-// session. Before ids were per session the guard refused the second
+// session; commands in flight when a renderer crashes get "Target
+// crashed" once the guard has closed the crashed tab. Before ids were per session the guard refused the second
 // session's id and kept the lost command's id taken for the connection's
 // life.
 func TestRelayIDsPerSession(t *testing.T) {
@@ -106,55 +107,16 @@ func idsPerSession(t *testing.T, c *cdptest.Client, guarded bool) {
 
 	// A command left unanswered when its target closes. Id 4 answered
 	// means id 3 reached the renderer (a session runs its commands in
-	// order); the probe's answer, after the detach, means every answer
-	// the browser will give for s2 has come.
+	// order).
 	send(3, s2, "new Promise(() => {})", true)
 	send(4, s2, "4", false)
 	readUntil(t, c, "id 4 on s2", func(m cdptest.Message) bool { return answers(m, 4, s2) })
+	w := newLostWatch(s2, 3)
 	nextOwn++
-	closeID := nextOwn
-	b, _ := json.Marshal(map[string]any{"id": closeID, "method": "Target.closeTarget", "params": map[string]any{"targetId": t2}})
-	if err := c.WriteFrame(websocket.MessageText, b); err != nil {
-		t.Fatal(err)
-	}
-	var lost []cdptest.Message
-	closed, detached := false, false
-	readUntil(t, c, "the close and s2's detach", func(m cdptest.Message) bool {
-		switch {
-		case answers(m, 3, s2):
-			lost = append(lost, m)
-		case answers(m, closeID, ""):
-			closed = true
-		case m.Method == "Target.detachedFromTarget" && strings.Contains(string(m.Params), s2):
-			detached = true
-		}
-		return closed && detached
-	})
+	w.close(t, c, t2, nextOwn)
 	nextOwn++
-	b, _ = json.Marshal(map[string]any{"id": nextOwn, "method": "Browser.getVersion"})
-	if err := c.WriteFrame(websocket.MessageText, b); err != nil {
-		t.Fatal(err)
-	}
-	probe := nextOwn
-	readUntil(t, c, "the probe", func(m cdptest.Message) bool {
-		if answers(m, 3, s2) {
-			lost = append(lost, m)
-		}
-		return answers(m, probe, "")
-	})
-	for _, m := range lost {
-		t.Logf("the lost command's answer: %s", m.Raw)
-	}
-	switch {
-	case len(lost) > 1:
-		t.Errorf("the lost command got %d answers, want one at most", len(lost))
-	case guarded && len(lost) == 0:
-		t.Error("the guard did not answer the command lost when its target closed")
-	case guarded && (lost[0].Error == nil || lost[0].Error.Code != -32000):
-		t.Errorf("the lost command's answer is %s, want a CDP error with code -32000", lost[0].Raw)
-	case len(lost) == 0:
-		t.Log("Chromium itself gives no answer to a command lost when its target closes")
-	}
+	w.probe(t, c, nextOwn)
+	w.check(t, guarded, "")
 
 	// The same ids again, on a new session and on s1.
 	_, s3 := page()
@@ -163,6 +125,103 @@ func idsPerSession(t *testing.T, c *cdptest.Client, guarded bool) {
 		send(id, s, fmt.Sprintf("%d + 1", id), false)
 		got := readUntil(t, c, fmt.Sprintf("id %d again", id), func(m cdptest.Message) bool { return answers(m, id, s) })
 		wantValue(t, got[len(got)-1], fmt.Sprint(id+1))
+	}
+
+	// Last, as it may take other pages' renderer with it: a renderer
+	// crash with an evaluate and the crash itself in flight. The guard
+	// closes a crashed tab; Chromium is told to.
+	t4, s4 := page()
+	send(5, s4, "new Promise(() => {})", true)
+	send(6, s4, "6", false)
+	readUntil(t, c, "id 6 on s4", func(m cdptest.Message) bool { return answers(m, 6, s4) })
+	if err := c.WriteFrame(websocket.MessageText, []byte(fmt.Sprintf(`{"id":7,"sessionId":%q,"method":"Page.crash"}`, s4))); err != nil {
+		t.Fatal(err)
+	}
+	w = newLostWatch(s4, 5, 7)
+	readUntil(t, c, "the crash", func(m cdptest.Message) bool { w.see(m); return w.crashed })
+	if !w.detached {
+		nextOwn++
+		w.close(t, c, t4, nextOwn)
+	}
+	nextOwn++
+	w.probe(t, c, nextOwn)
+	w.check(t, guarded, "Target crashed")
+}
+
+// lostWatch collects the answers to a session's commands that its end
+// leaves in flight, and notes the session's crash and detach.
+type lostWatch struct {
+	session           string
+	ids               []int
+	got               map[int][]cdptest.Message
+	crashed, detached bool
+}
+
+func newLostWatch(session string, ids ...int) *lostWatch {
+	return &lostWatch{session: session, ids: ids, got: map[int][]cdptest.Message{}}
+}
+
+// see notes m.
+func (w *lostWatch) see(m cdptest.Message) {
+	for _, id := range w.ids {
+		if answers(m, id, w.session) {
+			w.got[id] = append(w.got[id], m)
+		}
+	}
+	switch {
+	case m.Method == "Inspector.targetCrashed" && m.SessionID == w.session:
+		w.crashed = true
+	case m.Method == "Target.detachedFromTarget" && strings.Contains(string(m.Params), w.session):
+		w.detached = true
+	}
+}
+
+// close closes target with id and reads until it is answered (an error
+// too: the guard may have closed it) and the session detached.
+func (w *lostWatch) close(t *testing.T, c *cdptest.Client, target string, id int) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"id": id, "method": "Target.closeTarget", "params": map[string]any{"targetId": target}})
+	if err := c.WriteFrame(websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+	answered := false
+	readUntil(t, c, "the close and the detach", func(m cdptest.Message) bool {
+		w.see(m)
+		answered = answered || answers(m, id, "")
+		return answered && w.detached
+	})
+}
+
+// probe reads until a root command of id is answered: after the detach,
+// every answer the browser (or the guard) gives for the session has come.
+func (w *lostWatch) probe(t *testing.T, c *cdptest.Client, id int) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"id": id, "method": "Browser.getVersion"})
+	if err := c.WriteFrame(websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, c, "the probe", func(m cdptest.Message) bool { w.see(m); return answers(m, id, "") })
+}
+
+// check wants at most one answer to each lost command and, guarded, one
+// exactly: a CDP error with code -32000 whose message contains msg.
+func (w *lostWatch) check(t *testing.T, guarded bool, msg string) {
+	t.Helper()
+	for _, id := range w.ids {
+		got := w.got[id]
+		for _, m := range got {
+			t.Logf("lost command %d's answer: %s", id, m.Raw)
+		}
+		switch {
+		case len(got) > 1:
+			t.Errorf("lost command %d got %d answers, want one at most", id, len(got))
+		case guarded && len(got) == 0:
+			t.Errorf("the guard did not answer lost command %d", id)
+		case guarded && (got[0].Error == nil || got[0].Error.Code != -32000 || !strings.Contains(got[0].Error.Message, msg)):
+			t.Errorf("lost command %d's answer is %s, want a CDP error with code -32000 and %q", id, got[0].Raw, msg)
+		case len(got) == 0:
+			t.Logf("Chromium itself gives no answer to lost command %d", id)
+		}
 	}
 }
 
