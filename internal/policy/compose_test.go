@@ -48,3 +48,29 @@ func TestCompose(t *testing.T) {
 		t.Error("Compose(nil, nil) must be empty and refuse everything")
 	}
 }
+
+// TestValidate: Validate counts and refuses entries as Parse does.
+func TestValidate(t *testing.T) {
+	for _, c := range []struct {
+		list, value string
+	}{
+		{"allow", "example.com; *.example.org, https://x.test:8443"},
+		{"block", "ads.example.com"},
+		{"allow", "exa mple.com/path"},
+		{"block", "file:///etc"},
+		{"allow", " ; ,"},
+	} {
+		n, err := Validate(c.list, c.value)
+		allow, block := []string{c.value}, []string(nil)
+		if c.list == "block" {
+			allow, block = nil, allow
+		}
+		p, perr := Parse(allow, block)
+		if (err == nil) != (perr == nil) || (err != nil && err.Error() != perr.Error()) {
+			t.Errorf("%s %q: Validate %v, Parse %v", c.list, c.value, err, perr)
+		}
+		if err == nil && n != p.Entries() {
+			t.Errorf("%s %q: Validate counts %d, Parse holds %d", c.list, c.value, n, p.Entries())
+		}
+	}
+}

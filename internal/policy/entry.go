@@ -230,3 +230,19 @@ func (e entry) canonical(scheme string) string {
 	}
 	return b.String()
 }
+
+// Validate checks one allow or block value (list is "allow" or "block";
+// entries separated as [Parse] takes them) without compiling it, and
+// returns how many entries it holds: the policy file checks each entry on
+// its own line this way, and counts them against its bound. A bad entry
+// is the [*EntryError] Parse would return.
+func Validate(list, value string) (int, error) {
+	n := 0
+	for _, text := range splitEntries(value) {
+		if _, reason := parseEntry(text); reason != "" {
+			return 0, &EntryError{Entry: text, List: list, Reason: reason}
+		}
+		n++
+	}
+	return n, nil
+}

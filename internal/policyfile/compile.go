@@ -121,11 +121,7 @@ func entries(list string, v *yaml.Node, b *budget) ([]string, error) {
 		if it.Kind != yaml.ScalarNode || (it.Tag != "!!str" && it.Tag != "!!int" && it.Tag != "!!float") {
 			return nil, &Error{Line: it.Line, Entry: list, Reason: "each entry must be a string (quote entries that start with '*')"}
 		}
-		allow, block := []string{it.Value}, []string(nil)
-		if list == "block" {
-			allow, block = nil, allow
-		}
-		p, err := policy.Parse(allow, block)
+		n, err := policy.Validate(list, it.Value)
 		if err != nil {
 			var ee *policy.EntryError
 			if errors.As(err, &ee) {
@@ -133,7 +129,7 @@ func entries(list string, v *yaml.Node, b *budget) ([]string, error) {
 			}
 			return nil, &Error{Line: it.Line, Entry: it.Value, Reason: err.Error()}
 		}
-		if err := b.take(p.Entries(), it.Line); err != nil {
+		if err := b.take(n, it.Line); err != nil {
 			return nil, err
 		}
 		out = append(out, it.Value)
