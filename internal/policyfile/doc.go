@@ -21,5 +21,8 @@
 // A group's allow, block and instructions each replace the top level's for
 // that group's users when the group names them; a key the group leaves out
 // is taken from the top level (so a group that only widens allow still gets
-// the top-level blocklist). The top level is the default group.
+// the top-level blocklist). The top level is the default group. A list a
+// group takes from the top level is the top level's compiled list, shared
+// (so groups cost memory for what they write, not for what they inherit),
+// and a file is bounded in bytes (MaxBytes) and in entries (MaxEntries).
 package policyfile
