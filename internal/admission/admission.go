@@ -15,6 +15,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/bounds"
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/shares"
@@ -74,6 +75,10 @@ type Deps struct {
 	// first use); Release lets go of it.
 	Acquire func(ctx context.Context, key string) (*users.User, error)
 	Release func(*users.User)
+	// MaxConnsPerUser, read at each admission, caps one user's agent
+	// connections (<= 0, or nil: no cap); a connection past it is refused
+	// with a *users.CapError and counted (Metrics).
+	MaxConnsPerUser func() int
 }
 
 // Set is the guard's agent connections and the users' fairness shares.
@@ -89,10 +94,11 @@ func New(deps Deps) *Set {
 	return &Set{deps: deps, m: map[*relay.Agent]*Agent{}, shares: newShares()}
 }
 
-// admit relays conn on mux as one agent of s.User. The caller runs
-// a.Serve and then calls Drop (Entry.Serve).
-func (set *Set) admit(ctx context.Context, mux *relay.Mux, conn relay.AgentConn, s Spec) (*relay.Agent, error) {
-	share, unshare := set.shares.Acquire(s.Key)
+// admit relays conn on mux as one agent of s.User, in the user's share
+// (Entry.Hold holds it; the agent releases it with unshare when dropped).
+// The caller runs a.Serve and then calls Drop (Entry.Serve). On an error
+// the caller still holds the share.
+func (set *Set) admit(ctx context.Context, mux *relay.Mux, conn relay.AgentConn, s Spec, share *relay.Share, unshare func()) (*relay.Agent, error) {
 	st := &Agent{User: s.User, Iso: isolation.NewConn(s.User), unshare: unshare}
 	m := set.deps.Metrics()
 	a, err := mux.NewAgent(ctx, conn, relay.AgentOptions{
@@ -104,7 +110,7 @@ func (set *Set) admit(ctx context.Context, mux *relay.Mux, conn relay.AgentConn,
 		OnActivity:   func() { set.touch(st) },
 		Share:        share,
 		Bounds:       set.deps.Bounds(),
-		OnCutOff:     m.OnCutOff(set.deps.Log, s.Name, s.Key),
+		OnCutOff:     m.OnCutOff(set.deps.Log, s.Name, clip.String(s.Key)),
 		OnThrottle:   m.Throttled,
 		OnDropped:    m.Dropped,
 		BeforeDetach: set.deps.BeforeDetach,
@@ -113,13 +119,12 @@ func (set *Set) admit(ctx context.Context, mux *relay.Mux, conn relay.AgentConn,
 		},
 	})
 	if err != nil {
-		unshare()
 		return nil, err
 	}
 	set.mu.Lock()
 	set.m[a] = st
 	set.mu.Unlock()
-	set.deps.Log.Info("agent connected", "remote", s.Name, "user", s.Key, "target", s.TargetID)
+	set.deps.Log.Info("agent connected", "remote", s.Name, "user", clip.String(s.Key), "target", s.TargetID)
 	return a, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
@@ -29,14 +30,17 @@ const admitBound = 10 * time.Second
 
 // Entry is one agent connection on its way in, whatever its kind (a
 // WebSocket, the MCP tools' pipe): entered, so Close waits for it, then
-// admitted with its user held, then served. Every kind takes this one
-// path, so none skips a check or leaks a user or a share.
+// its user and one of the user's connection slots held (Hold), then
+// admitted, then served. Every kind takes this one path, so none skips a
+// check or leaks a user or a share.
 type Entry struct {
-	set   *Set
-	ended bool
-	a     *relay.Agent
-	u     *users.User
-	s     Spec
+	set     *Set
+	ended   bool
+	a       *relay.Agent
+	u       *users.User
+	share   *relay.Share // the user's fairness share, held with u
+	unshare func()
+	s       Spec
 }
 
 // Enter starts admitting one agent: ErrNotReady before the guard serves,
@@ -52,30 +56,68 @@ func (set *Set) Enter() (*Entry, error) {
 	return &Entry{set: set}, nil
 }
 
-// Admit holds the user of s.Key and relays conn as one agent of theirs
-// (within admitBound of ctx). check, when not nil, returns why the user
-// may not have this connection (a *Refused), or "". On an error nothing
-// stays held.
-func (e *Entry) Admit(ctx context.Context, conn relay.AgentConn, s Spec, check func(*users.User) string) error {
+// Hold holds the user of key (making their browser context on first use,
+// within admitBound of ctx) and one of the user's connection slots. A
+// WebSocket calls it before the upgrade, so that a cap (a new user past
+// the users cap or the new-users rate, a user at its connection cap:
+// *users.CapError) is refused with an HTTP status; Admit calls it when
+// nothing is held yet. On an error nothing stays held.
+func (e *Entry) Hold(ctx context.Context, key string) error {
+	if e.u != nil {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, admitBound)
 	defer cancel()
-	u, err := e.set.deps.Acquire(ctx, s.Key)
+	u, err := e.set.deps.Acquire(ctx, key)
 	if err != nil {
 		return err
 	}
+	limit := 0
+	if e.set.deps.MaxConnsPerUser != nil {
+		limit = e.set.deps.MaxConnsPerUser()
+	}
+	share, unshare, ok := e.set.shares.TryAcquire(key, limit)
+	if !ok {
+		e.set.deps.Release(u)
+		e.set.deps.Metrics().Capped(users.CapConnections)
+		return &users.CapError{Cap: users.CapConnections, Msg: fmt.Sprintf("connections cap (--max-connections-per-user=%d) reached: this user has as many connections as one user may", limit)}
+	}
+	e.u, e.share, e.unshare = u, share, unshare
+	return nil
+}
+
+// letGo releases what Hold holds, when no agent took it over.
+func (e *Entry) letGo() {
+	if e.u != nil && e.a == nil {
+		e.unshare()
+		e.set.deps.Release(e.u)
+		e.u, e.share, e.unshare = nil, nil, nil
+	}
+}
+
+// Admit holds the user of s.Key, unless Hold did, and relays conn as one
+// agent of theirs (within admitBound of ctx). check, when not nil, returns
+// why the user may not have this connection (a *Refused), or "". On an
+// error nothing stays held.
+func (e *Entry) Admit(ctx context.Context, conn relay.AgentConn, s Spec, check func(*users.User) string) error {
+	if err := e.Hold(ctx, s.Key); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, admitBound)
+	defer cancel()
 	if check != nil {
-		if msg := check(u); msg != "" {
-			e.set.deps.Release(u)
+		if msg := check(e.u); msg != "" {
+			e.letGo()
 			return &Refused{Msg: msg}
 		}
 	}
-	s.User = u
-	a, err := e.set.admit(ctx, e.set.deps.Mux(), conn, s)
+	s.User = e.u
+	a, err := e.set.admit(ctx, e.set.deps.Mux(), conn, s, e.share, e.unshare)
 	if err != nil {
-		e.set.deps.Release(u)
+		e.letGo()
 		return err
 	}
-	e.a, e.u, e.s = a, u, s
+	e.a, e.s = a, s
 	return nil
 }
 
@@ -93,12 +135,14 @@ func (e *Entry) Serve(clean func(error) error) error {
 	err := clean(e.a.Serve(e.set.deps.Ctx))
 	e.set.Drop(e.a)
 	e.set.deps.Release(e.u)
-	e.set.deps.Log.Info("agent disconnected", "remote", e.s.Name, "user", e.s.Key, "err", err)
+	e.set.deps.Log.Info("agent disconnected", "remote", e.s.Name, "user", clip.String(e.s.Key), "err", err)
 	return err
 }
 
-// End ends an entry that is not served; after Serve it does nothing.
+// End ends an entry that is not served, releasing what Hold held; after
+// Serve it does nothing.
 func (e *Entry) End() {
+	e.letGo()
 	if !e.ended {
 		e.ended = true
 		e.set.deps.Exit()

@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cdpguard/cdpguard/internal/bounds"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
@@ -94,4 +99,79 @@ func TestPipeRefusals(t *testing.T) {
 	if r.entered != 1 || r.exited != 1 || r.release != 0 {
 		t.Fatalf("entered %d, exited %d, released %d; want 1, 1, 0", r.entered, r.exited, r.release)
 	}
+}
+
+// TestConnectionCap: a user holds at most MaxConnsPerUser entries at once;
+// the one past it is refused with a *users.CapError naming the cap,
+// counted, and holds nothing; an entry that ends frees its slot, and
+// another user is not affected.
+func TestConnectionCap(t *testing.T) {
+	r := &entryRig{ready: true}
+	reg := prometheus.NewRegistry()
+	m := bounds.NewMetrics(reg, func() bounds.Stats { return nil })
+	set := r.set()
+	set.deps.MaxConnsPerUser = func() int { return 2 }
+	set.deps.Metrics = func() *bounds.Metrics { return m }
+	hold := func(key string) (*Entry, error) {
+		e, err := set.Enter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, e.Hold(context.Background(), key)
+	}
+	first, err1 := hold("alice")
+	second, err2 := hold("alice")
+	if err1 != nil || err2 != nil {
+		t.Fatalf("within the cap: %v, %v", err1, err2)
+	}
+	third, err := hold("alice")
+	var capErr *users.CapError
+	if !errors.As(err, &capErr) || capErr.Cap != users.CapConnections || !strings.Contains(err.Error(), "--max-connections-per-user=2") || capErr.Status() != http.StatusTooManyRequests {
+		t.Fatalf("past the cap: %v", err)
+	}
+	third.End()
+	if r.acquired-r.release != 2 {
+		t.Fatalf("%d users held after the refusal, want 2", r.acquired-r.release)
+	}
+	if got := capRefused(t, reg, users.CapConnections); got != 1 {
+		t.Fatalf("cdpguard_cap_refused_total{cap=%q} = %v, want 1", users.CapConnections, got)
+	}
+	other, err := hold("bob")
+	if err != nil {
+		t.Fatalf("another user: %v", err)
+	}
+	other.End()
+	first.End()
+	again, err := hold("alice")
+	if err != nil {
+		t.Fatalf("after one connection ended: %v", err)
+	}
+	again.End()
+	second.End()
+	if r.acquired != r.release || r.entered != r.exited || set.shares.Held() != 0 {
+		t.Fatalf("acquired %d, released %d, entered %d, exited %d, shares held %d", r.acquired, r.release, r.entered, r.exited, set.shares.Held())
+	}
+}
+
+// capRefused returns cdpguard_cap_refused_total{cap=c} in reg.
+func capRefused(t *testing.T, reg *prometheus.Registry, c string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "cdpguard_cap_refused_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "cap" && l.GetValue() == c {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no cdpguard_cap_refused_total{cap=%q}", c)
+	return 0
 }

@@ -49,8 +49,12 @@ func (i *Isolator) OverTabs(u *users.User) bool {
 }
 
 // CheckContexts returns a *CapError when u may not create another browser
-// context.
+// context, or a *users.CapError when all users together hold as many as
+// they may (users.Registry.CheckContextsInAll, which counts it).
 func (i *Isolator) CheckContexts(u *users.User) error {
+	if err := i.o.Users.CheckContextsInAll(); err != nil {
+		return err
+	}
 	if i.o.MaxContexts <= 0 || i.o.Users.CreatedContexts(u) < i.o.MaxContexts {
 		return nil
 	}

@@ -45,17 +45,29 @@ func New[V any](newV func() V, grace time.Duration) *Table[V] {
 // Acquire returns key's value, made if absent, and the release function the
 // holder calls once when it leaves (later calls do nothing).
 func (t *Table[V]) Acquire(key string) (V, func()) {
+	v, release, _ := t.TryAcquire(key, 0)
+	return v, release
+}
+
+// TryAcquire is Acquire unless key already has limit holders (limit <= 0:
+// no limit): then ok is false and nothing is held. Checking and counting
+// under one lock, racing holders never get past the limit (the cap on one
+// user's connections).
+func (t *Table[V]) TryAcquire(key string, limit int) (v V, release func(), ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sweep(t.now())
 	e := t.m[key]
+	if e != nil && limit > 0 && e.holders >= limit {
+		return v, func() {}, false
+	}
 	if e == nil {
 		e = &entry[V]{v: t.newV()}
 		t.m[key] = e
 	}
 	e.holders++
 	var once sync.Once
-	return e.v, func() { once.Do(func() { t.release(key, e) }) }
+	return e.v, func() { once.Do(func() { t.release(key, e) }) }, true
 }
 
 // release drops one holder of e; the last one queues e for removal.

@@ -97,3 +97,50 @@ func TestRange(t *testing.T) {
 		t.Fatalf("Range saw %d values, want 2 (one held, one in its grace)", n)
 	}
 }
+
+// TestTryAcquireLimit: a key at its limit of holders is refused, holds
+// nothing more, and takes holders again once one leaves; other keys and
+// no limit are unaffected.
+func TestTryAcquireLimit(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	tb := newTable(c)
+	var releases []func()
+	for i := range 3 {
+		_, release, ok := tb.TryAcquire("alice", 3)
+		if !ok {
+			t.Fatalf("holder %d of 3 refused", i+1)
+		}
+		releases = append(releases, release)
+	}
+	if _, release, ok := tb.TryAcquire("alice", 3); ok {
+		t.Fatal("a 4th holder past the limit of 3 was taken")
+	} else {
+		release() // a no-op, safe to call
+	}
+	if got := tb.Held(); got != 1 {
+		t.Fatalf("Held = %d, want 1", got)
+	}
+	if _, release, ok := tb.TryAcquire("bob", 3); !ok {
+		t.Fatal("another key was refused")
+	} else {
+		release()
+	}
+	releases[0]()
+	releases[0]() // idempotent: frees one slot, not two
+	_, release, ok := tb.TryAcquire("alice", 3)
+	if !ok {
+		t.Fatal("a holder after one left was refused")
+	}
+	if _, _, ok := tb.TryAcquire("alice", 3); ok {
+		t.Fatal("one release freed two slots")
+	}
+	if _, r, ok := tb.TryAcquire("alice", 0); !ok {
+		t.Fatal("limit 0 refused")
+	} else {
+		r()
+	}
+	release()
+	for _, r := range releases[1:] {
+		r()
+	}
+}

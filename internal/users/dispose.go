@@ -3,6 +3,8 @@ package users
 import (
 	"context"
 	"errors"
+
+	"github.com/cdpguard/cdpguard/internal/clip"
 )
 
 // ErrInUse is returned by DisposeNow when a connection still holds the user.
@@ -32,6 +34,6 @@ func (r *Registry) DisposeNow(ctx context.Context, key string) error {
 	for _, id := range ids {
 		errs = append(errs, r.ctxs.Dispose(ctx, id))
 	}
-	r.log.Info("user's context disposed on request", "user", key)
+	r.log.Info("user's context disposed on request", "user", clip.String(key))
 	return errors.Join(errs...)
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/pages"
 )
 
@@ -67,6 +68,8 @@ type Registry struct {
 	owner   map[string]*User // context id → user
 	windows map[int64]string // window id → context id of the targets it shows
 	stats   Stats
+	limits  Limits // caps on new users (limits.go)
+	bucket  bucket // the new users' token bucket
 }
 
 // Stats counts what the registry did.
@@ -112,6 +115,8 @@ func (r *Registry) AcquireChecked(ctx context.Context, key string, check func() 
 
 // Acquire returns the user for key, creating the user's primary context on
 // first use, and counts one more connection. Every Acquire needs a Release.
+// A new user past a cap (SetLimits) is refused with a *CapError; existing
+// users are never refused.
 func (r *Registry) Acquire(ctx context.Context, key string) (*User, error) {
 	r.mu.Lock()
 	if r.closed {
@@ -121,6 +126,10 @@ func (r *Registry) Acquire(ctx context.Context, key string) (*User, error) {
 	u := r.users[key]
 	creator := u == nil
 	if creator {
+		if e := r.admitNew(); e != nil {
+			r.mu.Unlock()
+			return nil, e
+		}
 		u = &User{Key: key, ready: make(chan struct{}), contexts: map[string]bool{}}
 		r.users[key] = u
 	}
@@ -132,13 +141,13 @@ func (r *Registry) Acquire(ctx context.Context, key string) (*User, error) {
 		id, err := r.ctxs.Create(ctx, key)
 		r.mu.Lock()
 		if err != nil {
-			u.err = fmt.Errorf("create browser context for user %q: %w", key, err)
+			u.err = fmt.Errorf("create browser context for user %q: %w", clip.String(key), err)
 			delete(r.users, key)
 		} else {
 			u.Primary = id
 			u.contexts[id] = true
 			r.owner[id] = u
-			r.log.Info("user context created", "user", key, "context", id)
+			r.log.Info("user context created", "user", clip.String(key), "context", id)
 		}
 		close(u.ready)
 		r.mu.Unlock()
@@ -319,10 +328,10 @@ func (r *Registry) sweep(ctx context.Context) {
 		for id := range u.contexts {
 			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			if err := r.ctxs.Dispose(dctx, id); err != nil {
-				r.log.Warn("disposing an idle user's context failed", "user", u.Key, "context", id, "err", err)
+				r.log.Warn("disposing an idle user's context failed", "user", clip.String(u.Key), "context", id, "err", err)
 			}
 			cancel()
 		}
-		r.log.Info("idle user's context disposed", "user", u.Key, "idle", r.idle.String())
+		r.log.Info("idle user's context disposed", "user", clip.String(u.Key), "idle", r.idle.String())
 	}
 }
