@@ -20,6 +20,15 @@ func (g *Guard) newMCP() *mcpserver.Endpoint {
 	return mcpserver.NewEndpoint(mcpserver.EndpointOptions{
 		RequireSessionHeader: g.cfg.RequireSessionHeader,
 		Spawn:                g.spawn,
+		Limits: mcpserver.Limits{
+			MaxSessions: g.cfg.MCPMaxSessions, MaxSessionsPerUser: g.cfg.MCPMaxSessionsPerUser,
+			SessionIdle: g.cfg.MCPSessionIdle,
+			MaxBodies:   g.cfg.MCPMaxBodies, MaxBodiesPerUser: g.cfg.MCPMaxBodiesPerUser,
+			BodyTimeout: g.cfg.MCPBodyTimeout,
+		},
+		Budget: g.receiveBudget(),
+		// g.metrics is read at each refusal: a Supervisor swaps in its own.
+		OnRefused: func(c string) { g.metrics.Bounds.MCPRefused(c) },
 		Server: mcpserver.Options{
 			Backend: mcpBackend{g},
 			PolicyFor: func(user string) ([]string, string) {

@@ -114,7 +114,7 @@ func NewMetrics(reg prometheus.Registerer, cur func() Stats) *Metrics {
 		}, []string{"cap"}),
 		mcp: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdpguard_mcp_refused_total",
-			Help: "/mcp requests refused by a cap, by cap: sessions_per_user, sessions (new MCP sessions), bodies_per_user, bodies (request bodies being read at once), body_timeout (a body not read in time), receive_user_bytes, receive_total_bytes (the byte budget).",
+			Help: "/mcp requests refused by a cap, by cap: sessions_per_user, sessions (new MCP sessions), bodies_per_user, bodies (request bodies being read at once), body_timeout (a body not read in time), body_bytes (over 4 MiB), receive_user_bytes, receive_total_bytes (the byte budget).",
 		}, []string{"cap"}),
 	}
 	gauge := func(name, help string, f func(Stats) float64) prometheus.Collector {
@@ -146,7 +146,7 @@ func NewMetrics(reg prometheus.Registerer, cur func() Stats) *Metrics {
 	for _, k := range []string{isolation.CapTabs, isolation.CapContexts} {
 		m.capped.WithLabelValues(k)
 	}
-	for _, k := range []string{"sessions_per_user", "sessions", "bodies_per_user", "bodies", "body_timeout", BoundUserReceive, BoundTotalReceive} {
+	for _, k := range []string{"sessions_per_user", "sessions", "bodies_per_user", "bodies", "body_timeout", "body_bytes", BoundUserReceive, BoundTotalReceive} {
 		m.mcp.WithLabelValues(k)
 	}
 	return m

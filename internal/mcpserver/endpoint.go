@@ -24,6 +24,13 @@ type EndpointOptions struct {
 	// context that ends then; it reports false, without running f, once
 	// the owner is closing.
 	Spawn func(f func(ctx context.Context)) bool
+	// Limits bound sessions and request bodies (zero: the defaults).
+	Limits Limits
+	// Budget, if set, is the byte budget request bodies are read from.
+	Budget Budget
+	// OnRefused, if set, counts a request refused by a cap, by cap
+	// (CapSessions..., or the budget's bound).
+	OnRefused func(cap string)
 }
 
 // Endpoint serves /mcp for a guard: it gates each request, builds the
@@ -31,8 +38,10 @@ type EndpointOptions struct {
 // passes policy changes on to it. A nil *Endpoint is the MCP server
 // switched off (--mcp=false): it answers 404 and ignores policy changes.
 type Endpoint struct {
-	o    EndpointOptions
-	once sync.Once
+	o      EndpointOptions
+	limits Limits // o.Limits, defaults applied
+	bodies slots  // request bodies being read
+	once   sync.Once
 
 	mu  sync.Mutex
 	srv *Server // nil until built, and when the guard was closing then
@@ -40,7 +49,11 @@ type Endpoint struct {
 
 // NewEndpoint returns an Endpoint; its Server is built on the first
 // request.
-func NewEndpoint(o EndpointOptions) *Endpoint { return &Endpoint{o: o} }
+func NewEndpoint(o EndpointOptions) *Endpoint {
+	l := o.Limits.withDefaults()
+	o.Server.SessionIdle = l.SessionIdle
+	return &Endpoint{o: o, limits: l}
+}
 
 // ServeHTTP serves /mcp. The guard has refused foreign Hosts and web pages
 // before. There is no auth gate: a 401 would start an MCP client's OAuth
@@ -56,20 +69,38 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cdpguard: the "+hdr+" header is required (--require-session-header)", http.StatusBadRequest)
 		return
 	}
+	user := r.Header.Get(hdr)
 	if e.o.Server.UserKey != nil {
-		if _, err := e.o.Server.UserKey(r.Header); err != nil {
+		k, err := e.o.Server.UserKey(r.Header)
+		if err != nil {
 			http.Error(w, "cdpguard: "+err.Error(), http.StatusForbidden)
 			return
 		}
+		user = k
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, BodyLimit)
 	srv := e.server()
 	if srv == nil {
 		http.Error(w, "cdpguard: shutting down", http.StatusServiceUnavailable)
 		return
 	}
+	if r.Method == http.MethodPost && r.Header.Get(sessionIDHeader) == "" { // a new session
+		if err := srv.sessions.admitSession(user, e.limits, srv.liveSessions); err != nil {
+			e.refuse(w, err)
+			return
+		}
+		defer func() { srv.sessions.sessionMade(user, w.Header().Get(sessionIDHeader)) }()
+	}
+	release, err := e.readBody(w, r, user)
+	if err != nil {
+		e.refuse(w, err)
+		return
+	}
+	defer release()
 	srv.Handler().ServeHTTP(w, r)
 }
+
+// sessionIDHeader is the streamable HTTP transport's session header.
+const sessionIDHeader = "Mcp-Session-Id"
 
 // server builds the Server once; nil when the guard is closing.
 func (e *Endpoint) server() *Server {

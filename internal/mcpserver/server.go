@@ -100,6 +100,9 @@ type Options struct {
 	// browser context; after the tools let an idle user go, the next call
 	// says plainly when the context was disposed meanwhile.
 	HasState func(user string) bool
+	// SessionIdle closes an MCP session without requests for this long
+	// (DefaultSessionIdle when zero).
+	SessionIdle time.Duration
 	// Version is cdpguard's version, the MCP serverInfo.version.
 	Version string
 	Logger  *slog.Logger
@@ -115,6 +118,8 @@ type Server struct {
 
 	known map[string]bool // tool names
 	names []string
+
+	sessions sessionCount // the open MCP sessions' users (limits.go)
 
 	mu      sync.Mutex
 	users   map[string]*user
@@ -142,6 +147,9 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.SessionIdle <= 0 {
+		opts.SessionIdle = DefaultSessionIdle
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{opts: opts, users: map[string]*user{}, retired: map[string]time.Time{}, ctx: ctx, cancel: cancel}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "cdpguard", Version: opts.Version}, &mcp.ServerOptions{
@@ -155,7 +163,7 @@ func New(opts Options) *Server {
 		// --public-host names): the SDK's own check would refuse the
 		// compose service name on a loopback connection.
 		DisableLocalhostProtection: true,
-		SessionTimeout:             30 * time.Minute,
+		SessionTimeout:             opts.SessionIdle,
 		Logger:                     opts.Logger,
 	})
 	return s
@@ -174,6 +182,9 @@ func (s *Server) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			s.cancel()
+			for ss := range s.mcp.Sessions() { // their SDK goroutines end with them
+				_ = ss.Close()
+			}
 			s.mu.Lock()
 			for _, u := range s.users {
 				u.mu.Lock()
@@ -190,6 +201,15 @@ func (s *Server) Run(ctx context.Context) {
 			s.sweep()
 		}
 	}
+}
+
+// liveSessions returns the ids of the MCP sessions the SDK keeps.
+func (s *Server) liveSessions() []string {
+	var ids []string
+	for ss := range s.mcp.Sessions() {
+		ids = append(ids, ss.ID())
+	}
+	return ids
 }
 
 // sweep closes the connections of users idle for Linger, so that the
