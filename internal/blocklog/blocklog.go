@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 )
@@ -59,14 +60,16 @@ func Proxy(log *slog.Logger, r egress.Refusal, user string) {
 	line(log, u, r.Host, r.Reason, "Connection", user, "", LayerEgressProxy)
 }
 
+// line writes the line. The user and target are ids an agent or a header
+// chose: they are cut to clip.Max bytes, so a long one cannot grow the log.
 func line(log *slog.Logger, u, host, reason, resourceType, user, target, layer string) {
 	log.LogAttrs(context.Background(), slog.LevelInfo, Msg,
 		slog.String(FieldURL, u),
 		slog.String(FieldHost, host),
 		slog.String(FieldReason, reason),
 		slog.String(FieldResourceType, resourceType),
-		slog.String(FieldUser, user),
-		slog.String(FieldTarget, target),
+		slog.String(FieldUser, clip.String(user)),
+		slog.String(FieldTarget, clip.String(target)),
 		slog.String(FieldLayer, layer),
 	)
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"log/slog"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 )
@@ -89,5 +91,20 @@ func TestProxyLine(t *testing.T) {
 				t.Errorf("line = %v\nwant   %v", got, want)
 			}
 		})
+	}
+}
+
+// TestLongIDsCut: a user key and a target id as long as a header may make
+// them are cut to clip.Max bytes in the line.
+func TestLongIDsCut(t *testing.T) {
+	long := strings.Repeat("u", 4096)
+	m := record(t, func(l *slog.Logger) {
+		Fetch(l, fetchdomain.Block{URL: "https://evil.test/", Reason: "r", FrameID: long}, long, true)
+	})
+	if u, _ := m[FieldUser].(string); u != long[:clip.Max] {
+		t.Errorf("user is %d bytes, want %d", len(u), clip.Max)
+	}
+	if tg, _ := m[FieldTarget].(string); tg != long[:clip.Max] {
+		t.Errorf("target is %d bytes, want %d", len(tg), clip.Max)
 	}
 }
