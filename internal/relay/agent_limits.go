@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// This file holds an agent's limits and its end: the rate limit, in-flight
-// ids, the byte-bounded outgoing queue and back-pressure, closing, and forgetting its sessions.
+// This file holds an agent's limits and its end: the rate limit, the
+// byte-bounded outgoing queue and back-pressure, closing, and forgetting its
+// sessions. Its commands in flight are inflight.go's.
 
 // allow takes one token from the agent's bucket.
 func (a *Agent) allow() bool {
