@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -246,7 +247,11 @@ func policyErrors(t *testing.T, base string) float64 {
 	return v
 }
 
-const policyV0 = `# e2e: the starting policy
+// policyV0 is the starting policy. Its last group, filler, holds 10,000
+// entries no user reaches, so every reload's diff is large: before issue
+// 32 the diff was quadratic and ran before open tunnels were rechecked,
+// and a WebSocket to a removed host kept working for seconds.
+var policyV0 = `# e2e: the starting policy
 allow: [home.test, gone.test]
 instructions: e2e-policy-file ask the operator
 groupHeader: X-Cdpguard-Group
@@ -254,14 +259,30 @@ groups:
   staff:
     allow: [home.test, staff.test]
     instructions: e2e staff instructions
+  filler:
+    allow: [` + fillerEntries(10000) + `]
 `
+
+// fillerEntries returns n entries under a name no one resolves.
+func fillerEntries(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "f%d.x", i)
+	}
+	return b.String()
+}
 
 // TestPolicyFileReload changes the policy file three times under one guard
 // while a Playwright user and an MCP user stay connected: an added host is
 // reachable at once, a removed host is refused at once and its open
 // WebSocket closed, a bad file changes nothing (and is counted); the users
 // keep their tabs and cookies throughout, MCP sessions are told
-// (tools/list_changed) and see the new list. Then two groups are each
+// (tools/list_changed) and see the new list; the reload that removes a
+// host closes its WebSocket itself (its log line counts the tunnel),
+// though the file is large. Then two groups are each
 // refused what the other may reach, and a user cannot change group while
 // their context lives.
 func TestPolicyFileReload(t *testing.T) {
@@ -274,6 +295,12 @@ func TestPolicyFileReload(t *testing.T) {
 	cfg.Allow, cfg.Instructions = nil, ""
 	cfg.PolicyFile = path
 	cfg.PolicyPoll = 100 * time.Millisecond
+	guardLog := &tailBuffer{max: 1 << 20}
+	var logTo io.Writer = guardLog
+	if os.Getenv("CDPGUARD_E2E_LOG") == "1" {
+		logTo = io.MultiWriter(guardLog, os.Stderr)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(logTo, nil))
 	g := cdptest.StartGuard(t, cfg)
 	base := g.URL()
 	d := startDriver(t, base)
@@ -352,6 +379,19 @@ func TestPolicyFileReload(t *testing.T) {
 		latencies = append(latencies, waitPolicy(t, base, "reload-pw", "", `"added.test"`, `"gone.test"`).Sub(wrote))
 		if r := d.do("pw.wsClosed", map[string]any{"who": "pw"}); r["code"] == nil {
 			t.Errorf("the open WebSocket to the removed host was not closed: %v", r)
+		}
+		// The reload itself closed it, right after the swap: its log line,
+		// written once the diff is done, counts the tunnel.
+		removed := regexp.MustCompile(`policy reloaded: default: -allow gone.test[^\n]*tunnelsClosed=([0-9]+)`)
+		var closed []string
+		for deadline := time.Now().Add(10 * time.Second); closed == nil; time.Sleep(10 * time.Millisecond) {
+			if closed = removed.FindStringSubmatch(guardLog.String()); closed == nil && time.Now().After(deadline) {
+				log := guardLog.String()
+				t.Fatalf("no log line of the reload that removed gone.test within 10 s; the log ends:\n%s", log[max(0, len(log)-4096):])
+			}
+		}
+		if closed[1] == "0" {
+			t.Errorf("the reload that removed gone.test closed no tunnel: %s", closed[0])
 		}
 		if r := goto_("pw", box.url("gone.test", "/page")); strings.Contains(d.str(r, "body"), "box page") || !strings.Contains(d.str(r, "body"), "added.test") {
 			t.Errorf("gone.test still reachable, or the explanation page does not list the new origins: %v", r)
