@@ -121,6 +121,53 @@ func exceptionText(d *runtime.ExceptionDetails) string {
 
 // click sends real mouse events at the element's centre.
 func (u *user) click(ctx context.Context, t *tab, el *element, button string, double bool) error {
+	return u.clickWith(ctx, t, el, button, double, nil)
+}
+
+// clickModifiers are browser_click's modifier keys (ControlOrMeta is
+// Control: the browser runs on Linux).
+var clickModifiers = map[string]string{"Alt": "Alt", "Control": "Control", "ControlOrMeta": "Control", "Meta": "Meta", "Shift": "Shift"}
+
+// clickWith clicks holding the modifier keys mods: each is pressed before
+// the mouse events, which carry them, and released after.
+func (u *user) clickWith(ctx context.Context, t *tab, el *element, button string, double bool, mods []string) error {
+	var mask int64
+	var held []string
+	for _, m := range mods {
+		k, ok := clickModifiers[m]
+		if !ok {
+			return fmt.Errorf("modifier %q is not one of Alt, Control, ControlOrMeta, Meta, Shift", clip(m, 20))
+		}
+		if mask&modifiers[k] == 0 {
+			held = append(held, k)
+		}
+		mask |= modifiers[k]
+	}
+	for _, k := range held {
+		if err := call0(ctx, t.s, input.DispatchKeyEvent, input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeRawKeyDown, Key: k, Code: modifierCode(k), Modifiers: mask}); err != nil {
+			return err
+		}
+	}
+	err := u.clickMasked(ctx, t, el, button, double, mask)
+	for i := len(held) - 1; i >= 0; i-- {
+		// Released even after a failed click: a held key would stay down
+		// for the next action.
+		if e := call0(ctx, t.s, input.DispatchKeyEvent, input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyUp, Key: held[i], Code: modifierCode(held[i])}); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// modifierCode is a modifier key's code (the left one).
+func modifierCode(k string) string {
+	if k == "Meta" {
+		return "MetaLeft"
+	}
+	return k + "Left"
+}
+
+func (u *user) clickMasked(ctx context.Context, t *tab, el *element, button string, double bool, mask int64) error {
 	b := input.MouseButton(button)
 	switch b {
 	case "":
@@ -129,7 +176,10 @@ func (u *user) click(ctx context.Context, t *tab, el *element, button string, do
 	default:
 		return fmt.Errorf("button %q is not one of left, right, middle", clip(button, 20))
 	}
-	if err := mouse(ctx, t, input.DispatchMouseEventTypeMouseMoved, el, input.MouseButtonNone, 0); err != nil {
+	send := func(typ input.DispatchMouseEventType, b input.MouseButton, n int64) error {
+		return call0(ctx, t.s, input.DispatchMouseEvent, input.DispatchMouseEventParams{Type: typ, X: el.x, Y: el.y, Button: b, ClickCount: n, Modifiers: mask})
+	}
+	if err := send(input.DispatchMouseEventTypeMouseMoved, input.MouseButtonNone, 0); err != nil {
 		return err
 	}
 	clicks := []int64{1}
@@ -137,10 +187,10 @@ func (u *user) click(ctx context.Context, t *tab, el *element, button string, do
 		clicks = []int64{1, 2}
 	}
 	for _, n := range clicks {
-		if err := mouse(ctx, t, input.DispatchMouseEventTypeMousePressed, el, b, n); err != nil {
+		if err := send(input.DispatchMouseEventTypeMousePressed, b, n); err != nil {
 			return err
 		}
-		if err := mouse(ctx, t, input.DispatchMouseEventTypeMouseReleased, el, b, n); err != nil {
+		if err := send(input.DispatchMouseEventTypeMouseReleased, b, n); err != nil {
 			return err
 		}
 	}
@@ -151,10 +201,37 @@ func mouse(ctx context.Context, t *tab, typ input.DispatchMouseEventType, el *el
 	return call0(ctx, t.s, input.DispatchMouseEvent, input.DispatchMouseEventParams{Type: typ, X: el.x, Y: el.y, Button: b, ClickCount: clicks})
 }
 
+// typeSlowly types text one character at a time with key events (keydown,
+// keypress, input, keyup each), for pages that react to keys.
+func typeSlowly(ctx context.Context, t *tab, text string) error {
+	for _, r := range text {
+		ch := string(r)
+		if r == '\n' {
+			ch = "\r"
+		}
+		key := ch
+		if r == '\n' {
+			key = "Enter"
+		}
+		if err := call0(ctx, t.s, input.DispatchKeyEvent, input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyDown, Key: key, Text: ch, UnmodifiedText: ch}); err != nil {
+			return err
+		}
+		if err := call0(ctx, t.s, input.DispatchKeyEvent, input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyUp, Key: key}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // typeText replaces the element's content with text through real input
 // (Input.insertText after selecting the old content). An element that
 // takes no text is refused before any input reaches it (no click).
 func (u *user) typeText(ctx context.Context, t *tab, el *element, text string) error {
+	return u.typeInto(ctx, t, el, text, false)
+}
+
+// typeInto is typeText, one key event per character when slowly.
+func (u *user) typeInto(ctx context.Context, t *tab, el *element, text string, slowly bool) error {
 	var editable bool
 	if err := callOn(ctx, t, el.obj, js.MCPEditable, nil, &editable); err != nil {
 		return err
@@ -167,6 +244,9 @@ func (u *user) typeText(ctx context.Context, t *tab, el *element, text string) e
 	}
 	if err := callOn(ctx, t, el.obj, js.MCPClear, nil, &editable); err != nil {
 		return err
+	}
+	if slowly {
+		return typeSlowly(ctx, t, text)
 	}
 	return call0(ctx, t.s, input.InsertText, input.InsertTextParams{Text: text})
 }

@@ -65,11 +65,22 @@ type tab struct {
 	id string // target id (also the main frame id)
 	s  Session
 	// Guarded by user.mu:
-	console    []string
+	console    []consoleLine
 	net        []netEntry // this tab's requests (last netKeep)
+	netSeq     int        // the number of the tab's last request (browser_network_request's index)
+	gen        int        // main-frame navigations seen: what "since the last navigation" counts
 	dlg        *openDialog
 	streak     int       // dialogs in a row (see maxDialogStreak)
 	lastDialog time.Time // when the last dialog opened or closed
+	// Used by the call holding the user's sem:
+	media map[string]string // browser_emulate_media's overrides (feature or "media" to value)
+}
+
+// consoleLine is one console message of a tab.
+type consoleLine struct {
+	gen   int    // tab.gen when it was logged
+	level string // error, warning, info or debug
+	text  string
 }
 
 func newUser(srv *Server, key string) *user {
@@ -221,7 +232,7 @@ func (u *user) onEvent(session, method string, params []byte) {
 		for _, a := range c.Args {
 			parts = append(parts, remoteText(a))
 		}
-		u.logConsole(session, fmt.Sprintf("[%s] %s", c.Type, clip(strings.Join(parts, " "), 2000)))
+		u.logConsole(session, consoleLevel(string(c.Type)), fmt.Sprintf("[%s] %s", c.Type, clip(strings.Join(parts, " "), 2000)))
 	case "Runtime.exceptionThrown":
 		var e runtime.EventExceptionThrown
 		if jsonv2.Unmarshal(params, &e) != nil || e.ExceptionDetails == nil {
@@ -231,16 +242,16 @@ func (u *user) onEvent(session, method string, params []byte) {
 		if e.ExceptionDetails.Exception != nil && e.ExceptionDetails.Exception.Description != "" {
 			msg = e.ExceptionDetails.Exception.Description
 		}
-		u.logConsole(session, "[error] "+clip(msg, 2000))
+		u.logConsole(session, "error", "[error] "+clip(msg, 2000))
 	}
 }
 
-func (u *user) logConsole(session, line string) {
+func (u *user) logConsole(session, level, line string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, t := range u.evTabs {
 		if t.s.ID == session {
-			t.console = append(t.console, line)
+			t.console = append(t.console, consoleLine{gen: t.gen, level: level, text: line})
 			if len(t.console) > consoleKeep {
 				t.console = t.console[len(t.console)-consoleKeep:]
 			}
@@ -368,7 +379,18 @@ func (u *user) page(ctx context.Context, create bool) (*tab, error) {
 	if !create {
 		return nil, errors.New("no tab is open; call browser_navigate (or browser_read with url) first")
 	}
-	return u.newTab(ctx)
+	t, err := u.newTab(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The new tab is the one the call acts on: a dialog its page opens
+	// (an alert while the first navigation loads) ends the call and waits
+	// for browser_handle_dialog, rather than counting as a background
+	// tab's while the call runs to its bound.
+	if err := u.frontTab(ctx, t); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 func (u *user) newTab(ctx context.Context) (*tab, error) {

@@ -94,7 +94,7 @@ func (u *user) actionResult(ctx context.Context, t *tab) (*mcp.CallToolResult, e
 
 func (s *Server) toolClick(ctx context.Context, u *user, in clickIn) (*mcp.CallToolResult, error) {
 	return s.onElement(ctx, u, pick(in.Target, in.Ref), true, startedWait, func(t *tab, el *element) error {
-		return u.click(ctx, t, el, in.Button, in.DoubleClick)
+		return u.clickWith(ctx, t, el, in.Button, in.DoubleClick, in.Modifiers)
 	})
 }
 
@@ -113,7 +113,7 @@ func (s *Server) toolType(ctx context.Context, u *user, in typeIn) (*mcp.CallToo
 		window = startedWait
 	}
 	return s.onElement(ctx, u, pick(in.Target, in.Ref), true, window, func(t *tab, el *element) error {
-		if err := u.typeText(ctx, t, el, in.Text); err != nil {
+		if err := u.typeInto(ctx, t, el, in.Text, in.Slowly); err != nil {
 			return err
 		}
 		if in.Submit {

@@ -124,7 +124,10 @@ func sparse(r readResult) string {
 	return "\n(The page shows almost no text: it may render by script. Call browser_wait_for {text: \"…\"} with a word you expect, then browser_read again.)"
 }
 
-func (s *Server) toolSnapshot(ctx context.Context, u *user, _ noIn) (*mcp.CallToolResult, error) {
+func (s *Server) toolSnapshot(ctx context.Context, u *user, in snapshotIn) (*mcp.CallToolResult, error) {
+	if in.Depth < 0 {
+		return nil, errors.New("depth must be 1 or more (omit it for the whole tree)")
+	}
 	t, err := u.page(ctx, false)
 	if err != nil {
 		return nil, err
@@ -133,11 +136,18 @@ func (s *Server) toolSnapshot(ctx context.Context, u *user, _ noIn) (*mcp.CallTo
 	if err != nil {
 		return nil, err
 	}
-	out, err := u.takeSnapshot(ctx, t)
+	o := snapOpts{depth: in.Depth, boxes: in.Boxes}
+	if in.Target != "" {
+		if o.root, err = u.resolveTarget(ctx, t, in.Target); err != nil {
+			return nil, err
+		}
+		o.rootName = in.Target
+	}
+	out, err := u.snapshotWith(ctx, t, o)
 	if err != nil {
 		return nil, err
 	}
-	return textResult(line + "\n\n" + out), nil
+	return textResult(line + "\n\n" + out + ignoredFile(in.Filename)), nil
 }
 
 func (s *Server) toolWait(ctx context.Context, u *user, in waitIn) (*mcp.CallToolResult, error) {
@@ -181,18 +191,57 @@ func (s *Server) toolWait(ctx context.Context, u *user, in waitIn) (*mcp.CallToo
 	}
 }
 
-func (s *Server) toolConsole(ctx context.Context, u *user, _ noIn) (*mcp.CallToolResult, error) {
+// consoleRanks orders console levels by severity: a level shows its own
+// messages and the more severe ones, as @playwright/mcp's level does.
+var consoleRanks = map[string]int{"error": 0, "warning": 1, "info": 2, "debug": 3}
+
+// consoleLevel maps a console API call's type to its level.
+func consoleLevel(typ string) string {
+	switch typ {
+	case "error", "assert":
+		return "error"
+	case "warning":
+		return "warning"
+	case "debug":
+		return "debug"
+	}
+	return "info"
+}
+
+func (s *Server) toolConsole(ctx context.Context, u *user, in consoleIn) (*mcp.CallToolResult, error) {
+	level := in.Level
+	if level == "" {
+		level = "info"
+	}
+	rank, ok := consoleRanks[level]
+	if !ok {
+		return nil, fmt.Errorf("level %q is not one of error, warning, info, debug", clip(level, 20))
+	}
 	t, err := u.page(ctx, false)
 	if err != nil {
 		return nil, err
 	}
 	u.mu.Lock()
-	lines := append([]string(nil), t.console...)
-	u.mu.Unlock()
-	if len(lines) == 0 {
-		return textResult("No console messages."), nil
+	var lines []string
+	hidden := 0
+	for _, l := range t.console {
+		switch {
+		case consoleRanks[l.level] > rank:
+		case !in.All && l.gen < t.gen:
+			hidden++
+		default:
+			lines = append(lines, l.text)
+		}
 	}
-	return textResult(strings.Join(lines, "\n")), nil
+	u.mu.Unlock()
+	var more string
+	if hidden > 0 {
+		more = fmt.Sprintf("\n(%d message(s) from before the last navigation not shown; pass all: true.)", hidden)
+	}
+	if len(lines) == 0 {
+		return textResult(fmt.Sprintf("No console messages at level %s or more severe.", level) + more + ignoredFile(in.Filename)), nil
+	}
+	return textResult(strings.Join(lines, "\n") + more + ignoredFile(in.Filename)), nil
 }
 
 // isFunction reports whether src looks like a function rather than an
@@ -220,22 +269,31 @@ func (s *Server) toolEvaluate(ctx context.Context, u *user, in evaluateIn) (*mcp
 	if !isFunction(src) {
 		// An expression, evaluated as the body of a function, so that both
 		// run the same way (on the page's document, promises awaited).
-		src = "function () { return (\n" + src + "\n); }"
+		src = "function (element) { return (\n" + src + "\n); }"
 	}
 	t, err := u.page(ctx, false)
 	if err != nil {
 		return nil, err
 	}
-	doc, err := documentObject(ctx, t)
+	this, err := documentObject(ctx, t)
 	if err != nil {
 		return nil, err
 	}
 	defer u.release(ctx, t)
+	var args []*runtime.CallArgument
+	if in.Target != "" {
+		// The function gets the element as its argument (and as this),
+		// as @playwright/mcp's (element) => ... does.
+		if this, err = u.elementObject(ctx, t, in.Target); err != nil {
+			return nil, err
+		}
+		args = []*runtime.CallArgument{{ObjectID: this}}
+	}
 	var res runtime.CallFunctionOnResult
 	err = u.whileNavigatingFor(ctx, t, 0, func() error {
 		var err error
 		res, err = cdp.Call(ctx, t.s, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
-			FunctionDeclaration: src, ObjectID: doc, ReturnByValue: ptr(true), AwaitPromise: ptr(true),
+			FunctionDeclaration: src, ObjectID: this, Arguments: args, ReturnByValue: ptr(true), AwaitPromise: ptr(true),
 		})
 		return err
 	})
@@ -251,7 +309,7 @@ func (s *Server) toolEvaluate(ctx context.Context, u *user, in evaluateIn) (*mcp
 	} else if res.Result != nil && res.Result.Description != "" {
 		out = res.Result.Description
 	}
-	text := cut(out, readSection)
+	text := cut(out, readSection) + ignoredFile(in.Filename)
 	if pop, err := u.takePopups(ctx); err == nil && pop != "" {
 		text += "\n" + pop
 	}
@@ -285,14 +343,20 @@ func (s *Server) toolUpload(ctx context.Context, u *user, in uploadIn) (*mcp.Cal
 	if err != nil {
 		return nil, err
 	}
-	id, err := u.resolveTarget(ctx, t, in.target())
+	target := in.target()
+	if target == "" {
+		// @playwright/mcp's upload answers the file chooser a click
+		// opened; here it sets the page's file input.
+		target = "input[type=file]"
+	}
+	id, err := u.resolveTarget(ctx, t, target)
 	if err != nil {
 		return nil, err
 	}
 	if err := call0(ctx, t.s, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: in.Paths, BackendNodeID: id}); err != nil {
 		return nil, err
 	}
-	return textResult("Files set."), nil
+	return textResult(fmt.Sprintf("Set %d file(s) on %s.", len(in.Paths), clip(target, 100))), nil
 }
 
 func hasTarget(ps []*target.Info, id string) bool {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -22,12 +24,36 @@ const netKeep = 200
 
 // netEntry is one request of a tab, as browser_network_requests shows it.
 type netEntry struct {
-	id     string
-	method string
-	url    string
-	kind   string
-	status int64
-	failed string
+	n          int // its number in browser_network_requests (1-based, per tab)
+	gen        int // tab.gen when it was sent
+	id         string
+	method     string
+	url        string
+	kind       string
+	status     int64
+	statusText string
+	mime       string
+	failed     string
+	hasPost    bool
+	reqHeaders string // "Name: value" lines, bounded (netHeaders)
+	resHeaders string
+}
+
+// netHeaders bounds the header text kept per request and direction.
+const netHeaders = 2000
+
+// headerText renders headers as sorted "Name: value" lines, bounded.
+func headerText(h network.Headers) string {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, k := range names {
+		fmt.Fprintf(&b, "%s: %v\n", k, h[k])
+	}
+	return clip(strings.TrimRight(b.String(), "\n"), netHeaders)
 }
 
 // blockEntry is one request the guard refused (Guard.requestBlocked).
@@ -106,7 +132,12 @@ func (u *user) network(session, method string, params []byte) {
 		if jsonv2.Unmarshal(params, &e) != nil || e.Request == nil {
 			return
 		}
-		t.net = append(t.net, netEntry{id: string(e.RequestID), method: e.Request.Method, url: clip(e.Request.URL, 300), kind: string(e.Type)})
+		if e.Type == network.ResourceTypeDocument && string(e.FrameID) == t.id && e.RedirectResponse == nil {
+			t.gen++ // a main-frame navigation starts
+		}
+		t.netSeq++
+		t.net = append(t.net, netEntry{n: t.netSeq, gen: t.gen, id: string(e.RequestID), method: e.Request.Method, url: clip(e.Request.URL, 1000), kind: string(e.Type),
+			hasPost: e.Request.HasPostData, reqHeaders: headerText(e.Request.Headers)})
 		if len(t.net) > netKeep {
 			t.net = t.net[len(t.net)-netKeep:]
 		}
@@ -116,7 +147,11 @@ func (u *user) network(session, method string, params []byte) {
 			return
 		}
 		if n := find(string(e.RequestID)); n != nil {
-			n.status = e.Response.Status
+			n.status, n.statusText, n.mime = e.Response.Status, clip(e.Response.StatusText, 100), clip(e.Response.MimeType, 100)
+			n.resHeaders = headerText(e.Response.Headers)
+			if len(e.Response.RequestHeaders) > 0 { // what went on the wire
+				n.reqHeaders = headerText(e.Response.RequestHeaders)
+			}
 		}
 	case "Network.loadingFailed":
 		var e network.EventLoadingFailed
@@ -247,28 +282,52 @@ func (u *user) frontTab(ctx context.Context, t *tab) error {
 }
 
 type netIn struct {
-	Blocked bool `json:"blockedOnly,omitempty" jsonschema:"list only the requests the guard blocked"`
+	Static   bool   `json:"static,omitempty" jsonschema:"include successful static resources (documents, images, fonts, scripts, styles); by default only fetch/XHR and failed or blocked requests are listed"`
+	Filter   string `json:"filter,omitempty" jsonschema:"only requests whose URL matches this regular expression, like /api/.*user"`
+	All      bool   `json:"all,omitempty" jsonschema:"all kept requests of the tab, not only those since the last navigation"`
+	Blocked  bool   `json:"blockedOnly,omitempty" jsonschema:"list only the requests the guard blocked"`
+	Filename string `json:"filename,omitempty" jsonschema:"ignored: results are returned inline, never written to files"`
+}
+
+// tabBlocks returns the user's blocks shown on t: a block of another
+// tab's main frame is that tab's; a subframe's or a connection's is shown
+// on every tab. Called by the call holding sem (u.tabs), holding u.mu.
+func (u *user) tabBlocks(t *tab) []blockEntry {
+	var out []blockEntry
+	for _, b := range u.blocks {
+		if _, other := u.tabs[b.FrameID]; b.FrameID == t.id || !other {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// blockOf returns the guard's block of e's URL among blocks, if any.
+func blockOf(blocks []blockEntry, e netEntry) (blockEntry, bool) {
+	for i := len(blocks) - 1; i >= 0; i-- {
+		if blocks[i].URL == clip(e.url, 500) {
+			return blocks[i], true
+		}
+	}
+	return blockEntry{}, false
 }
 
 func (s *Server) toolNetwork(ctx context.Context, u *user, in netIn) (*mcp.CallToolResult, error) {
+	var filter *regexp.Regexp
+	if in.Filter != "" {
+		var err error
+		if filter, err = jsRegex(in.Filter); err != nil {
+			return nil, fmt.Errorf("filter: %w", err)
+		}
+	}
 	t, err := u.page(ctx, false)
 	if err != nil {
 		return nil, err
 	}
-	ids := map[string]bool{}
-	for id := range u.tabs {
-		ids[id] = true
-	}
 	u.mu.Lock()
 	entries := append([]netEntry(nil), t.net...)
-	var blocks []blockEntry
-	for _, b := range u.blocks {
-		// A block of another tab's main frame is that tab's; a subframe's
-		// or a connection's is shown on every tab.
-		if b.FrameID == t.id || !ids[b.FrameID] {
-			blocks = append(blocks, b)
-		}
-	}
+	gen := t.gen
+	blocks := u.tabBlocks(t)
 	u.mu.Unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "Blocked by cdpguard: %d request(s).\n", len(blocks))
@@ -276,16 +335,43 @@ func (s *Server) toolNetwork(ctx context.Context, u *user, in netIn) (*mcp.CallT
 		fmt.Fprintf(&b, "BLOCKED %s %s (host %s): %s\n", bl.ResourceType, bl.URL, bl.host(), bl.Reason)
 	}
 	if !in.Blocked {
-		fmt.Fprintf(&b, "Requests of this tab (the last %d kept): %d.\n", netKeep, len(entries))
+		var lines []string
+		older, static := 0, 0
 		for _, e := range entries {
+			bl, isBlocked := blockOf(blocks, e)
+			switch {
+			case !in.All && e.gen < gen:
+				older++
+				continue
+			case filter != nil && !filter.MatchString(e.url):
+				continue
+			case !in.Static && !isBlocked && e.failed == "" && e.status >= 200 && e.status < 400 && e.kind != "Fetch" && e.kind != "XHR":
+				static++
+				continue
+			}
 			st := fmt.Sprint(e.status)
 			if e.failed != "" {
 				st = "failed: " + e.failed
 			} else if e.status == 0 {
 				st = "pending"
 			}
-			fmt.Fprintf(&b, "%s %s %s [%s]\n", e.method, e.url, e.kind, st)
+			line := fmt.Sprintf("%d. %s %s %s [%s]", e.n, e.method, clip(e.url, 300), e.kind, st)
+			if isBlocked {
+				line += " BLOCKED by cdpguard: " + bl.Reason
+			}
+			lines = append(lines, line)
 		}
+		fmt.Fprintf(&b, "Requests of this tab (numbered; the last %d kept): %d shown.\n", netKeep, len(lines))
+		for _, l := range lines {
+			b.WriteString(l + "\n")
+		}
+		if static > 0 {
+			fmt.Fprintf(&b, "(%d successful static request(s) not shown; pass static: true.)\n", static)
+		}
+		if older > 0 {
+			fmt.Fprintf(&b, "(%d request(s) from before the last navigation not shown; pass all: true.)\n", older)
+		}
+		b.WriteString("browser_network_request with a number shows that request in full.\n")
 	}
-	return textResult(strings.TrimRight(b.String(), "\n")), nil
+	return textResult(cut(strings.TrimRight(b.String(), "\n"), readSection) + ignoredFile(in.Filename)), nil
 }

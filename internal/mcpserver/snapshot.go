@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/performance"
 )
@@ -60,8 +61,28 @@ func mainLoader(ctx context.Context, t *tab) (string, error) {
 // page, which could lie.
 const maxSnapshotNodes = 80_000
 
-// takeSnapshot renders the tab's accessibility tree with refs.
+// snapOpts chooses the part of the outline a snapshot shows.
+type snapOpts struct {
+	root     cdp.BackendNodeID // show only this element's subtree (0: all)
+	rootName string            // how the model named root, for errors
+	depth    int               // levels shown (0: all)
+	boxes    bool              // add [box=...] to elements with a ref
+}
+
+// maxBoxes bounds the elements a snapshot asks Chrome for boxes of (one
+// round trip each).
+const maxBoxes = 300
+
+// takeSnapshot renders the tab's whole accessibility tree with refs.
 func (u *user) takeSnapshot(ctx context.Context, t *tab) (string, error) {
+	return u.snapshotWith(ctx, t, snapOpts{})
+}
+
+// snapshotWith renders the tab's accessibility tree with refs, or the part
+// o chooses. Refs are numbered over the whole tree either way, so a part
+// shows the same refs as the whole, and the refs of the whole tree stay
+// usable.
+func (u *user) snapshotWith(ctx context.Context, t *tab, o snapOpts) (string, error) {
 	loader, err := mainLoader(ctx, t)
 	if err != nil {
 		return "", err
@@ -81,16 +102,45 @@ func (u *user) takeSnapshot(ctx context.Context, t *tab) (string, error) {
 		byID[n.NodeID] = n
 	}
 	snap := &snapshot{target: t.id, loader: loader, refs: map[string]cdp.BackendNodeID{}}
-	var b strings.Builder
+	r := &renderer{snap: snap, byID: byID, o: o, inside: o.root == 0}
+	if o.boxes {
+		r.box = func(id cdp.BackendNodeID) string {
+			if r.boxed >= maxBoxes {
+				return ""
+			}
+			r.boxed++
+			m, err := cdp.Call(ctx, t.s, dom.GetBoxModel, dom.GetBoxModelParams{BackendNodeID: id})
+			if err != nil || m.Model == nil || len(m.Model.Border) != 8 {
+				return ""
+			}
+			q := m.Model.Border
+			x0, y0 := min(q[0], q[2], q[4], q[6]), min(q[1], q[3], q[5], q[7])
+			x1, y1 := max(q[0], q[2], q[4], q[6]), max(q[1], q[3], q[5], q[7])
+			return fmt.Sprintf(" [box=%.0f,%.0f,%.0f,%.0f]", x0, y0, x1-x0, y1-y0)
+		}
+	}
 	if len(res.Nodes) > 0 {
-		render(&b, snap, byID, res.Nodes[0], 0, false)
+		r.render(res.Nodes[0], 0, false)
 	}
 	u.snap = snap
 	u.doing, u.hint = "", ""
-	if b.Len() > maxSnapshot {
-		return b.String() + fmt.Sprintf("\n(Snapshot cut at %d characters: the rest of the page is not shown; %d refs above are usable. Use browser_read for the text, or a CSS selector as target.)", maxSnapshot, len(snap.refs)), nil
+	if o.root != 0 && !r.found {
+		return "", fmt.Errorf("the element %s is not in the page's accessibility outline (it is hidden or not rendered)", clip(o.rootName, 100))
 	}
-	return b.String(), nil
+	out := r.b.String()
+	if r.b.Len() > maxSnapshot {
+		out += fmt.Sprintf("\n(Snapshot cut at %d characters: the rest of the page is not shown; %d refs above are usable. Use browser_read for the text, or a CSS selector as target.)", maxSnapshot, len(snap.refs))
+	}
+	if r.boxed >= maxBoxes {
+		out += fmt.Sprintf("\n(Boxes are shown for the first %d elements with a ref only.)", maxBoxes)
+	}
+	if r.deeper > 0 {
+		out += fmt.Sprintf("\n(%d element(s) deeper than depth %d not shown.)", r.deeper, o.depth)
+	}
+	if out == "" {
+		out = "(The element has no accessible content.)"
+	}
+	return out, nil
 }
 
 // domNodes is Chrome's count of the tab's renderer DOM nodes; 0 when it
@@ -112,9 +162,29 @@ func domNodes(ctx context.Context, t *tab) int {
 	return 0
 }
 
-func render(b *strings.Builder, snap *snapshot, byID map[accessibility.NodeID]*accessibility.Node, n *accessibility.Node, depth int, named bool) {
-	if b.Len() > maxSnapshot {
+// renderer writes the outline. It walks the whole tree, so that refs are
+// numbered alike whatever part is shown, and writes the part snapOpts
+// chooses.
+type renderer struct {
+	b      strings.Builder
+	snap   *snapshot
+	byID   map[accessibility.NodeID]*accessibility.Node
+	o      snapOpts
+	box    func(cdp.BackendNodeID) string // nil without boxes
+	boxed  int
+	inside bool // within the chosen subtree
+	found  bool // the chosen root was met
+	base   int  // the shown depth of the chosen root
+	deeper int  // elements left out by depth
+}
+
+func (r *renderer) render(n *accessibility.Node, depth int, named bool) {
+	if r.b.Len() > maxSnapshot {
 		return
+	}
+	if !r.inside && r.o.root != 0 && n.BackendDOMNodeID == r.o.root {
+		r.inside, r.found, r.base = true, true, depth
+		defer func() { r.inside = false }()
 	}
 	role, name := axString(n.Role), strings.TrimSpace(axString(n.Name))
 	show := !n.Ignored && !flattened[role]
@@ -124,43 +194,55 @@ func render(b *strings.Builder, snap *snapshot, byID map[accessibility.NodeID]*a
 	}
 	childDepth, childNamed := depth, named
 	if show {
-		b.WriteString(strings.Repeat("  ", depth))
-		b.WriteString("- ")
+		rel := max(depth-r.base, 0) // 0 outside the chosen subtree, where nothing is written
+		write := r.inside && (r.o.depth == 0 || rel < r.o.depth)
+		if r.inside && !write {
+			r.deeper++
+		}
+		var line strings.Builder
+		line.WriteString(strings.Repeat("  ", rel))
+		line.WriteString("- ")
 		if role == "StaticText" {
-			b.WriteString("text: " + quote(name))
+			line.WriteString("text: " + quote(name))
 		} else {
-			b.WriteString(role)
+			line.WriteString(role)
 			if name != "" {
-				b.WriteString(" " + quote(name))
+				line.WriteString(" " + quote(name))
 			}
 			for _, st := range states {
 				if v, ok := axProp(n, st); ok && v != "false" && v != "" {
 					if v == "true" {
-						b.WriteString(" [" + string(st) + "]")
+						line.WriteString(" [" + string(st) + "]")
 					} else {
-						b.WriteString(" [" + string(st) + "=" + v + "]")
+						line.WriteString(" [" + string(st) + "=" + v + "]")
 					}
 				}
 			}
 			if actionable[role] && n.BackendDOMNodeID != 0 {
-				ref := "e" + strconv.Itoa(len(snap.refs)+1)
-				snap.refs[ref] = n.BackendDOMNodeID
-				b.WriteString(" [ref=" + ref + "]")
+				ref := "e" + strconv.Itoa(len(r.snap.refs)+1)
+				r.snap.refs[ref] = n.BackendDOMNodeID
+				line.WriteString(" [ref=" + ref + "]")
+				if write && r.box != nil {
+					line.WriteString(r.box(n.BackendDOMNodeID))
+				}
 			}
 			if v := strings.TrimSpace(axString(n.Value)); v != "" && v != name {
-				b.WriteString(": " + quote(clip(v, 300)))
+				line.WriteString(": " + quote(clip(v, 300)))
 			}
 			if u, ok := axProp(n, "url"); ok && u != "" && role == "link" {
-				b.WriteString(" -> " + u)
+				line.WriteString(" -> " + u)
 			}
 		}
-		b.WriteString("\n")
+		if write {
+			r.b.WriteString(line.String())
+			r.b.WriteString("\n")
+		}
 		childDepth = depth + 1
 		childNamed = name != ""
 	}
 	for _, id := range n.ChildIDs {
-		if c := byID[id]; c != nil {
-			render(b, snap, byID, c, childDepth, childNamed)
+		if c := r.byID[id]; c != nil {
+			r.render(c, childDepth, childNamed)
 		}
 	}
 }

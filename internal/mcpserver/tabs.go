@@ -36,6 +36,9 @@ func (s *Server) toolTabs(ctx context.Context, u *user, in tabsIn) (*mcp.CallToo
 	switch in.Action {
 	case "", "list":
 	case "new":
+		if in.IsolatedContext != "" && in.IsolatedContext != "default" {
+			return nil, fmt.Errorf("isolatedContext %q is not available: each user has one browser context here (its cookies and storage are the user's, apart from every other user's); omit isolatedContext", clip(in.IsolatedContext, 60))
+		}
 		if in.URL != "" {
 			if err := s.checkURL(u.key, in.URL); err != nil {
 				return nil, err

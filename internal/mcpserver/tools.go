@@ -128,11 +128,12 @@ type (
 		Element string `json:"element,omitempty" jsonschema:"what the element is, in words (optional)"`
 	}
 	clickIn struct {
-		Target      string `json:"target,omitempty" jsonschema:"the element: a ref from browser_snapshot (like e12) or a CSS selector"`
-		Ref         string `json:"ref,omitempty" jsonschema:"older name of target: a ref from browser_snapshot"`
-		Element     string `json:"element,omitempty" jsonschema:"what the element is, in words (optional)"`
-		DoubleClick bool   `json:"doubleClick,omitempty" jsonschema:"double-click"`
-		Button      string `json:"button,omitempty" jsonschema:"left (default), right or middle"`
+		Target      string   `json:"target,omitempty" jsonschema:"the element: a ref from browser_snapshot (like e12) or a CSS selector"`
+		Ref         string   `json:"ref,omitempty" jsonschema:"older name of target: a ref from browser_snapshot"`
+		Element     string   `json:"element,omitempty" jsonschema:"what the element is, in words (optional)"`
+		DoubleClick bool     `json:"doubleClick,omitempty" jsonschema:"double-click"`
+		Button      string   `json:"button,omitempty" jsonschema:"left (default), right or middle"`
+		Modifiers   []string `json:"modifiers,omitempty" jsonschema:"modifier keys held during the click: Alt, Control, ControlOrMeta, Meta, Shift"`
 	}
 	typeIn struct {
 		Target  string `json:"target,omitempty" jsonschema:"the element: a ref from browser_snapshot (like e12) or a CSS selector"`
@@ -140,6 +141,7 @@ type (
 		Element string `json:"element,omitempty" jsonschema:"what the element is, in words (optional)"`
 		Text    string `json:"text" jsonschema:"the text; it replaces the field's content"`
 		Submit  bool   `json:"submit,omitempty" jsonschema:"press Enter afterwards"`
+		Slowly  bool   `json:"slowly,omitempty" jsonschema:"type one character at a time (key events for each), for pages that react to keys"`
 	}
 	selectIn struct {
 		Target  string   `json:"target,omitempty" jsonschema:"the <select>: a ref from browser_snapshot or a CSS selector"`
@@ -148,11 +150,12 @@ type (
 		Values  []string `json:"values" jsonschema:"values or labels of the options to select"`
 	}
 	fillField struct {
-		Target string `json:"target,omitempty" jsonschema:"the field: a ref from browser_snapshot or a CSS selector"`
-		Ref    string `json:"ref,omitempty" jsonschema:"older name of target"`
-		Name   string `json:"name,omitempty" jsonschema:"the field's name, in words"`
-		Type   string `json:"type,omitempty" jsonschema:"textbox (default), checkbox, radio or combobox"`
-		Value  string `json:"value" jsonschema:"the text; true or false for a checkbox or radio; the option for a combobox"`
+		Element string `json:"element,omitempty" jsonschema:"what the field is, in words (optional)"`
+		Target  string `json:"target,omitempty" jsonschema:"the field: a ref from browser_snapshot or a CSS selector"`
+		Ref     string `json:"ref,omitempty" jsonschema:"older name of target"`
+		Name    string `json:"name,omitempty" jsonschema:"the field's name, in words"`
+		Type    string `json:"type,omitempty" jsonschema:"textbox (default), checkbox, radio or combobox"`
+		Value   string `json:"value" jsonschema:"the text; true or false for a checkbox or radio; the option for a combobox"`
 	}
 	fillIn struct {
 		Fields []fillField `json:"fields" jsonschema:"the fields to fill, in order"`
@@ -174,20 +177,41 @@ type (
 		Time     float64 `json:"time,omitempty" jsonschema:"seconds to wait (at most 30)"`
 	}
 	tabsIn struct {
-		Action string `json:"action" jsonschema:"list, new, select or close"`
-		Index  *int   `json:"index,omitempty" jsonschema:"the tab's index from list (select; close defaults to the current tab)"`
-		URL    string `json:"url,omitempty" jsonschema:"for new: the URL to open in it"`
+		Action          string `json:"action" jsonschema:"list, new, select or close"`
+		Index           *int   `json:"index,omitempty" jsonschema:"the tab's index from list (select; close defaults to the current tab)"`
+		URL             string `json:"url,omitempty" jsonschema:"for new: the URL to open in it"`
+		IsolatedContext string `json:"isolatedContext,omitempty" jsonschema:"only \"default\" (or omitted): each user has one browser context here"`
 	}
 	resizeIn struct {
 		Width  int `json:"width" jsonschema:"viewport width in CSS pixels"`
 		Height int `json:"height" jsonschema:"viewport height in CSS pixels"`
 	}
 	screenshotIn struct {
-		FullPage bool `json:"fullPage,omitempty" jsonschema:"the whole page (its top part when very tall) instead of the viewport"`
+		Target   string `json:"target,omitempty" jsonschema:"one element to capture: a snapshot ref or a CSS selector (omit for the viewport)"`
+		Ref      string `json:"ref,omitempty" jsonschema:"older name of target"`
+		Element  string `json:"element,omitempty" jsonschema:"what the element is, in words (optional)"`
+		FullPage bool   `json:"fullPage,omitempty" jsonschema:"the whole page (its top part when very tall) instead of the viewport; not with target"`
+		Type     string `json:"type,omitempty" jsonschema:"png (default), jpeg or webp"`
+		Scale    string `json:"scale,omitempty" jsonschema:"css (default: one image pixel per CSS pixel) or device (device pixels)"`
+		Filename string `json:"filename,omitempty" jsonschema:"ignored: results are returned inline, never written to files"`
 	}
 	evaluateIn struct {
-		Function   string `json:"function,omitempty" jsonschema:"a JavaScript function like () => document.title"`
+		Function   string `json:"function,omitempty" jsonschema:"a JavaScript function like () => document.title, or (element) => element.textContent with target"`
 		Expression string `json:"expression,omitempty" jsonschema:"or an expression like document.title"`
+		Target     string `json:"target,omitempty" jsonschema:"an element to pass to the function: a snapshot ref or a CSS selector"`
+		Element    string `json:"element,omitempty" jsonschema:"what the element is, in words (optional)"`
+		Filename   string `json:"filename,omitempty" jsonschema:"ignored: results are returned inline, never written to files"`
+	}
+	snapshotIn struct {
+		Target   string `json:"target,omitempty" jsonschema:"only this element's part of the outline: a snapshot ref or a CSS selector"`
+		Depth    int    `json:"depth,omitempty" jsonschema:"show at most this many levels of the tree (omit for all)"`
+		Boxes    bool   `json:"boxes,omitempty" jsonschema:"add [box=x,y,width,height] (viewport CSS pixels) to elements with a ref"`
+		Filename string `json:"filename,omitempty" jsonschema:"ignored: results are returned inline, never written to files"`
+	}
+	consoleIn struct {
+		Level    string `json:"level,omitempty" jsonschema:"error, warning, info (default) or debug; each level includes the more severe ones"`
+		All      bool   `json:"all,omitempty" jsonschema:"all kept messages of the tab, not only those since the last navigation"`
+		Filename string `json:"filename,omitempty" jsonschema:"ignored: results are returned inline, never written to files"`
 	}
 	uploadIn struct {
 		Target  string   `json:"target,omitempty" jsonschema:"the file input: a snapshot ref or a CSS selector"`
@@ -195,17 +219,34 @@ type (
 		Element string   `json:"element,omitempty" jsonschema:"what the element is, in words (optional)"`
 		Paths   []string `json:"paths" jsonschema:"absolute paths of files inside the operator's upload directory"`
 	}
+	dropIn struct {
+		Target  string            `json:"target,omitempty" jsonschema:"the element to drop onto: a snapshot ref or a CSS selector"`
+		Ref     string            `json:"ref,omitempty" jsonschema:"older name of target"`
+		Element string            `json:"element,omitempty" jsonschema:"what the element is, in words (optional)"`
+		Paths   []string          `json:"paths,omitempty" jsonschema:"absolute paths of files inside the operator's upload directory to drop"`
+		Data    map[string]string `json:"data,omitempty" jsonschema:"data to drop, MIME type to text, like {\"text/plain\": \"hello\"}"`
+	}
 	noIn struct{}
 )
 
 func (in uploadIn) target() string { return pick(in.Target, in.Ref) }
+
+// ignoredFile is the note for a filename argument: @playwright/mcp writes
+// results to files, the guard never does (DESIGN: results are inline).
+func ignoredFile(name string) string {
+	if name == "" {
+		return ""
+	}
+	return "\n(filename was ignored: cdpguard returns results inline and writes no files.)"
+}
 
 func (s *Server) addTools() {
 	note := "\n\n" + s.instructions()
 	addTool(s, "browser_navigate", "Open a URL in the current tab. It returns no page content: to read a page, call browser_read with url instead (it opens and reads in one call)."+note, false, s.toolNavigate)
 	addTool(s, "browser_navigate_back", "Go back to the previous page of the current tab.", false, s.toolBack)
 	addTool(s, "browser_read", "Read a page's main text (no navigation, ads or scripts), in sections of 30,000 characters. Pass url to open and read in one call; omit it to read the current page; pass offset to continue a long page."+note, true, s.toolRead)
-	addTool(s, "browser_snapshot", "Accessibility outline of the current page with [ref=eN] on elements an action can target. To read text use browser_read, which is far shorter.", true, s.toolSnapshot)
+	addTool(s, "browser_snapshot", "Accessibility outline of the current page with [ref=eN] on elements an action can target; target and depth show part of it. To read text use browser_read, which is far shorter.", true, s.toolSnapshot)
+	addTool(s, "browser_find", "Search the current page's accessibility outline for text (case-insensitive) or a regex (\"/error/i\" for flags); returns each match under its path from the root, with its ref. Cheaper than a whole browser_snapshot to locate an element.", true, s.toolFind)
 	addTool(s, "browser_click", "Click an element (real mouse events).", false, s.toolClick)
 	addTool(s, "browser_type", "Type text into a text field (replacing its content); submit presses Enter.", false, s.toolType)
 	addTool(s, "browser_fill_form", "Fill several form fields in one call.", false, s.toolFillForm)
@@ -217,13 +258,16 @@ func (s *Server) addTools() {
 	addTool(s, "browser_wait_for", "Wait for text to appear or disappear, or for a number of seconds (at most 30).", true, s.toolWait)
 	addTool(s, "browser_tabs", "List, open (optionally at url), select or close tabs.", false, s.toolTabs)
 	addTool(s, "browser_resize", "Resize the current tab's viewport.", false, s.toolResize)
-	addTool(s, "browser_take_screenshot", "Screenshot of the current tab (viewport or fullPage), scaled to bounds. To read text use browser_read.", true, s.toolScreenshot)
-	addTool(s, "browser_console_messages", "The current tab's console messages and errors (the last 200).", true, s.toolConsole)
-	addTool(s, "browser_network_requests", "The current tab's requests, with those cdpguard blocked (host and reason).", true, s.toolNetwork)
-	addTool(s, "browser_evaluate", "Run JavaScript (a function or an expression) in the current page and return its JSON result. Nothing runs outside the browser.", false, s.toolEvaluate)
+	addTool(s, "browser_take_screenshot", "Screenshot of the current tab (viewport, fullPage or one element), scaled to bounds. To read text use browser_read.", true, s.toolScreenshot)
+	addTool(s, "browser_console_messages", "The current tab's console messages and errors since its last navigation (all: every kept one, the last 200), at level or more severe.", true, s.toolConsole)
+	addTool(s, "browser_network_requests", "A numbered list of the current tab's requests since its last navigation, with those cdpguard blocked (host and reason). browser_network_request with the number shows one in full.", true, s.toolNetwork)
+	addTool(s, "browser_network_request", "Full details (headers and body) of one request of the current tab by its number in browser_network_requests, or one part; a request cdpguard blocked shows the guard's verdict.", true, s.toolNetworkRequest)
+	addTool(s, "browser_emulate_media", "Emulate CSS media features of the current tab (prefers-color-scheme and others) or the media type. Omitted arguments stay as they are; \"\" clears an override.", false, s.toolEmulateMedia)
+	addTool(s, "browser_evaluate", "Run JavaScript (a function or an expression) in the current page, or a function on one element (target), and return its JSON result. Nothing runs outside the browser.", false, s.toolEvaluate)
 	addTool(s, "browser_close", "Close the browser: the user's tabs, cookies and storage are discarded. The next browser_navigate starts afresh.", false, s.toolClose)
 	if s.opts.UploadEnabled {
-		addTool(s, "browser_file_upload", "Set the files of a file input; the paths must be inside the operator's upload directory.", false, s.toolUpload)
+		addTool(s, "browser_file_upload", "Set the files of a file input (target; omitted: the page's file input); the paths must be inside the operator's upload directory.", false, s.toolUpload)
+		addTool(s, "browser_drop", "Drop files (inside the operator's upload directory) or MIME-typed data onto an element, as if dragged from outside the page.", false, s.toolDrop)
 	}
 }
 
