@@ -57,7 +57,8 @@ func (st *State) KeyOf(h http.Header, sessionHeader string, live Live) (string, 
 	value := h.Get(s.Header())
 	group, err := s.Select(value)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s %q names no group of the policy file (unknownGroup: refuse); the groups are %s", ErrGroupRefused, s.Header(), value, strings.Join(s.GroupNames(), ", "))
+		names := s.GroupNames()
+		return "", fmt.Errorf("%w: %s %q names no group of the policy file (unknownGroup: refuse); the groups are %s", ErrGroupRefused, s.Header(), value, strings.Join(firstOf(names, maxLogged), ", "))
 	}
 	key := GroupKey(session, group)
 	if err := OtherGroupLive(s, key, live); err != nil {

@@ -3,7 +3,9 @@ package policystate
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,5 +148,22 @@ func TestWatchDoesNotWaitOutAReload(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Watch waited more than 10 s for a reload it did not run")
+	}
+}
+
+// TestUnknownGroupNamesBounded: the refusal of an unknown group lists at
+// most maxLogged of the file's groups and says how many more there are.
+func TestUnknownGroupNamesBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("allow: [a.test]\ngroupHeader: X-Group\nunknownGroup: refuse\ngroups:\n")
+	for i := range 500 {
+		b.WriteString("  g" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + strings.Repeat("0", i/26) + ": {}\n")
+	}
+	path := filepath.Join(t.TempDir(), "p.yaml")
+	write(t, path, b.String())
+	st, _, _ := fromFile(t, path)
+	_, err := st.KeyOf(http.Header{"X-Group": {"nobody"}}, "X-User", nil)
+	if err == nil || len(err.Error()) > 1000 || !strings.Contains(err.Error(), "more)") {
+		t.Errorf("the refusal of an unknown group under 500 groups: %d bytes: %.300v", len(fmt.Sprint(err)), err)
 	}
 }

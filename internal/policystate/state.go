@@ -230,8 +230,9 @@ func (st *State) applyLocked(s *policyfile.Set, sum [32]byte, why string) {
 		"allowed", firstOf(allowed, maxLogged), "allowedCount", len(allowed))
 }
 
-// maxLogged bounds the allow entries the reload's log line lists; the
-// count is logged too, and GET /policy has them all.
+// maxLogged bounds the allow entries the reload's log line lists (the
+// count is logged too, and GET /policy has them all) and the group names
+// an unknown group's refusal lists: a file may hold thousands of either.
 const maxLogged = 20
 
 // firstOf returns list cut to n entries, with a last one saying how many
