@@ -16,10 +16,12 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/internal/bounds"
 	"github.com/cdpguard/cdpguard/internal/dialogs"
 	"github.com/cdpguard/cdpguard/internal/mcpserver"
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
+	"github.com/cdpguard/cdpguard/internal/wsagent"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -118,6 +120,9 @@ func commonFlags() []cli.Flag {
 		&cli.Int64Flag{Name: "download-max-bytes", Value: cdpguard.DefaultDownloadMaxBytes, Usage: "cap on each user's download directory; negative: no cap", EnvVars: []string{"CDPGUARD_DOWNLOAD_MAX_BYTES"}},
 		&cli.Int64Flag{Name: "agent-queue-bytes", Value: cdpguard.DefaultAgentQueueBytes, Usage: "bound on replies and events held for one agent connection: its commands wait (back-pressure) past an eighth of it, and it is closed past it", EnvVars: []string{"CDPGUARD_AGENT_QUEUE_BYTES"}},
 		&cli.Int64Flag{Name: "user-queue-bytes", Value: cdpguard.DefaultUserQueueBytes, Usage: "the same bound for all of one user's connections together (back-pressure past a quarter)", EnvVars: []string{"CDPGUARD_USER_QUEUE_BYTES"}},
+		&cli.Int64Flag{Name: "agent-total-bytes", Value: bounds.DefaultTotalBytes, Usage: "one byte budget for all agents: replies and events queued plus messages and /mcp bodies being received; past it a message's connection is closed naming the bound (negative: none)", EnvVars: []string{"CDPGUARD_AGENT_TOTAL_BYTES"}},
+		&cli.Int64Flag{Name: "user-receive-bytes", Value: bounds.DefaultUserReceiveBytes, Usage: "one user's share of --agent-total-bytes for messages and /mcp bodies being received (negative: none)", EnvVars: []string{"CDPGUARD_USER_RECEIVE_BYTES"}},
+		&cli.DurationFlag{Name: "agent-receive-timeout", Value: wsagent.DefaultReceiveTimeout, Usage: "an agent message must arrive within this plus 1s per MiB received from its first byte; past it the connection is closed naming the bound", EnvVars: []string{"CDPGUARD_AGENT_RECEIVE_TIMEOUT"}},
 		&cli.IntFlag{Name: "browser-message-bytes", Value: cdpguard.DefaultBrowserMessageBytes, Usage: "bound on one message read from the browser: a larger answer becomes a CDP error naming it, a larger event is dropped", EnvVars: []string{"CDPGUARD_BROWSER_MESSAGE_BYTES"}},
 		&cli.IntFlag{Name: "max-tabs-per-user", Value: cdpguard.DefaultMaxTabsPerUser, Usage: "open tabs one user may have; more are refused naming the cap (negative: no cap)", EnvVars: []string{"CDPGUARD_MAX_TABS_PER_USER"}},
 		&cli.IntFlag{Name: "max-contexts-per-user", Value: cdpguard.DefaultMaxContextsPerUser, Usage: "browser contexts one user may create besides its own (negative: no cap)", EnvVars: []string{"CDPGUARD_MAX_CONTEXTS_PER_USER"}},
@@ -133,6 +138,12 @@ func commonFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "mcp-dialog-wait", Value: mcpserver.DefaultDialogWait, Usage: "how long a dialog on an MCP-driven tab waits for browser_handle_dialog before the guard dismisses it", EnvVars: []string{"CDPGUARD_MCP_DIALOG_WAIT"}},
 		&cli.IntFlag{Name: "mcp-image-max-bytes", Value: mcpserver.DefaultImageMaxBytes, Usage: "bound of an MCP image result, base64-encoded bytes", EnvVars: []string{"CDPGUARD_MCP_IMAGE_MAX_BYTES"}},
 		&cli.IntFlag{Name: "mcp-image-max-side", Value: mcpserver.DefaultImageMaxSide, Usage: "bound of an MCP image result's long side, pixels", EnvVars: []string{"CDPGUARD_MCP_IMAGE_MAX_SIDE"}},
+		&cli.IntFlag{Name: "mcp-max-sessions", Value: mcpserver.DefaultMaxSessions, Usage: "open MCP sessions in all; an initialize past it is refused (503) naming the cap (negative: no cap)", EnvVars: []string{"CDPGUARD_MCP_MAX_SESSIONS"}},
+		&cli.IntFlag{Name: "mcp-max-sessions-per-user", Value: mcpserver.DefaultMaxSessionsPerUser, Usage: "open MCP sessions per user; an initialize past it is refused (429) naming the cap (negative: no cap)", EnvVars: []string{"CDPGUARD_MCP_MAX_SESSIONS_PER_USER"}},
+		&cli.DurationFlag{Name: "mcp-session-idle", Value: mcpserver.DefaultSessionIdle, Usage: "an MCP session without requests for this long is closed", EnvVars: []string{"CDPGUARD_MCP_SESSION_IDLE"}},
+		&cli.IntFlag{Name: "mcp-max-bodies", Value: mcpserver.DefaultMaxBodies, Usage: "/mcp request bodies read at once in all; past it 503 naming the cap (negative: no cap)", EnvVars: []string{"CDPGUARD_MCP_MAX_BODIES"}},
+		&cli.IntFlag{Name: "mcp-max-bodies-per-user", Value: mcpserver.DefaultMaxBodiesPerUser, Usage: "/mcp request bodies read at once per user; past it 429 naming the cap (negative: no cap)", EnvVars: []string{"CDPGUARD_MCP_MAX_BODIES_PER_USER"}},
+		&cli.DurationFlag{Name: "mcp-body-timeout", Value: mcpserver.DefaultBodyTimeout, Usage: "bound on reading one /mcp request body (408 past it)", EnvVars: []string{"CDPGUARD_MCP_BODY_TIMEOUT"}},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"CDPGUARD_LOG_FORMAT"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error", EnvVars: []string{"CDPGUARD_LOG_LEVEL"}},
 	)
@@ -195,6 +206,16 @@ func config(c *cli.Context, log *slog.Logger) cdpguard.Config {
 		MCPImageMaxSide:      c.Int("mcp-image-max-side"),
 		Version:              buildVersion(),
 		Logger:               log,
+		// The byte budget and the MCP endpoint's caps.
+		MCPMaxSessions:        c.Int("mcp-max-sessions"),
+		MCPMaxSessionsPerUser: c.Int("mcp-max-sessions-per-user"),
+		MCPSessionIdle:        c.Duration("mcp-session-idle"),
+		MCPMaxBodies:          c.Int("mcp-max-bodies"),
+		MCPMaxBodiesPerUser:   c.Int("mcp-max-bodies-per-user"),
+		MCPBodyTimeout:        c.Duration("mcp-body-timeout"),
+		AgentTotalBytes:       c.Int64("agent-total-bytes"),
+		UserReceiveBytes:      c.Int64("user-receive-bytes"),
+		AgentReceiveTimeout:   c.Duration("agent-receive-timeout"),
 	}
 }
 

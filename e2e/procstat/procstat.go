@@ -100,3 +100,22 @@ func Below(root int) []Stat {
 	}
 	return out
 }
+
+// RSS returns the resident set size of pid in bytes (VmRSS in
+// /proc/<pid>/status).
+func RSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("procstat: VmRSS of %d: %w", pid, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("procstat: no VmRSS for %d", pid)
+}

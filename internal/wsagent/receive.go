@@ -132,6 +132,9 @@ func (r *receiver) reserve(n int64) error {
 	if r.budget == nil {
 		return nil
 	}
+	if r.expired.Load() { // the receive bound already closes the socket (and counted it)
+		return r.expiredErr()
+	}
 	if err := r.budget.Reserve(r.user, "message", n); err != nil {
 		var over *bounds.OverBudget
 		kind := bounds.BoundTotalReceive
