@@ -23,13 +23,13 @@ const idsBound = 15 * time.Second
 // TestRelayIDsPerSession: two sessions of one connection have the same id
 // in flight at once and each answer comes on its own session; a command
 // left unanswered when its target closes (an evaluate of a promise that
-// never settles) is answered once, with code -32000, by the guard (a plain
-// Chromium, run beside it, drops it without a word: its answers are
-// logged, and more than one fails); the same ids then work on a new
-// session; commands in flight when a renderer crashes get "Target
-// crashed" once the guard has closed the crashed tab. Before ids were per session the guard refused the second
-// session's id and kept the lost command's id taken for the connection's
-// life.
+// never settles) gets no answer through the guard, as from a plain
+// Chromium run beside it (its answers are logged, and more than one
+// fails), and its id is free: the same ids then work on a new session and
+// on the old ones; so do commands in flight when a renderer crashes, once
+// the guard has closed the crashed tab. Before ids were per session the
+// guard refused the second session's id and kept the lost command's id
+// taken for the connection's life.
 func TestRelayIDsPerSession(t *testing.T) {
 	parallelSuite(t) // own browsers: overlaps the other suites' waits
 	needBrowser(t)
@@ -48,8 +48,8 @@ func TestRelayIDsPerSession(t *testing.T) {
 	})
 }
 
-// idsPerSession runs the scenario on c; guarded says the guard must answer
-// the lost command (Chrome need not).
+// idsPerSession runs the scenario on c; guarded says c is the guard's (no
+// answer to a lost command may come).
 func idsPerSession(t *testing.T, c *cdptest.Client, guarded bool) {
 	nextOwn := 900200 // the test's own ids on the root session
 	page := func() (target, session string) {
@@ -116,7 +116,7 @@ func idsPerSession(t *testing.T, c *cdptest.Client, guarded bool) {
 	w.close(t, c, t2, nextOwn)
 	nextOwn++
 	w.probe(t, c, nextOwn)
-	w.check(t, guarded, "")
+	w.check(t, guarded)
 
 	// The same ids again, on a new session and on s1.
 	_, s3 := page()
@@ -145,7 +145,13 @@ func idsPerSession(t *testing.T, c *cdptest.Client, guarded bool) {
 	}
 	nextOwn++
 	w.probe(t, c, nextOwn)
-	w.check(t, guarded, "Target crashed")
+	w.check(t, guarded)
+	_, s5 := page() // the crashed session's ids are free too
+	for _, id := range []int{5, 7} {
+		send(id, s5, fmt.Sprintf("%d + 1", id), false)
+		got := readUntil(t, c, fmt.Sprintf("id %d after the crash", id), func(m cdptest.Message) bool { return answers(m, id, s5) })
+		wantValue(t, got[len(got)-1], fmt.Sprint(id+1))
+	}
 }
 
 // lostWatch collects the answers to a session's commands that its end
@@ -203,9 +209,9 @@ func (w *lostWatch) probe(t *testing.T, c *cdptest.Client, id int) {
 	readUntil(t, c, "the probe", func(m cdptest.Message) bool { w.see(m); return answers(m, id, "") })
 }
 
-// check wants at most one answer to each lost command and, guarded, one
-// exactly: a CDP error with code -32000 whose message contains msg.
-func (w *lostWatch) check(t *testing.T, guarded bool, msg string) {
+// check wants no answer to any lost command through the guard, as from
+// Chrome (Chromium's own answers, run direct, are logged: at most one).
+func (w *lostWatch) check(t *testing.T, guarded bool) {
 	t.Helper()
 	for _, id := range w.ids {
 		got := w.got[id]
@@ -215,11 +221,9 @@ func (w *lostWatch) check(t *testing.T, guarded bool, msg string) {
 		switch {
 		case len(got) > 1:
 			t.Errorf("lost command %d got %d answers, want one at most", id, len(got))
-		case guarded && len(got) == 0:
-			t.Errorf("the guard did not answer lost command %d", id)
-		case guarded && (got[0].Error == nil || got[0].Error.Code != -32000 || !strings.Contains(got[0].Error.Message, msg)):
-			t.Errorf("lost command %d's answer is %s, want a CDP error with code -32000 and %q", id, got[0].Raw, msg)
-		case len(got) == 0:
+		case guarded && len(got) > 0:
+			t.Errorf("the guard answered lost command %d; Chrome drops a command whose session ended", id)
+		case len(got) == 0 && !guarded:
 			t.Logf("Chromium itself gives no answer to lost command %d", id)
 		}
 	}

@@ -138,7 +138,6 @@ type Agent struct {
 	created  map[string]bool          // targets this agent created
 	targets  map[string]sessionTarget // session → the target it is attached to
 	inflight map[inflightKey]int64    // commands forwarded and not yet answered → browser id
-	crashed  map[string]bool          // sessions whose renderer crashed (inflight.go)
 	closed   bool
 	// pauseTimer cuts the agent off if its queue stays over its mark
 	pauseTimer *time.Timer
@@ -176,7 +175,6 @@ func (m *Mux) NewAgent(ctx context.Context, conn AgentConn, opts AgentOptions) (
 		created:  map[string]bool{},
 		targets:  map[string]sessionTarget{},
 		inflight: map[inflightKey]int64{},
-		crashed:  map[string]bool{},
 	}
 	m.mu.Lock()
 	if m.closed {

@@ -263,15 +263,19 @@ func (a *Agent) cleanup() {
 			delete(a.m.sessions, s)
 		}
 	}
+	var lost []*pending
 	for id, p := range a.m.pending {
 		if p.agent == a {
 			delete(a.m.pending, id)
-			a.releaseSlot(p)
+			lost = append(lost, p)
 		}
 	}
 	delete(a.m.agents, a)
 	closed := a.m.closed
 	a.m.mu.Unlock()
+	for _, p := range lost { // their reply hooks end what they began (the controls' record of input in flight)
+		a.settleLost(p)
+	}
 	if closed {
 		return
 	}

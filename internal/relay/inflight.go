@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"cmp"
 	"slices"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
@@ -20,20 +19,23 @@ type inflightKey struct {
 	id      int64  // the agent's own id
 }
 
-// Chrome's answers to a command its session can no longer answer
+// targetClosedMessage is the error a command whose session ended is settled
+// with inside the guard (its reply hook sees it), in Chrome's words
 // (content/browser/devtools/devtools_session.cc, chromium/chromium at
-// 00a7bd264b02: kTargetClosedMessage and kTargetCrashedMessage, sent by
-// DevToolsSession::ClearPendingMessages as
-// crdtp::DispatchResponse::ServerError(did_crash ? kTargetCrashedMessage :
-// kTargetClosedMessage), code -32000). Chrome sends them itself only when
-// a crashed renderer comes back (reload) or a navigation swaps the
-// renderer; a session that detaches, or whose target closes, drops its
-// commands in flight without a word (DevToolsAgentHostImpl::DetachInternal
-// disposes of the session), and the relay answers them in Chrome's words.
-const (
-	targetClosedMessage  = "Inspected target navigated or closed"
-	targetCrashedMessage = "Target crashed"
-)
+// 00a7bd264b02: kTargetClosedMessage, sent by
+// DevToolsSession::ClearPendingMessages as a ServerError, code -32000).
+//
+// The agent gets no answer to such a command, as from Chrome: a session
+// that detaches, or whose target closes, drops its commands in flight
+// without a word (DevToolsAgentHostImpl::DetachInternal disposes of the
+// session; measured in e2e TestRelayIDsPerSession). Clients end them
+// themselves when told of the detach, and tell that case apart: Puppeteer
+// rejects them with its TargetCloseError, which it ignores while setting
+// up a target that closes at once, where an answer from the guard would
+// be a ProtocolError it throws (docs/decisions/2026-12-07-ids-per-session.md).
+// Chrome's own answers (a crashed page that is reloaded answers its
+// commands "Target crashed") are forwarded like any reply.
+const targetClosedMessage = "Inspected target navigated or closed"
 
 // doneID frees an agent's (session, id) once its command is answered,
 // unless the pair now stands for a later command (browser id bid).
@@ -45,92 +47,62 @@ func (a *Agent) doneID(key inflightKey, bid int64) {
 	a.mu.Unlock()
 }
 
-// lost is a command in flight on a session that ended.
-type lost struct {
-	bid int64
-	p   *pending
-	msg string
-}
-
 // endSessions forgets the agent's sessions that Chrome ended (detached
-// with their parent, or their target closed or crashed) and answers each
-// of their commands still in flight with Chrome's error, freeing its id;
-// the mux forgets the command, so a late reply from the browser is not
-// delivered twice. It runs on the mux read loop, before the event that
-// tells the agent the session ended.
+// with their parent, or their target closed or crashed) and settles each
+// of their commands still in flight (settleLost), freeing its id; the mux
+// forgets the command, so a late reply from the browser is not
+// delivered. It runs on the mux read loop, before the event that tells
+// the agent the session ended.
 func (a *Agent) endSessions(ended []string) {
 	a.mu.Lock()
-	msgs := make(map[string]string, len(ended))
+	gone := make(map[string]bool, len(ended))
 	for _, s := range ended {
-		msgs[s] = targetClosedMessage
-		if a.crashed[s] {
-			msgs[s] = targetCrashedMessage
-		}
+		gone[s] = true
 		delete(a.targets, s)
 		delete(a.owned, s)
 		delete(a.browsers, s)
-		delete(a.crashed, s)
 	}
-	var gone []lost
+	var bids []int64
 	for k, bid := range a.inflight {
-		if msg, ok := msgs[k.session]; ok {
+		if gone[k.session] {
 			delete(a.inflight, k)
-			gone = append(gone, lost{bid: bid, msg: msg})
+			bids = append(bids, bid)
 		}
 	}
 	a.mu.Unlock()
+	var lost []*pending
 	a.m.mu.Lock()
 	for _, s := range ended {
 		if a.m.sessions[s] == a {
 			delete(a.m.sessions, s)
 		}
 	}
-	for i, l := range gone {
+	slices.Sort(bids) // in the order sent
+	for _, bid := range bids {
 		// A command whose reply the read loop already took is answered
 		// by that reply; this loop is the read loop, so none is half-way.
-		if p := a.m.pending[l.bid]; p != nil && p.agent == a {
-			delete(a.m.pending, l.bid)
-			gone[i].p = p
+		if p := a.m.pending[bid]; p != nil && p.agent == a {
+			delete(a.m.pending, bid)
+			lost = append(lost, p)
 		}
 	}
 	a.m.mu.Unlock()
-	slices.SortFunc(gone, func(x, y lost) int { return cmp.Compare(x.bid, y.bid) }) // in the order sent
-	for _, l := range gone {
-		if l.p != nil {
-			a.answerLost(l.p, l.msg)
-		}
+	for _, p := range lost {
+		a.settleLost(p)
 	}
 }
 
-// answerLost answers a command whose session ended with Chrome's error
-// (code -32000, msg), through its reply hook like any reply.
-func (a *Agent) answerLost(p *pending, msg string) {
+// settleLost ends a command whose session ended inside the guard: its
+// reply hook sees Chrome's error (state kept for the command, such as the
+// controls' record of an agent's input, ends with it) and its slot of the
+// user's window is free. The agent is not answered (targetClosedMessage).
+func (a *Agent) settleLost(p *pending) {
 	a.releaseSlot(p)
-	var result []byte
-	errRaw := cdpmsg.AppendErrorObject(nil, cdpmsg.CodeServerError, msg)
 	if p.hook != nil {
-		result, errRaw = p.hook(nil, errRaw)
+		p.hook(nil, cdpmsg.AppendErrorObject(nil, cdpmsg.CodeServerError, targetClosedMessage))
 	}
 	select { // one fewer command owes a reply (waitRoom)
 	case a.replied <- struct{}{}:
 	default:
-	}
-	a.enqueue(cdpmsg.AppendResponse(nil, p.origID, a.visible(p.session), result, errRaw))
-}
-
-// noteCrash records that session's renderer crashed (Inspector.targetCrashed)
-// or came back (Inspector.targetReloadedAfterCrash): its commands in
-// flight when it ends get Chrome's "Target crashed". Chrome answers them
-// itself if the page is reloaded first.
-func (a *Agent) noteCrash(session string, crashed bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.owned[session] {
-		return
-	}
-	if crashed {
-		a.crashed[session] = true
-	} else {
-		delete(a.crashed, session)
 	}
 }

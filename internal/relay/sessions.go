@@ -98,8 +98,8 @@ func (a *Agent) TargetOf(session string) (target string, ok bool) {
 // tells of them (pass: the agent gets the event). A session the agent is
 // told was attached becomes its own. A session Chrome detached ends, with
 // every session attached below it (Chrome detaches them with it, and
-// tells of the parent only): their commands in flight are answered, even
-// when the agent is not told. A crash is remembered for those answers.
+// tells of the parent only): their commands in flight are settled, even
+// when the agent is not told.
 func (a *Agent) trackSessions(e *cdpmsg.Envelope, pass bool) {
 	switch e.Method {
 	case "Target.attachedToTarget":
@@ -118,10 +118,6 @@ func (a *Agent) trackSessions(e *cdpmsg.Envelope, pass bool) {
 		if jsonv2.Unmarshal(e.Params, &p) == nil && p.SessionID != "" && p.SessionID != a.browser {
 			a.endSessions(a.Leaving(e.SessionID, p.SessionID, ""))
 		}
-	case "Inspector.targetCrashed":
-		a.noteCrash(e.SessionID, true)
-	case "Inspector.targetReloadedAfterCrash":
-		a.noteCrash(e.SessionID, false)
 	}
 }
 
