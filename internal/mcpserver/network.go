@@ -316,8 +316,9 @@ func (s *Server) toolNetwork(ctx context.Context, u *user, in netIn) (*mcp.CallT
 	var filter *regexp.Regexp
 	if in.Filter != "" {
 		var err error
-		if filter, err = jsRegex(in.Filter); err != nil {
-			return nil, fmt.Errorf("filter: %w", err)
+		// As @playwright/mcp's new RegExp(filter): slashes are literal.
+		if filter, err = regexp.Compile(in.Filter); err != nil {
+			return nil, fmt.Errorf("filter %q is not a valid regular expression (RE2 syntax): %w", clip(in.Filter, 100), err)
 		}
 	}
 	t, err := u.page(ctx, false)
