@@ -24,13 +24,26 @@ type Pipe struct {
 
 	mu      sync.Mutex
 	nextID  int64
-	pending map[int64]chan reply
+	pending map[int64]call
 	closeBy string
 	onEvent func(session, method string, params []byte)
 	subs    map[subKey]map[*sub]struct{}
 }
 
 type subKey struct{ session, method string }
+
+// call is a command in flight: where its reply goes and the session it
+// went to (a session that detaches ends its calls: Chrome never answers
+// them).
+type call struct {
+	ch      chan reply
+	session string
+}
+
+// ErrTargetClosed ends a call whose session detached before the browser
+// answered it (the tab closed or crashed), as a CDP client ends it when
+// told of the detach: Chrome drops such a command without an answer.
+var ErrTargetClosed = errors.New("the tab closed before the browser answered")
 
 type sub struct{ ch chan jsonv2.Value }
 
@@ -43,7 +56,7 @@ type reply struct {
 // passes to this agent; it runs on the guard's writer for this agent and
 // must not call back into the pipe synchronously.
 func NewPipe(onEvent func(session, method string, params []byte)) *Pipe {
-	return &Pipe{toGuard: make(chan []byte), quit: make(chan struct{}), pending: map[int64]chan reply{}, onEvent: onEvent, subs: map[subKey]map[*sub]struct{}{}}
+	return &Pipe{toGuard: make(chan []byte), quit: make(chan struct{}), pending: map[int64]call{}, onEvent: onEvent, subs: map[subKey]map[*sub]struct{}{}}
 }
 
 // AgentSide is the guard's end of the pipe; it satisfies relay.AgentConn.
@@ -59,8 +72,8 @@ func (p *Pipe) close(reason string) {
 	p.once.Do(func() {
 		p.mu.Lock()
 		p.closeBy = reason
-		for id, ch := range p.pending {
-			ch <- reply{err: p.closedErr()}
+		for id, c := range p.pending {
+			c.ch <- reply{err: p.closedErr()}
 			delete(p.pending, id)
 		}
 		p.mu.Unlock()
@@ -97,7 +110,7 @@ func (p *Pipe) Call(ctx context.Context, session, method string, params, res any
 	}
 	p.nextID++
 	id := p.nextID
-	p.pending[id] = ch
+	p.pending[id] = call{ch: ch, session: session}
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
@@ -198,6 +211,9 @@ func (p *Pipe) deliver(msg []byte) {
 			return
 		}
 		p.mu.Lock()
+		if m.Method == "Target.detachedFromTarget" {
+			p.endCalls(m.Params)
+		}
 		for s := range p.subs[subKey{m.SessionID, m.Method}] {
 			select {
 			case s.ch <- jsonv2.Value(m.Params):
@@ -211,12 +227,13 @@ func (p *Pipe) deliver(msg []byte) {
 		return
 	}
 	p.mu.Lock()
-	ch := p.pending[*m.ID]
+	c, ok := p.pending[*m.ID]
 	delete(p.pending, *m.ID)
 	p.mu.Unlock()
-	if ch == nil {
+	if !ok {
 		return
 	}
+	ch := c.ch
 	if m.Error != nil {
 		ch <- reply{err: m.Error}
 		return
@@ -257,4 +274,21 @@ func (a *AgentSide) Close(code int, reason string) error {
 	}
 	a.p.close(reason)
 	return nil
+}
+
+// endCalls ends the calls in flight on the session a
+// Target.detachedFromTarget names with ErrTargetClosed. p.mu is held.
+func (p *Pipe) endCalls(params []byte) {
+	var d struct {
+		SessionID string `json:"sessionId"`
+	}
+	if jsonv2.Unmarshal(params, &d) != nil || d.SessionID == "" {
+		return
+	}
+	for id, c := range p.pending {
+		if c.session == d.SessionID {
+			c.ch <- reply{err: ErrTargetClosed} // buffered: one reply each
+			delete(p.pending, id)
+		}
+	}
 }
