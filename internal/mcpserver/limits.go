@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -104,7 +105,13 @@ func (e *Endpoint) refuse(w http.ResponseWriter, err error) {
 	if e.o.OnRefused != nil {
 		e.o.OnRefused(r.cap)
 	}
-	http.Error(w, r.msg, r.status)
+	// A JSON-RPC error: MCP clients show its message (the Go SDK's shows
+	// only the status of a plain-text answer); its text names the cap.
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32000, "message": r.msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(r.status)
+	_, _ = w.Write(b)
 }
 
 // slots counts things held at once, in all and per user, under two caps
