@@ -165,7 +165,7 @@ func TestMCPTools(t *testing.T) {
 	t.Run("node", func(t *testing.T) {
 		before := h.Forbidden.Total() + h.Forbidden.Conns()
 		runNodeSteps(t, base, h, []string{"MCP_PAGES=" + h.PageURL("/mcp/"), "UPLOAD_FILE=" + file},
-			[]string{"connect", "find", "networkRequests", "networkBlocked", "emulateMedia", "consoleLevels", "evaluateTarget", "screenshotElement", "snapshotPart", "clickModifiers", "typeSlowly", "tabsContext", "upload", "drop"},
+			[]string{"connect", "find", "networkRequests", "networkBlocked", "emulateMedia", "consoleLevels", "evaluateTarget", "screenshotElement", "snapshotPart", "clickModifiers", "typeSlowly", "fillSlider", "tabsContext", "upload", "drop", "sinceNavigation"},
 			"mcptools.mjs")
 		if n := h.Forbidden.Total() + h.Forbidden.Conns(); n != before {
 			t.Errorf("the forbidden listener saw %d hits/conns: %v", n-before, h.Forbidden.Log())

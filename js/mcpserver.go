@@ -43,3 +43,9 @@ var MCPEditable string
 //
 //go:embed mcp_checked.js
 var MCPChecked string
+
+// MCPSlider is a function called on an <input type=range> with a value:
+// {value} as it holds it, or {error} (browser_fill_form's slider field).
+//
+//go:embed mcp_slider.js
+var MCPSlider string

@@ -179,6 +179,10 @@ if (a && b) {
     await call(a, 'browser_type', { target: '#slow', text: 'abc', slowly: true });
     must(await evalText(a, "() => document.getElementById('keys').textContent + '|' + document.getElementById('slow').value"), 'KEYS 3|abc');
   });
+  await steps.run('fillSlider', async () => {
+    must(await call(a, 'browser_fill_form', { fields: [{ element: 'Level', target: '#level', name: 'Level', type: 'slider', value: '7' }] }), 'Filled 1 field');
+    must(await evalText(a, "() => 'LEVEL ' + document.getElementById('level').value"), 'LEVEL 7');
+  });
   await steps.run('tabsContext', async () => {
     must(await call(a, 'browser_tabs', { action: 'new', isolatedContext: 'other' }, true), 'one browser context');
   });
@@ -192,6 +196,17 @@ if (a && b) {
     must(await evalText(a, "() => document.getElementById('dropped').textContent"), 'DROPPED text=hello-drop files=upload-me.txt');
     await call(a, 'browser_drop', { target: '#drop', paths: ['/etc/passwd'] }, true);
     await call(a, 'browser_drop', { target: '#drop' }, true);
+  });
+  await steps.run('sinceNavigation', async () => {
+    await call(a, 'browser_navigate', { url: pages + 'article.html' });
+    const now = await call(a, 'browser_console_messages', { level: 'debug' });
+    mustNot(now, 'TOOLS-ERROR-MARKER');
+    must(now, 'before the last navigation');
+    must(await call(a, 'browser_console_messages', { level: 'debug', all: true }), 'TOOLS-ERROR-MARKER', 'TOOLS-DEBUG-MARKER');
+    const net = await call(a, 'browser_network_requests', { static: true });
+    must(net, 'article.html');
+    mustNot(net, 'data.json');
+    must(await call(a, 'browser_network_requests', { all: true }), 'data.json');
   });
   await Promise.all([a.client.close(), b.client.close()]);
 }

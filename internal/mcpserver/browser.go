@@ -68,7 +68,7 @@ type tab struct {
 	console    []consoleLine
 	net        []netEntry // this tab's requests (last netKeep)
 	netSeq     int        // the number of the tab's last request (browser_network_request's index)
-	gen        int        // main-frame navigations seen: what "since the last navigation" counts
+	gen        int        // main-frame documents committed (Page.frameNavigated): what "since the last navigation" counts
 	dlg        *openDialog
 	streak     int       // dialogs in a row (see maxDialogStreak)
 	lastDialog time.Time // when the last dialog opened or closed
@@ -219,7 +219,7 @@ func (u *user) onEvent(session, method string, params []byte) {
 		u.dialogClosed(session, params)
 	case "Guard.requestBlocked":
 		u.blocked(params)
-	case "Network.requestWillBeSent", "Network.responseReceived", "Network.loadingFailed":
+	case "Network.requestWillBeSent", "Network.responseReceived", "Network.loadingFailed", "Page.frameNavigated":
 		u.network(session, method, params)
 	case "Target.targetCreated":
 		u.targetCreated(params)

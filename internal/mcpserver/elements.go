@@ -184,8 +184,15 @@ func (s *Server) toolFillForm(ctx context.Context, u *user, in fillIn) (*mcp.Cal
 				}
 			case "combobox":
 				_, err = u.selectValues(ctx, t, el, []string{f.Value})
+			case "slider":
+				var r struct {
+					Error string `json:"error"`
+				}
+				if err = callOn(ctx, t, el.obj, js.MCPSlider, []any{f.Value}, &r); err == nil && r.Error != "" {
+					err = errors.New(r.Error)
+				}
 			default:
-				err = fmt.Errorf("type %q is not one of textbox, checkbox, radio, combobox", clip(f.Type, 20))
+				err = fmt.Errorf("type %q is not one of textbox, checkbox, radio, combobox, slider", clip(f.Type, 20))
 			}
 			if err != nil {
 				return fmt.Errorf("field %d (%s): %w", i, clip(f.Name, 60), err)

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -132,9 +133,6 @@ func (u *user) network(session, method string, params []byte) {
 		if jsonv2.Unmarshal(params, &e) != nil || e.Request == nil {
 			return
 		}
-		if e.Type == network.ResourceTypeDocument && string(e.FrameID) == t.id && e.RedirectResponse == nil {
-			t.gen++ // a main-frame navigation starts
-		}
 		t.netSeq++
 		t.net = append(t.net, netEntry{n: t.netSeq, gen: t.gen, id: string(e.RequestID), method: e.Request.Method, url: clip(e.Request.URL, 1000), kind: string(e.Type),
 			hasPost: e.Request.HasPostData, reqHeaders: headerText(e.Request.Headers)})
@@ -152,6 +150,19 @@ func (u *user) network(session, method string, params []byte) {
 			if len(e.Response.RequestHeaders) > 0 { // what went on the wire
 				n.reqHeaders = headerText(e.Response.RequestHeaders)
 			}
+		}
+	case "Page.frameNavigated":
+		// The main frame committed a new document: "since the last
+		// navigation" starts here, with the request that loaded it (its
+		// id is the loader's). A navigation the guard blocked commits
+		// nothing, so the page it left keeps its requests and messages.
+		var e page.EventFrameNavigated
+		if jsonv2.Unmarshal(params, &e) != nil || e.Frame == nil || e.Frame.ParentID != "" || string(e.Frame.ID) != t.id {
+			return
+		}
+		t.gen++
+		if n := find(string(e.Frame.LoaderID)); n != nil {
+			n.gen = t.gen
 		}
 	case "Network.loadingFailed":
 		var e network.EventLoadingFailed

@@ -154,7 +154,7 @@ type (
 		Target  string `json:"target,omitempty" jsonschema:"the field: a ref from browser_snapshot or a CSS selector"`
 		Ref     string `json:"ref,omitempty" jsonschema:"older name of target"`
 		Name    string `json:"name,omitempty" jsonschema:"the field's name, in words"`
-		Type    string `json:"type,omitempty" jsonschema:"textbox (default), checkbox, radio or combobox"`
+		Type    string `json:"type,omitempty" jsonschema:"textbox (default), checkbox, radio, combobox or slider"`
 		Value   string `json:"value" jsonschema:"the text; true or false for a checkbox or radio; the option for a combobox"`
 	}
 	fillIn struct {
