@@ -191,6 +191,10 @@ func (j *Judge) Paused(sessionID string, params []byte) {
 		j.failFromReadLoop(sessionID, id.RequestID)
 		return
 	}
+	if rp.ResponseStatusCode != 0 || rp.ResponseErrorReason != "" {
+		j.answerResponse(sessionID, rp) // an allowed request's response (NetErrors): answered at once, no queue
+		return
+	}
 	if !j.arm(sessionID, rp.RequestID) {
 		j.log.Debug("request paused after the judge stopped; failing it", "requestId", rp.RequestID)
 		j.failFromReadLoop(sessionID, rp.RequestID)
@@ -288,10 +292,6 @@ func (j *Judge) answer(p pause) {
 	}
 	if j.opts.OnAnswer != nil {
 		defer func() { j.opts.OnAnswer(time.Since(p.at)) }()
-	}
-	if rp.ResponseStatusCode != 0 || rp.ResponseErrorReason != "" {
-		j.answerResponse(p) // an allowed request's response (NetErrors)
-		return
 	}
 	pol, instructions := j.rules(rp.FrameID)
 	d := j.decide(pol, rp.Request.URL, rp.FrameID)

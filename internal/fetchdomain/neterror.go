@@ -34,18 +34,25 @@ func (j *Judge) interceptsResponse(url string) bool {
 // egress proxy marked as a failed connection is failed with the reason it
 // names, so the page, fetch() and the agent see Chrome's own network error
 // (net::ERR_CONNECTION_REFUSED) rather than the proxy's 502; any other
-// response goes on unchanged.
-func (j *Judge) answerResponse(p pause) {
+// response goes on unchanged. It decides from the pause alone, so Paused
+// answers it at once on the read loop (through ReadLoopSender), never
+// behind the worker's queue of requests to judge: every allowed http://
+// request pauses here once more, redirects once per hop.
+func (j *Judge) answerResponse(session string, rp requestPaused) {
 	reason := ""
-	if r, ok := strings.CutPrefix(p.rp.ResponseStatusText, netErrorPhrase); ok && p.rp.ResponseStatusCode == 502 && netErrorReasons[r] {
+	if r, ok := strings.CutPrefix(rp.ResponseStatusText, netErrorPhrase); ok && rp.ResponseStatusCode == 502 && netErrorReasons[r] {
 		reason = r
 	}
 	method := "Fetch.continueResponse"
 	if reason != "" {
 		method = "Fetch.failRequest"
-		j.log.Debug("connection failed; failing the request with Chrome's error", "url", p.rp.Request.URL, "reason", reason)
+		j.log.Debug("connection failed; failing the request with Chrome's error", "url", rp.Request.URL, "reason", reason)
 	}
-	if err := j.send.Send(p.session, method, requestIDParams(p.rp.RequestID, reason)); err != nil {
+	s := j.opts.ReadLoopSender
+	if s == nil {
+		s = j.send
+	}
+	if err := s.Send(session, method, requestIDParams(rp.RequestID, reason)); err != nil {
 		j.log.Debug("answering a response failed", "method", method, "err", err)
 	}
 }
