@@ -40,9 +40,16 @@ const DefaultReceiveTimeout = 10 * time.Second
 const receiveRate = 1 << 20
 
 // freeBytes is what each message reads without a reservation: commands
-// are a few hundred bytes, and every connection holds buffers of this
-// order anyway. Only larger messages take the budget's lock.
+// are a few hundred bytes. Only larger messages take the budget's lock.
 const freeBytes = 64 << 10
+
+// scratchBytes is the buffer each connection keeps for reading: a message
+// that fits is copied out at its size; a larger one grows a buffer of its
+// own. Small, because every idle connection holds it.
+const scratchBytes = 4 << 10
+
+// counted is the part of a buffer of n bytes the budget counts.
+func counted(n int) int64 { return int64(max(0, n-freeBytes)) }
 
 // receiver reads messages for one connection. Only the relay's read
 // goroutine calls read and release; the bound's timer touches atomics and
@@ -55,7 +62,7 @@ type receiver struct {
 	timeout time.Duration
 	onCut   func(kind string)
 
-	scratch []byte       // freeBytes, reused for every message that fits
+	scratch []byte       // scratchBytes, reused for every message that fits
 	held    atomic.Int64 // bytes reserved for the last big message, until the next read or close
 
 	mu       sync.Mutex
@@ -80,7 +87,7 @@ func (r *receiver) read(ctx context.Context) ([]byte, error) {
 		return nil, &relay.CloseError{Code: int(websocket.StatusUnsupportedData), Reason: "cdpguard: binary frames are not CDP; send JSON in text frames"}
 	}
 	if r.scratch == nil {
-		r.scratch = make([]byte, freeBytes)
+		r.scratch = make([]byte, scratchBytes)
 	}
 	buf, n := r.scratch, 0
 	armed := false
@@ -91,11 +98,11 @@ func (r *receiver) read(ctx context.Context) ([]byte, error) {
 	}()
 	for {
 		if n == len(buf) {
-			next := min(max(2*len(buf), freeBytes), agentReadLimit+1)
+			next := min(2*len(buf), agentReadLimit+1)
 			if next <= len(buf) { // the library's read limit ends such a message first
 				next = len(buf) + freeBytes
 			}
-			if err := r.reserve(int64(next - len(buf))); err != nil {
+			if err := r.reserve(counted(next) - counted(len(buf))); err != nil {
 				r.releaseHeld()
 				return nil, err
 			}
@@ -121,7 +128,7 @@ func (r *receiver) read(ctx context.Context) ([]byte, error) {
 		}
 		r.received.Store(int64(n))
 	}
-	if len(buf) == freeBytes { // the scratch buffer: the message is the relay's to keep
+	if len(buf) == scratchBytes { // the scratch buffer: the message is the relay's to keep
 		return append([]byte(nil), buf[:n]...), nil
 	}
 	return buf[:n], nil // held stays reserved until the next read: the relay holds the bytes till then
@@ -129,7 +136,7 @@ func (r *receiver) read(ctx context.Context) ([]byte, error) {
 
 // reserve takes n more bytes for the message being read.
 func (r *receiver) reserve(n int64) error {
-	if r.budget == nil {
+	if r.budget == nil || n <= 0 {
 		return nil
 	}
 	if r.expired.Load() { // the receive bound already closes the socket (and counted it)

@@ -161,18 +161,21 @@ func TestReceiveOverUserShare(t *testing.T) {
 	closeReason(t, raw, bounds.BoundUserReceive)
 }
 
-// TestReceiveWholeMessages: a small and a large message arrive whole; the
-// large one holds its bytes until the next read, which gives them back.
+// TestReceiveWholeMessages: small, middling and large messages arrive
+// whole; only the large one takes bytes from the budget, until the next
+// read gives them back.
 func TestReceiveWholeMessages(t *testing.T) {
 	budget := bounds.NewBudget(-1, -1, nil)
 	c, raw := agentPair(t, Options{User: "u", Budget: budget})
 	big := bytes.Repeat([]byte("y"), 3<<20)
+	mid := bytes.Repeat([]byte("m"), 60<<10) // past the scratch buffer, within the free size
 	go func() {
 		_, _ = raw.Write(append(textHeader(5), "small"...))
+		_, _ = raw.Write(append(textHeader(len(mid)), mid...))
 		_, _ = raw.Write(append(textHeader(len(big)), big...))
 		_, _ = raw.Write(append(textHeader(2), "ok"...))
 	}()
-	for i, want := range [][]byte{[]byte("small"), big, []byte("ok")} {
+	for i, want := range [][]byte{[]byte("small"), mid, big, []byte("ok")} {
 		b, err := readBounded(t, c)
 		if err != nil {
 			t.Fatal(err)
@@ -181,7 +184,7 @@ func TestReceiveWholeMessages(t *testing.T) {
 			t.Fatalf("message %d: %d bytes, want %d", i, len(b), len(want))
 		}
 		total, _ := budget.Receiving()
-		if (i == 1) != (total > 0) {
+		if (i == 2) != (total > 0) {
 			t.Errorf("after message %d, %d bytes reserved", i, total)
 		}
 	}
