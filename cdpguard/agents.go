@@ -22,8 +22,12 @@ func (g *Guard) newAgents() *admission.Set {
 		Intercept: func(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
 			return g.countRefusal(cmd, g.intercept(ctx, a, st, cmd))
 		},
-		Touch:   func(u *users.User) { g.users.Touch(u) },
-		Bounds:  func() relay.Bounds { return g.limits().Relay() },
+		Touch: func(u *users.User) { g.users.Touch(u) },
+		Bounds: func() relay.Bounds {
+			b := g.limits().Relay()
+			b.Elsewhere = g.receiveBudget().Held // one budget: what is being received counts too
+			return b
+		},
 		Metrics: func() *bounds.Metrics { return g.metrics.Bounds },
 		OnDrop: func(a *relay.Agent) {
 			g.dialogs.ForgetOwner(a)

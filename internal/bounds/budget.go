@@ -124,3 +124,15 @@ func (b *Budget) Receiving() (total, most int64) {
 	}
 	return b.n, most
 }
+
+// Held returns the bytes reserved for what is being received, in all:
+// the relay counts them with its queued bytes against the same total
+// (relay.Bounds.Elsewhere), once for every message it queues.
+func (b *Budget) Held() int64 {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
+}

@@ -37,7 +37,11 @@ func (a *Agent) enqueue(msg []byte) {
 	if a.opts.Share != nil {
 		user = a.opts.Share.held.add(n, b.UserQueueBytes, now)
 	}
-	if total := a.m.held.add(n, -1, now); over(total, b.TotalMaxBytes) {
+	total := a.m.held.add(n, -1, now)
+	if b.Elsewhere != nil && b.TotalMaxBytes > 0 {
+		total += b.Elsewhere()
+	}
+	if over(total, b.TotalMaxBytes) {
 		if top := a.m.heaviest(); top != nil {
 			top.cutOff(CutTotalBytes, total, b.TotalMaxBytes)
 		}

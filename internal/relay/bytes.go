@@ -59,6 +59,12 @@ type Bounds struct {
 	// OweWait bounds a wait for a reply while the agent's commands in the
 	// browser owe more than its mark (zero: DefaultOweWait).
 	OweWait time.Duration
+	// Elsewhere, when set, returns the bytes of the same total budget
+	// held outside the relay (agent messages and /mcp bodies being
+	// received: internal/bounds' Budget), counted with the queued bytes
+	// against TotalMaxBytes. It runs on the mux read loop for every
+	// message queued, so it must be cheap.
+	Elsewhere func() int64
 }
 
 // withDefaults fills zero fields.

@@ -276,3 +276,30 @@ func TestTotalBound(t *testing.T) {
 		t.Errorf("y got %d, want its reply 3", e.ID)
 	}
 }
+
+// TestTotalBoundCountsElsewhere: bytes of the same budget held outside the
+// relay (messages being received) count with the queued bytes: a reply
+// that fits the total alone cuts off the agent holding the most once they
+// are added.
+func TestTotalBoundCountsElsewhere(t *testing.T) {
+	h := newHarness(t)
+	bigReplies(h, 1000)
+	var elsewhere atomic.Int64
+	b := Bounds{AgentQueueBytes: -1, AgentMaxBytes: -1, UserMaxBytes: -1, TotalMaxBytes: 3000, PauseBound: -1, Elsewhere: elsewhere.Load}
+	var cut atomic.Value
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Bounds: b, OnCutOff: func(kind, _ string) { cut.Store(kind) }})
+	x.send(t, bigCommand(1))
+	if e := x.recvEnv(t); e.ID != 1 {
+		t.Fatalf("got %d, want reply 1 while nothing is held elsewhere", e.ID)
+	}
+	waitBytes(t, "the agent's", x.a.held.load, 0)
+	elsewhere.Store(2500)
+	x.send(t, bigCommand(2))
+	code, reason, _ := x.closeInfo()
+	if code != StatusPolicy || !strings.Contains(reason, "held the most") {
+		t.Fatalf("closed with %d %q; want %d, held the most", code, reason, StatusPolicy)
+	}
+	if k, _ := cut.Load().(string); k != CutTotalBytes {
+		t.Errorf("OnCutOff kind %q, want %s", k, CutTotalBytes)
+	}
+}
