@@ -35,15 +35,16 @@ func (g *Guard) newAgents() *admission.Set {
 		},
 		// Chrome dies when a session with Page events leaves a page stuck
 		// behind a dialog: the dialogs settle first.
-		BeforeDetach: func(a *relay.Agent) { g.dialogs.SettleOwner(g.ctx, a) },
-		Log:          g.log,
-		Ready:        g.ready.Load,
-		Enter:        g.enter,
-		Exit:         g.wg.Done,
-		Ctx:          g.ctx,
-		Mux:          func() *relay.Mux { return g.mux },
-		Acquire:      g.acquireUser,
-		Release:      func(u *users.User) { g.users.Release(u) }, // g.users is made after the set
+		BeforeDetach:    func(a *relay.Agent) { g.dialogs.SettleOwner(g.ctx, a) },
+		Log:             g.log,
+		Ready:           g.ready.Load,
+		Enter:           g.enter,
+		Exit:            g.wg.Done,
+		Ctx:             g.ctx,
+		Mux:             func() *relay.Mux { return g.mux },
+		Acquire:         g.acquireUser,
+		Release:         func(u *users.User) { g.users.Release(u) }, // g.users is made after the set
+		MaxConnsPerUser: g.maxConnsPerUser,
 	})
 }
 

@@ -146,6 +146,31 @@ type Config struct {
 	// besides its own (Target.createBrowserContext). Zero means 8;
 	// negative, no cap.
 	MaxContextsPerUser int
+	// MaxUsers caps the users with a browser context at once: each is a
+	// context in the one Chromium, whose browser process grows with every
+	// one. A new user past it is refused naming the cap (HTTP 503, a CDP
+	// refusal over MCP); existing users keep working. Zero means
+	// DefaultMaxUsers; negative, no cap.
+	MaxUsers int
+	// MaxContexts caps the browser contexts of all users together (each
+	// user's own plus those they create). Zero means DefaultMaxContexts;
+	// negative, no cap.
+	MaxContexts int
+	// MaxConnsPerUser caps one user's agent connections (CDP
+	// WebSockets and the MCP server's): each holds guard memory and
+	// queues. Zero means DefaultMaxConnsPerUser; negative, no cap.
+	MaxConnsPerUser int
+	// SessionHeaderBytes caps the session header's value, which becomes
+	// a user key held in memory and written in log lines: a request with a
+	// longer one is refused (HTTP 431) naming the header and the cap. Zero
+	// means DefaultSessionHeaderBytes; negative, no cap.
+	SessionHeaderBytes int
+	// NewUsersPerSecond and NewUsersBurst are the token bucket of new
+	// users (each a browser context to create): a new user past it is
+	// refused (HTTP 429) naming the cap. Zero means DefaultNewUsersPerSecond
+	// and DefaultNewUsersBurst; a negative rate, no cap.
+	NewUsersPerSecond float64
+	NewUsersBurst     int
 	// Controls shows a human the guard in every page (a badge, a panel, and
 	// an "Allow <host> for this session" button on the explanation page),
 	// and gives a human --dialog-grace to answer a dialog. The command line

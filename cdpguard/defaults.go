@@ -43,4 +43,19 @@ const (
 	// DefaultMaxContextsPerUser caps the browser contexts one user may
 	// create besides its own.
 	DefaultMaxContextsPerUser = 8
+	// DefaultMaxUsers caps the users with a browser context at once, and
+	// DefaultMaxContexts the browser contexts of all users together: sized
+	// from Chromium's memory per context on a 24 GiB machine
+	// (docs/scaling.md, "Users and browser contexts").
+	DefaultMaxUsers    = 200
+	DefaultMaxContexts = 400
+	// DefaultMaxConnsPerUser caps one user's agent connections.
+	DefaultMaxConnsPerUser = 16
+	// DefaultSessionHeaderBytes caps the session header's value (a
+	// LibreChat user id is 24 bytes).
+	DefaultSessionHeaderBytes = 256
+	// DefaultNewUsersPerSecond and DefaultNewUsersBurst are the token
+	// bucket of new users (each a browser context to create).
+	DefaultNewUsersPerSecond = 10
+	DefaultNewUsersBurst     = 20
 )

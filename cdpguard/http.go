@@ -53,8 +53,13 @@ func (g *Guard) listen() error {
 // /devtools/* surface plus the guard's own paths. A web page must not be
 // able to drive the guard, so requests whose Host is not an IP literal,
 // localhost or a --public-host are refused, and so are WebSocket upgrades
-// that carry an Origin (gate).
-func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.ep.routes.ServeHTTP(w, r) }
+// that carry an Origin (gate). A session header over its cap is refused on
+// every path, before anything keys a user by it (refuseHeader).
+func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !g.refuseHeader(w, r) {
+		g.ep.routes.ServeHTTP(w, r)
+	}
+}
 
 // newRoutes wires the endpoint's paths to the guard's handlers.
 func (g *Guard) newRoutes() *routes.Table {
@@ -139,6 +144,9 @@ func (g *Guard) serveAgent(w http.ResponseWriter, r *http.Request, targetID stri
 	}
 	if key == "" {
 		g.log.Warn("agent without the "+g.cfg.SessionHeader+" header: it shares the fallback context", "remote", r.RemoteAddr)
+	}
+	if !g.holdAgent(w, r, e, key) {
+		return // refused before the upgrade (a cap)
 	}
 	conn, err := wsagent.Accept(w, r, wsagent.Options{
 		WriteTimeout: g.agentWriteTimeout(), OnStall: g.onAgentStall,

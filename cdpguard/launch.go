@@ -185,6 +185,7 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.targets = g.newTargets()
 	g.worlds = g.newWorlds()
 	g.users = users.New(userContexts{g}, g.pages, cfg.SessionIdle, log)
+	g.users.SetLimits(g.userLimits())
 	g.scopes = g.newScopes()
 	g.iso = g.newIsolator()
 	g.mcp = g.newMCP()

@@ -2,6 +2,7 @@ package cdpguard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cdpguard/cdpguard/internal/grants"
@@ -91,8 +92,13 @@ func (p readPolicy) Self(d policy.Decision, url string) policy.Decision {
 // readUsers is readpage.Users: the users registry and the tab cap.
 type readUsers struct{ g *Guard }
 
+// Hold holds key's user for a read; a cap on users refusing a new one is
+// a refusal of the read (403 on /read), naming the cap.
 func (r readUsers) Hold(ctx context.Context, key string) (readpage.User, func(), error) {
 	u, err := r.g.acquireUser(ctx, key)
+	if errors.Is(err, users.ErrCap) {
+		return nil, nil, fmt.Errorf("%w: %w", readpage.ErrRefused, err)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
