@@ -14,6 +14,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/users"
 )
 
 // Limits are the bounds in force, defaults applied.
@@ -110,7 +111,7 @@ func NewMetrics(reg prometheus.Registerer, cur func() Stats) *Metrics {
 		}, []string{"kind"}),
 		capped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdpguard_cap_refused_total",
-			Help: "Tabs and browser contexts refused (or closed at once) by a per-user cap, by cap.",
+			Help: "Refusals by a cap, by cap: tabs and contexts (per user; a tab past it is closed at once), users, contexts_total, new_users_rate, connections_per_user, session_header_bytes (docs/scaling.md).",
 		}, []string{"cap"}),
 		mcp: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cdpguard_mcp_refused_total",
@@ -143,7 +144,8 @@ func NewMetrics(reg prometheus.Registerer, cur func() Stats) *Metrics {
 		BoundUserReceive, BoundTotalReceive, BoundReceiveTime} {
 		m.cutOff.WithLabelValues(k)
 	}
-	for _, k := range []string{isolation.CapTabs, isolation.CapContexts} {
+	for _, k := range []string{isolation.CapTabs, isolation.CapContexts,
+		users.CapUsers, users.CapContexts, users.CapNewUsers, users.CapConnections, users.CapHeader} {
 		m.capped.WithLabelValues(k)
 	}
 	for _, k := range []string{"sessions_per_user", "sessions", "bodies_per_user", "bodies", "body_timeout", "body_bytes", BoundUserReceive, BoundTotalReceive} {
@@ -182,5 +184,6 @@ func (m *Metrics) Dropped(kind string) { m.dropped.WithLabelValues(kind).Inc() }
 // cdpguard_mcp_refused_total).
 func (m *Metrics) MCPRefused(c string) { m.mcp.WithLabelValues(c).Inc() }
 
-// Capped counts a tab or context refused by the per-user cap c.
+// Capped counts a refusal by cap c: a per-user cap (isolation.CapTabs,
+// isolation.CapContexts) or a cap on users (users.CapUsers, ...).
 func (m *Metrics) Capped(c string) { m.capped.WithLabelValues(c).Inc() }
