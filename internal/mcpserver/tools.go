@@ -37,6 +37,9 @@ func addTool[In any](s *Server, name, desc string, readOnly bool, h handler[In])
 		bound := s.opts.CallTimeout
 		ctx, cancel := context.WithTimeout(ctx, bound)
 		defer cancel()
+		// The server's end ends the call: Run closes the sessions, and a
+		// session's Close waits for its calls.
+		defer context.AfterFunc(s.ctx, cancel)()
 		if s.opts.OnToolCall != nil {
 			defer func() { s.opts.OnToolCall(name, outcome(ctx, err)) }()
 		}
