@@ -20,23 +20,11 @@ func (g *Guard) userLimits() users.Limits {
 	return users.Limits{
 		MaxUsers:    bounds.Cap(g.cfg.MaxUsers, DefaultMaxUsers),
 		MaxContexts: bounds.Cap(g.cfg.MaxContexts, DefaultMaxContexts),
-		Rate:        positive(g.cfg.NewUsersPerSecond, DefaultNewUsersPerSecond),
+		Rate:        bounds.Cap(g.cfg.NewUsersPerSecond, DefaultNewUsersPerSecond),
 		Burst:       bounds.Cap(g.cfg.NewUsersBurst, DefaultNewUsersBurst),
 		// g.metrics is read at each call: a Supervisor swaps it after newGuard.
 		OnCap: func(c string) { g.metrics.Bounds.Capped(c) },
 	}
-}
-
-// positive is bounds.Cap for a rate: def when v is zero, none (0) when v
-// is negative.
-func positive(v, def float64) float64 {
-	switch {
-	case v == 0:
-		return def
-	case v < 0:
-		return 0
-	}
-	return v
 }
 
 // maxConnsPerUser is the cap on one user's agent connections (0: none).

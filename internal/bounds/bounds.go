@@ -52,9 +52,9 @@ func (l Limits) Budget(queued func() int64) *Budget {
 	return NewBudget(l.TotalBytes, l.UserReceiveBytes, queued)
 }
 
-// Cap returns a per-user cap from its configured value v: def when v is
-// zero, none (0) when v is negative.
-func Cap(v, def int) int {
+// Cap returns a cap (a count, a size or a rate) from its configured value
+// v: def when v is zero, none (0) when v is negative.
+func Cap[T int | int64 | float64](v, def T) T {
 	switch {
 	case v == 0:
 		return def
