@@ -3,6 +3,7 @@ package bounds
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // Defaults of the receive side of the byte budget.
@@ -55,6 +56,7 @@ type Budget struct {
 
 	mu    sync.Mutex
 	n     int64
+	held  atomic.Int64 // n, read without the lock (Held, on the relay's read loop)
 	users map[string]int64
 }
 
@@ -92,6 +94,7 @@ func (b *Budget) Reserve(user, what string, n int64) error {
 		return &OverBudget{Bound: BoundTotalReceive, Held: b.n, Queued: q, Max: b.total, Requested: n, WhatFor: what}
 	}
 	b.n += n
+	b.held.Store(b.n)
 	b.users[user] = u + n
 	return nil
 }
@@ -104,6 +107,7 @@ func (b *Budget) Release(user string, n int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.n -= n
+	b.held.Store(b.n)
 	if u := b.users[user] - n; u > 0 {
 		b.users[user] = u
 	} else {
@@ -127,12 +131,11 @@ func (b *Budget) Receiving() (total, most int64) {
 
 // Held returns the bytes reserved for what is being received, in all:
 // the relay counts them with its queued bytes against the same total
-// (relay.Bounds.Elsewhere), once for every message it queues.
+// (relay.Bounds.Elsewhere), once for every message it queues, so it takes
+// no lock.
 func (b *Budget) Held() int64 {
 	if b == nil {
 		return 0
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.n
+	return b.held.Load()
 }

@@ -4,18 +4,16 @@ import (
 	"strings"
 
 	"github.com/cdpguard/cdpguard/internal/ascii"
+	"github.com/cdpguard/cdpguard/internal/egress"
 )
 
 // netErrorPhrase begins the reason phrase of the egress proxy's own 502
-// for a plain-HTTP request it could not carry; the rest is the
-// Network.ErrorReason of the network error Chrome shows for that failure
-// direct (egress.NetErrorPhrase; the proxy never passes an upstream's).
-// The status text, not a header: Chrome gives the Fetch domain an opaque
-// (no-cors) response's status text but not its headers.
-const netErrorPhrase = "cdpguard net error "
+// for a plain-HTTP request it could not carry: the one contract between
+// the proxy and the judge, so it is the proxy's constant.
+const netErrorPhrase = egress.NetErrorPhrase
 
 // netErrorReasons are the reasons the judge fails a response with; any
-// other value of the header is ignored.
+// other name after the phrase is ignored.
 var netErrorReasons = map[string]bool{
 	"Failed": true, "TimedOut": true, "ConnectionClosed": true, "ConnectionReset": true,
 	"ConnectionRefused": true, "ConnectionAborted": true, "ConnectionFailed": true,
