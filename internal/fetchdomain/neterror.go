@@ -42,6 +42,13 @@ func (j *Judge) answerResponse(session string, rp requestPaused) {
 		reason = r
 	}
 	method := "Fetch.continueResponse"
+	if rp.ResponseErrorReason != "" {
+		// Chrome's own network error at the response stage: it goes on
+		// as Chrome had it. continueResponse is for a response that came;
+		// continueRequest answers either kind (Chromium's own Fetch tests
+		// answer a pause with responseErrorReason so).
+		method = "Fetch.continueRequest"
+	}
 	if reason != "" {
 		method = "Fetch.failRequest"
 		j.log.Debug("connection failed; failing the request with Chrome's error", "url", rp.Request.URL, "reason", reason)

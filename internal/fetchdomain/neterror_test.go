@@ -70,3 +70,22 @@ func TestNetErrorsFailMarkedResponses(t *testing.T) {
 		}
 	}
 }
+
+// TestNetErrorsChromeErrorResponse: a response-stage pause with Chrome's
+// own network error (no response came) is answered once, with
+// Fetch.continueRequest, which Chrome takes at either stage.
+func TestNetErrorsChromeErrorResponse(t *testing.T) {
+	s := &fakeSender{}
+	j, stop := newJudge(t, s, Options{NetErrors: true})
+	defer stop()
+	b, _ := jsonv2.Marshal(map[string]any{
+		"requestId": "R1", "frameId": "F", "resourceType": "Document",
+		"request":             map[string]any{"url": "http://allowed.test/", "method": "GET", "headers": map[string]string{}},
+		"responseErrorReason": "ConnectionReset",
+	})
+	j.Paused("S", b)
+	got := s.waitN(t, 1)[0]
+	if got.method != "Fetch.continueRequest" || got.params["requestId"] != "R1" || got.params["errorReason"] != nil {
+		t.Errorf("a response-stage pause with Chrome's error got %s %v, want Fetch.continueRequest", got.method, got.params)
+	}
+}
