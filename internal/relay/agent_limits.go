@@ -28,9 +28,10 @@ func (a *Agent) enqueue(msg []byte) {
 		return
 	default:
 	}
-	if !a.q.push(msg) {
-		return
-	}
+	// Counted before it is queued: the writer may take and write it at
+	// once, and its release must not come before this count (the totals
+	// would dip under what is held, and waitRoom let a command through
+	// that the agent's mark should have held back).
 	b, n, now := a.opts.Bounds, int64(len(msg)), time.Now()
 	held := a.held.add(n, b.AgentQueueBytes, now)
 	var user int64
@@ -38,6 +39,10 @@ func (a *Agent) enqueue(msg []byte) {
 		user = a.opts.Share.held.add(n, b.UserQueueBytes, now)
 	}
 	total := a.m.held.add(n, -1, now)
+	if !a.q.push(msg) { // the writer has ended: never written
+		a.release(n)
+		return
+	}
 	if b.Elsewhere != nil && b.TotalMaxBytes > 0 {
 		total += b.Elsewhere()
 	}

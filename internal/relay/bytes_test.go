@@ -235,7 +235,11 @@ func TestOwedReplies(t *testing.T) {
 		x.send(t, fmt.Sprintf(`{"id":%d,"method":"Big.hold"}`, 10+i))
 	}
 	if x.trySend(`{"id":20,"method":"Big.hold"}`, 300*time.Millisecond) {
-		t.Fatal("a command was read while the agent's commands in the browser owed more than its mark")
+		x.a.mu.Lock()
+		n := len(x.a.inflight)
+		x.a.mu.Unlock()
+		t.Fatalf("a command was read while the agent's commands in the browser owed more than its mark (in flight %d, average reply %d B, queued %d B)",
+			n, x.a.replyAvg.Load(), x.a.held.load())
 	}
 	// The next command is read once OweWait runs out, though no reply
 	// came. How long after is the machine's business (a loaded run took
