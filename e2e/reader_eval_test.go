@@ -92,8 +92,8 @@ func timedReaderEvalSample(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, readeval.Match(p.Truth, body, 4))
-		base = append(base, readeval.Match(p.Truth, inner, 4))
+		got = append(got, p.Match(body, 4))
+		base = append(base, p.Match(inner, 4))
 		t.Logf("%s/%s: F1 %.2f (innerText %.2f)", p.Corpus, p.ID[:12], readeval.PageF1(got[len(got)-1]), readeval.PageF1(base[len(base)-1]))
 	}
 	m, b := readeval.Score(got), readeval.Score(base)

@@ -9,12 +9,26 @@
 #       L3S-GN1 (Kohlschütter et al., WSDM 2010), 621 pages, as mirrored in
 #       geodrome/page-signal. Its licence allows research use only, with no
 #       redistribution: that is why no corpus page is committed here.
+#   DIR/utomo/Extraction/{big5-05,big5-09,big5-13,big5-17,chaos-all}/{html,gold}
+#       Utomo & Leu's extraction sets (MSVCode/ir-research-data, research
+#       use only): "big9", 360 pages of 9 news sites in 2005-2017, and
+#       "chaos", 360 pages of about 240 sites (2017); human gold standard.
+#   DIR/cpe/{input,GoldStandard}
+#       CleanPortalEval (ppke-nlpg/CleanPortalEval; Endrédy & Novák 2013),
+#       71 pages of 4 news portals and blogs, no licence stated.
+#   DIR/traf/{evaldata.json,eval,cache}
+#       trafilatura's evaluation set (adbar/trafilatura tests/, Apache-2.0):
+#       about 990 pages, multilingual, labelled by snippets the main text
+#       must and must not contain.
+#
+# Dragnet's and CleanEval's pages are reserved for a benchmark kept outside
+# this repository: never fetch them here, nor a combined set holding them.
 #
 # MIRROR=/path/with/<owner>+<name>/repo git directories is used instead of
 # GitHub when set (an offline machine with mirrored repositories).
 set -euo pipefail
 dir=${1:?usage: reader-corpora.sh DIR}
-mkdir -p "$dir/aeb" "$dir/l3s"
+mkdir -p "$dir/aeb" "$dir/l3s" "$dir/utomo" "$dir/cpe" "$dir/traf"
 
 # fetch OWNER/NAME COMMIT OUT PATH... exports PATHs of the commit into OUT.
 fetch() {
@@ -40,4 +54,15 @@ if [[ ! -d $dir/l3s/original ]]; then
 	mv "$dir/l3s/L3S-GN1-20100130203947-00001/original" "$dir/l3s/L3S-GN1-20100130203947-00001/annotated" "$dir/l3s/"
 	rmdir "$dir/l3s/L3S-GN1-20100130203947-00001"
 fi
-echo "corpora in $dir: $(ls "$dir/aeb/html" | wc -l) AEB pages, $(ls "$dir/l3s/original" | wc -l) L3S-GN1 pages"
+[[ -d $dir/utomo/Extraction ]] ||
+	fetch MSVCode/ir-research-data cbb428cea48e1392496a6542b610fb422a436b52 "$dir/utomo" Extraction
+[[ -d $dir/cpe/input ]] ||
+	fetch ppke-nlpg/CleanPortalEval 517726d64d8ded8846bf27ae2808853b1cd0ffe8 "$dir/cpe" input GoldStandard
+if [[ ! -f $dir/traf/evaldata.json ]]; then
+	fetch adbar/trafilatura e90b0ef51ab026fdb905fb6c5b3c84dd3d784fd5 "$dir/traf" tests/evaldata.json tests/eval tests/cache
+	mv "$dir/traf/tests/evaldata.json" "$dir/traf/tests/eval" "$dir/traf/tests/cache" "$dir/traf/"
+	rmdir "$dir/traf/tests"
+fi
+echo "corpora in $dir: $(ls "$dir/aeb/html" | wc -l) AEB pages, $(ls "$dir/l3s/original" | wc -l) L3S-GN1 pages," \
+	"$(ls "$dir"/utomo/Extraction/*/gold | grep -c txt) Utomo pages, $(ls "$dir/cpe/GoldStandard" | wc -l) CleanPortalEval pages," \
+	"$(ls "$dir/traf/eval" "$dir/traf/cache" | grep -c html) trafilatura pages"

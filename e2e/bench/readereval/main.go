@@ -1,6 +1,8 @@
 // Command readereval scores cdpguard's reader against human ground truth:
-// the Article Extraction Benchmark (scrapinghub, MIT) and L3S-GN1
-// (research use), fetched by scripts/reader-corpora.sh. Every page is
+// the Article Extraction Benchmark (scrapinghub, MIT), L3S-GN1 (research
+// use), Utomo & Leu's big9 and chaos sets (research use), CleanPortalEval
+// and trafilatura's snippet-labelled set (Apache-2.0), fetched by
+// scripts/reader-corpora.sh (see internal/reader/readeval). Every page is
 // served from a loopback host (allowed.test), rendered by real Chromium
 // through the guard, and read by each candidate on the same rendered page:
 //
@@ -12,7 +14,8 @@
 //     DOM (the reader before issue 23)
 //
 // Scores are the AEB's: F1 of word 4-shingles (and of single words), mean
-// precision and recall over pages, bootstrap error. The held-out third is
+// precision and recall over pages, bootstrap error; trafilatura's pages are
+// scored on their snippets (readeval.Page.Match). The held-out third is
 // refused unless -final is given. Run it in a private network namespace:
 //
 //	unshare --net -- bash -c 'ip link set lo up && go run ./e2e/bench/readereval -corpora /tmp/reader-corpora'
@@ -304,8 +307,8 @@ func measure(tab context.Context, origin string, p readeval.Page, rsrc string) (
 	}
 	for _, c := range candidates {
 		r.Out[c] = len([]rune(r.Text[c]))
-		r.Shingle[c] = readeval.Match(p.Truth, r.Text[c], 4)
-		r.Word[c] = readeval.Match(p.Truth, r.Text[c], 1)
+		r.Shingle[c] = p.Match(r.Text[c], 4)
+		r.Word[c] = p.Match(r.Text[c], 1)
 	}
 	return r, nil
 }
@@ -428,8 +431,8 @@ func offline(pages []readeval.Page, outPath string, keepTexts bool) error {
 			text = urlNote.ReplaceAllString(text, "")
 			r.Text[c] = text
 			r.Out[c] = len([]rune(text))
-			r.Shingle[c] = readeval.Match(p.Truth, text, 4)
-			r.Word[c] = readeval.Match(p.Truth, text, 1)
+			r.Shingle[c] = p.Match(text, 4)
+			r.Word[c] = p.Match(text, 1)
 		}
 		if err := emit(w, &r, keepTexts); err != nil {
 			return err

@@ -24,17 +24,23 @@ import (
 // Page is one labelled page: its HTML as crawled and the text a human
 // marked as its article body.
 type Page struct {
-	Corpus string // "aeb" or "l3s"
+	Corpus string // "aeb", "l3s", "big9", "chaos", "cpe" or "traf"
 	ID     string // the corpus's own page id
 	HTML   []byte // the crawled bytes, encoding as crawled
 	Truth  string // the human-labelled article body
+	// With and Without are the snippets a human chose that the main text
+	// must and must not contain, for a corpus labelled by snippets (traf);
+	// nil for a corpus with the whole body labelled.
+	With, Without []string
 }
 
 // ErrNoCorpus is returned when a corpus directory is missing.
 var ErrNoCorpus = errors.New("readeval: corpus not found (run scripts/reader-corpora.sh)")
 
-// Load reads every corpus under root (root/aeb, root/l3s), sorted by corpus
-// and id.
+// Load reads every corpus under root (root/aeb, root/l3s, root/utomo,
+// root/cpe, root/traf), sorted by corpus and id. The AEB and L3S-GN1 are
+// required; a later corpus whose directory is missing is left out (a
+// directory filled before issue 35).
 func Load(root string) ([]Page, error) {
 	aeb, err := LoadAEB(filepath.Join(root, "aeb"))
 	if err != nil {
@@ -44,7 +50,22 @@ func Load(root string) ([]Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(aeb, l3s...), nil
+	pages := append(aeb, l3s...)
+	for _, c := range []struct {
+		dir  string
+		load func(string) ([]Page, error)
+	}{{"utomo", LoadUtomo}, {"cpe", LoadCleanPortalEval}, {"traf", LoadTrafilatura}} {
+		dir := filepath.Join(root, c.dir)
+		if _, err := os.Stat(dir); err != nil {
+			continue
+		}
+		more, err := c.load(dir)
+		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, more...)
+	}
+	return pages, nil
 }
 
 // LoadAEB reads the Article Extraction Benchmark (scrapinghub, MIT):

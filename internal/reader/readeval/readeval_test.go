@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -86,5 +88,47 @@ func TestBodyText(t *testing.T) {
 	}
 	if s, err := BodyText("<html><body><p>The article</p><script>x()</script></body></html>"); err != nil || strings.TrimSpace(s) != "The article" {
 		t.Errorf("body text: %q, %v", s, err)
+	}
+}
+
+func TestMatchSnippets(t *testing.T) {
+	p := Page{Corpus: "traf", With: []string{"the first line,", "last words"}, Without: []string{"Impressum"}}
+	// Found across punctuation and line breaks; a word split off is not found.
+	c := p.Match("The page: the first\nline and its last words. Impressum", 4)
+	if math.Abs(c.TP-2.0/3) > 1e-9 || math.Abs(c.FP-1.0/3) > 1e-9 || c.FN != 0 {
+		t.Errorf("snippets: %+v", c)
+	}
+	if c := p.Match("the first line, last word", 4); math.Abs(c.TP-0.5) > 1e-9 || math.Abs(c.FN-0.5) > 1e-9 || c.FP != 0 {
+		t.Errorf("a snippet cut short counted as found: %+v", c)
+	}
+	whole := Page{Truth: "one two three four five"}
+	if c := whole.Match("one two three four five", 4); c.TP != 1 {
+		t.Errorf("whole-body page: %+v", c)
+	}
+}
+
+func TestCleanPortalEvalGold(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"GoldStandard/site_01.txt": "\nURL: http://example.com/a\n<h>Title here\n \n<p>First &amp; second\n line.\n",
+		"input/site_01.html":       "<text id=\"http://example.com/a\">\n<html><body><p>x</p></body></html>\n</text>\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pages, err := LoadCleanPortalEval(dir)
+	if err != nil || len(pages) != 1 {
+		t.Fatalf("load: %v, %d pages", err, len(pages))
+	}
+	p := pages[0]
+	if strings.Contains(p.Truth, "URL") || strings.Contains(p.Truth, "<") || !strings.Contains(p.Truth, "First & second") {
+		t.Errorf("truth %q", p.Truth)
+	}
+	if !strings.HasPrefix(strings.TrimSpace(string(p.HTML)), "<html>") || strings.Contains(string(p.HTML), "</text>") {
+		t.Errorf("page not unwrapped: %q", p.HTML)
 	}
 }
