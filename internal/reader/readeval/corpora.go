@@ -165,15 +165,17 @@ func LoadTrafilatura(dir string) ([]Page, error) {
 // (each "with" snippet found is a true positive, each one missing a false
 // negative, each "without" snippet found a false positive; normalised to
 // sum to 1 like shingle counts). A snippet is found when its words occur
-// in a row in pred's words.
+// in a row in pred's words, the first and the last possibly cut (the
+// snippets are cut out of the text mid-word, as trafilatura's own
+// substring check allows).
 func (p Page) Match(pred string, n int) Counts {
 	if len(p.With) == 0 {
 		return Match(p.Truth, pred, n)
 	}
-	words := "\x00" + strings.Join(Tokens(pred), "\x00") + "\x00"
+	words := strings.Join(Tokens(pred), "\x00")
 	found := func(s string) bool {
 		t := Tokens(s)
-		return len(t) > 0 && strings.Contains(words, "\x00"+strings.Join(t, "\x00")+"\x00")
+		return len(t) > 0 && strings.Contains(words, strings.Join(t, "\x00"))
 	}
 	var c Counts
 	for _, s := range p.With {

@@ -132,3 +132,10 @@ func TestCleanPortalEvalGold(t *testing.T) {
 		t.Errorf("page not unwrapped: %q", p.HTML)
 	}
 }
+
+func TestMatchSnippetsCutMidWord(t *testing.T) {
+	p := Page{Corpus: "traf", With: []string{"cination reduces risk. Acc"}}
+	if c := p.Match("Vaccination reduces risk. According to", 4); c.TP != 1 {
+		t.Errorf("snippet cut mid-word not found: %+v", c)
+	}
+}
