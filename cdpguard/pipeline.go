@@ -19,9 +19,9 @@ import (
 //
 // The table is never modified; its order is the order of the rules.
 var commandStages = [...]stage{
-	{"controls", (*Guard).controlsStage},            // input, debugger: the human's quiet window (controls_grant.go)
+	{"controls", (*Guard).controlsStage},            // input, debugger: the human's quiet window (internal/controls/agents.go)
 	{"browser target", (*Guard).browserTargetStage}, // attach to the browser's own target (internal/targets)
-	{"worlds", (*Guard).worldsStage},                // the guard's hidden worlds (worlds_refuse.go)
+	{"worlds", (*Guard).worldsStage},                // the guard's hidden worlds (internal/worlds/refuse.go)
 	{"firewall", (*Guard).refusalStage},             // the row's outright refusals, the reserved names
 	{"isolation", (*Guard).isolationStage},          // the user's own targets and contexts (internal/isolation)
 	{"rule", (*Guard).ruleStage},                    // the row's check or rewrite (internal/rules)
@@ -111,7 +111,7 @@ func (g *Guard) refusalStage(ctx context.Context, c *agentCommand) relay.Verdict
 // windows; the later stages see the params it produced (e.g. with the
 // user's browserContextId).
 func (g *Guard) isolationStage(ctx context.Context, c *agentCommand) relay.Verdict {
-	iso := g.iso.Command(ctx, c.st.Iso, c.agent, c.Command, c.rule.Scope)
+	iso := g.iso.Command(ctx, c.st.Iso, c.agent, c.Command, c.rule)
 	if iso.Refuse != "" || iso.Local != nil {
 		return iso
 	}

@@ -10,8 +10,19 @@ const (
 	// NoIDs marks methods that name no target, context or window and whose
 	// answer says nothing about other users (events they start are filtered).
 	NoIDs Scope = iota
-	// Targets: the targetId and sessionId params must be the user's.
+	// Targets: the targetId and sessionId params must be the user's, and
+	// the target web content.
 	Targets
+	// AttachTargets is Targets for Target.attachToTarget: a passed attach
+	// is recorded as the connection's own, so that the guard's own
+	// attachment to every target does not show through as "attached".
+	AttachTargets
+	// WindowOfTarget is Targets for Browser.getWindowForTarget: the reply's
+	// windowId is learned as a window of the user's.
+	WindowOfTarget
+	// LeaveTarget is Targets for Target.detachFromTarget: the target need
+	// not be web content (leaving is always allowed).
+	LeaveTarget
 	// Contexts: a browserContextId param must be the user's; without one
 	// the command gets the user's own context (on every session: Chrome
 	// gives page sessions the browser's Target and Browser domains).
@@ -22,12 +33,16 @@ const (
 	// Windows: the windowId param must be the window of one of the user's
 	// targets.
 	Windows
-	// Listing: the reply is filtered down to the user's own targets or
-	// contexts.
-	Listing
-	// OwnContexts: the user creates or disposes contexts of its own; the
-	// guard records them.
-	OwnContexts
+	// ListTargets: the reply is filtered down to the user's own targets.
+	ListTargets
+	// ListContexts: the reply is filtered down to the user's own contexts.
+	ListContexts
+	// CreateContexts: the user creates a context of its own, with the
+	// guard's proxy settings; the guard records it.
+	CreateContexts
+	// DisposeContexts: the user disposes only a context it created, never
+	// its default one.
+	DisposeContexts
 )
 
 // String names the scope, for the README table and test output.
@@ -37,19 +52,44 @@ func (s Scope) String() string {
 		return "no ids"
 	case Targets:
 		return "targetId/sessionId must be the user's"
+	case AttachTargets:
+		return "targetId/sessionId must be the user's, attachment recorded"
+	case WindowOfTarget:
+		return "targetId/sessionId must be the user's, window learned"
+	case LeaveTarget:
+		return "targetId/sessionId must be the user's, any target type"
 	case Contexts:
 		return "browserContextId must be the user's (default: the user's)"
 	case BrowserContexts:
 		return "browserContextId must be the user's (default: the user's), browser sessions"
 	case Windows:
 		return "windowId must be a window of the user's targets"
-	case Listing:
-		return "reply filtered to the user's"
-	case OwnContexts:
+	case ListTargets:
+		return "reply filtered to the user's targets"
+	case ListContexts:
+		return "reply filtered to the user's contexts"
+	case CreateContexts:
+		return "the user's own new context"
+	case DisposeContexts:
 		return "the user's own contexts only"
 	}
 	return "Scope(?)"
 }
+
+// UserCap is the per-user cap a command counts against, a column of the
+// firewall table: internal/isolation refuses the command when its user is
+// at the cap (caps.go there), naming the cap and its flag.
+type UserCap int
+
+const (
+	// NoCap: the command counts against no per-user cap.
+	NoCap UserCap = iota
+	// CapTabs: the command opens a tab (--max-tabs-per-user).
+	CapTabs
+	// CapContexts: the command creates a browser context
+	// (--max-contexts-per-user, and --max-contexts over all users).
+	CapContexts
+)
 
 // isolation is the isolation table. On browser-level sessions (no sessionId,
 // or a browser session an agent's auto-attach got) it is also the
@@ -68,7 +108,7 @@ func (s Scope) String() string {
 var isolation = map[string]Scope{
 	"Browser.getVersion":          NoIDs,
 	"Browser.close":               NoIDs, // rewritten: closes the user's targets
-	"Browser.getWindowForTarget":  Targets,
+	"Browser.getWindowForTarget":  WindowOfTarget,
 	"Browser.getWindowBounds":     Windows,
 	"Browser.setWindowBounds":     Windows,
 	"Browser.setContentsSize":     Windows,
@@ -85,16 +125,16 @@ var isolation = map[string]Scope{
 	"Target.setDiscoverTargets":       NoIDs, // events are filtered
 	"Target.setAutoAttach":            NoIDs, // attachments are filtered
 	"Target.attachToBrowserTarget":    NoIDs, // the new session gets these rules too
-	"Target.getTargets":               Listing,
-	"Target.getBrowserContexts":       Listing,
+	"Target.getTargets":               ListTargets,
+	"Target.getBrowserContexts":       ListContexts,
 	"Target.createTarget":             Contexts,
-	"Target.createBrowserContext":     OwnContexts,
-	"Target.disposeBrowserContext":    OwnContexts,
-	"Target.attachToTarget":           Targets,
+	"Target.createBrowserContext":     CreateContexts,
+	"Target.disposeBrowserContext":    DisposeContexts,
+	"Target.attachToTarget":           AttachTargets,
 	"Target.closeTarget":              Targets,
 	"Target.activateTarget":           Targets,
 	"Target.getTargetInfo":            Targets,
-	"Target.detachFromTarget":         Targets,
+	"Target.detachFromTarget":         LeaveTarget,
 	"Target.autoAttachRelated":        Targets,
 	"Target.sendMessageToTarget":      Targets,
 	"Target.getDevToolsTarget":        Targets, // chrome-devtools-mcp asks it of every page

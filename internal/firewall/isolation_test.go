@@ -14,8 +14,8 @@ var scopeCases = []struct {
 }{
 	{"Browser.getVersion", true, NoIDs},
 	{"Browser.close", true, NoIDs},
-	{"Browser.getWindowForTarget", true, Targets},
-	{"Browser.getWindowForTarget", false, Targets},
+	{"Browser.getWindowForTarget", true, WindowOfTarget},
+	{"Browser.getWindowForTarget", false, WindowOfTarget},
 	{"Browser.getWindowBounds", true, Windows},
 	{"Browser.getWindowBounds", false, Windows},
 	{"Browser.setWindowBounds", true, Windows},
@@ -32,17 +32,17 @@ var scopeCases = []struct {
 	{"Target.setDiscoverTargets", true, NoIDs},
 	{"Target.setAutoAttach", false, NoIDs},
 	{"Target.attachToBrowserTarget", true, NoIDs},
-	{"Target.getTargets", true, Listing},
-	{"Target.getTargets", false, Listing},
-	{"Target.getBrowserContexts", true, Listing},
+	{"Target.getTargets", true, ListTargets},
+	{"Target.getTargets", false, ListTargets},
+	{"Target.getBrowserContexts", true, ListContexts},
 	{"Target.createTarget", true, Contexts},
-	{"Target.createBrowserContext", true, OwnContexts},
-	{"Target.disposeBrowserContext", false, OwnContexts},
-	{"Target.attachToTarget", true, Targets},
+	{"Target.createBrowserContext", true, CreateContexts},
+	{"Target.disposeBrowserContext", false, DisposeContexts},
+	{"Target.attachToTarget", true, AttachTargets},
 	{"Target.closeTarget", true, Targets},
 	{"Target.activateTarget", true, Targets},
 	{"Target.getTargetInfo", true, Targets},
-	{"Target.detachFromTarget", true, Targets},
+	{"Target.detachFromTarget", true, LeaveTarget},
 	{"Target.autoAttachRelated", true, Targets},
 	{"Target.sendMessageToTarget", false, Targets}, // refused by the firewall table first
 	{"Runtime.runIfWaitingForDebugger", true, NoIDs},
@@ -103,6 +103,19 @@ func TestFirewallAllowlistRefuses(t *testing.T) {
 		}
 		if c.refuse && (name != c.method && !strings.HasSuffix(name, ".*")) {
 			t.Errorf("Lookup(%q) names %q", c.method, name)
+		}
+	}
+}
+
+// TestFirewallCaps: the commands that open a tab or create a context carry
+// their per-user cap, on every session, and no other row does.
+func TestFirewallCaps(t *testing.T) {
+	want := map[string]UserCap{"Target.createTarget": CapTabs, "Target.createBrowserContext": CapContexts}
+	for _, browser := range []bool{true, false} {
+		for _, m := range append(Rows(), AllowlistRows()...) {
+			if r, _ := Lookup(m, browser); r.Cap != want[m] {
+				t.Errorf("Lookup(%q, browser=%v).Cap = %v, want %v", m, browser, r.Cap, want[m])
+			}
 		}
 	}
 }

@@ -166,6 +166,9 @@ type Rule struct {
 	// Controls is what the human controls do with the command (controls.go);
 	// CtlNone on most rows.
 	Controls ControlsRule
+	// Cap is the per-user cap the command counts against (isolation.go);
+	// NoCap on most rows.
+	Cap UserCap
 }
 
 // whyURL is the reason of the URL rows.
@@ -202,7 +205,7 @@ var rules = map[string]Rule{
 	"Tracing.start": {Action: Refuse, Why: "Chrome traces the whole browser, so a trace would record other users' tabs"},
 
 	// Refused with some params: the guard sets these itself.
-	"Target.createBrowserContext": {Action: RefuseParams,
+	"Target.createBrowserContext": {Action: RefuseParams, Cap: CapContexts,
 		Params: []string{"proxyServer", "proxyBypassList", "originsWithUniversalNetworkAccess"},
 		Why:    "the guard sets it (every context uses the guard's egress proxy)"},
 
@@ -219,7 +222,7 @@ var rules = map[string]Rule{
 
 	// URLs.
 	"Page.navigate":                      {Action: CheckNavigation, Why: whyURL},
-	"Target.createTarget":                {Action: CheckURL, Controls: CtlWindow, Why: whyURL},
+	"Target.createTarget":                {Action: CheckURL, Controls: CtlWindow, Cap: CapTabs, Why: whyURL},
 	"Network.loadNetworkResource":        {Action: CheckPolicy, Why: "it bypasses request interception, so only allowed URLs may be loaded"},
 	"Fetch.continueRequest":              {Action: CheckRedirect, Why: "a request may only be redirected to an allowed URL"},
 	"Network.continueInterceptedRequest": {Action: CheckRedirect, Why: "a request may only be redirected to an allowed URL"},

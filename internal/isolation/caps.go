@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
@@ -68,13 +69,14 @@ func (i *Isolator) capped(name string, limit int, flag string) error {
 	return &CapError{Cap: name, Limit: limit, Flag: flag}
 }
 
-// caps refuses a command that would take its user over a cap.
-func (i *Isolator) caps(u *users.User, cmd relay.Command) (relay.Verdict, bool) {
+// caps refuses a command that would take its user over the cap its
+// firewall row names (firewall.Rule.Cap).
+func (i *Isolator) caps(u *users.User, cmd relay.Command, capOf firewall.UserCap) (relay.Verdict, bool) {
 	var err error
-	switch cmd.Method {
-	case "Target.createTarget":
+	switch capOf {
+	case firewall.CapTabs:
 		err = i.CheckTabs(u)
-	case "Target.createBrowserContext":
+	case firewall.CapContexts:
 		err = i.CheckContexts(u)
 	}
 	if err != nil {

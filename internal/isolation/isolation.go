@@ -106,26 +106,29 @@ func (c *Conn) isAttached(targetID string) bool {
 	return c.attached[targetID] > 0
 }
 
-// Command applies the method's isolation rule (scope, from the firewall
-// table) to one command of connection c: ids it names must be the user's,
-// replies are filtered to the user's, and context-wide methods act on the
-// user's context.
-func (i *Isolator) Command(ctx context.Context, c *Conn, a Agent, cmd relay.Command, scope firewall.Scope) relay.Verdict {
-	if v, refused := i.caps(c.User, cmd); refused {
+// Command applies the method's isolation columns of its firewall row
+// (rule.Scope, rule.Cap) to one command of connection c: the user's caps
+// hold, ids it names must be the user's, replies are filtered to the
+// user's, and context-wide methods act on the user's context. It decides
+// by the row, never by the method's name: the table is the one place that
+// says which method gets which rule.
+func (i *Isolator) Command(ctx context.Context, c *Conn, a Agent, cmd relay.Command, rule firewall.Rule) relay.Verdict {
+	if v, refused := i.caps(c.User, cmd, rule.Cap); refused {
 		return v
 	}
-	switch scope {
-	case firewall.Targets:
-		return i.target(c, a, cmd)
+	switch scope := rule.Scope; scope {
+	case firewall.Targets, firewall.AttachTargets, firewall.WindowOfTarget, firewall.LeaveTarget:
+		return i.target(c, a, cmd, scope)
 	case firewall.Windows:
 		return i.window(ctx, c.User, cmd)
-	case firewall.Listing:
-		if cmd.Method == "Target.getTargets" {
-			return relay.Verdict{OnReply: i.filterTargets(c)}
-		}
+	case firewall.ListTargets:
+		return relay.Verdict{OnReply: i.filterTargets(c)}
+	case firewall.ListContexts:
 		return relay.Verdict{OnReply: i.filterContexts(c.User)}
-	case firewall.OwnContexts:
-		return i.ownContext(c.User, cmd)
+	case firewall.CreateContexts:
+		return i.createContext(c.User, cmd)
+	case firewall.DisposeContexts:
+		return i.disposeContext(c.User, cmd)
 	case firewall.Contexts, firewall.BrowserContexts:
 		return i.contextWide(c.User, cmd)
 	}
@@ -142,8 +145,8 @@ func (i *Isolator) NotWebRefusal(method, targetID string) string {
 }
 
 // target refuses a command naming another user's target or another
-// connection's session.
-func (i *Isolator) target(c *Conn, a Agent, cmd relay.Command) relay.Verdict {
+// connection's session; scope is one of the Targets scopes.
+func (i *Isolator) target(c *Conn, a Agent, cmd relay.Command, scope firewall.Scope) relay.Verdict {
 	var p struct {
 		TargetID  string `json:"targetId"`
 		SessionID string `json:"sessionId"`
@@ -154,22 +157,22 @@ func (i *Isolator) target(c *Conn, a Agent, cmd relay.Command) relay.Verdict {
 	if p.TargetID != "" && !i.o.Users.OwnsTarget(c.User, p.TargetID) {
 		return refusal(cmd.Method, fmt.Sprintf("target %s is not in this user's browser context", p.TargetID))
 	}
-	if msg := i.NotWebRefusal(cmd.Method, p.TargetID); msg != "" && cmd.Method != "Target.detachFromTarget" {
+	if msg := i.NotWebRefusal(cmd.Method, p.TargetID); msg != "" && scope != firewall.LeaveTarget {
 		return relay.Verdict{Refuse: msg}
 	}
 	if p.SessionID != "" && !a.Owns(p.SessionID) {
 		return refusal(cmd.Method, fmt.Sprintf("session %s is not this connection's", p.SessionID))
 	}
 	id := p.TargetID
-	switch cmd.Method {
-	case "Target.attachToTarget":
+	switch scope {
+	case firewall.AttachTargets:
 		return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
 			if len(errRaw) == 0 {
 				c.setAttached(id, true)
 			}
 			return result, errRaw
 		}}
-	case "Browser.getWindowForTarget":
+	case firewall.WindowOfTarget:
 		// Learn the user's window ids from the replies about its targets.
 		return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
 			var r struct {
@@ -219,26 +222,27 @@ func (i *Isolator) window(ctx context.Context, u *users.User, cmd relay.Command)
 	return refusal(cmd.Method, fmt.Sprintf("window %d is not a window of this user's targets", w))
 }
 
-// ownContext lets a user create contexts (with the guard's proxy settings)
-// and dispose only contexts it created.
-func (i *Isolator) ownContext(u *users.User, cmd relay.Command) relay.Verdict {
-	if cmd.Method == "Target.disposeBrowserContext" {
-		id := stringParam(cmd.Params, "browserContextId")
-		if id == u.Primary {
-			return refusal(cmd.Method, "the user's default context is disposed by the guard when the user is idle")
-		}
-		if !i.o.Users.OwnsContext(u, id) {
-			return refusal(cmd.Method, fmt.Sprintf("context %s is not this user's", id))
-		}
-		return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
-			if len(errRaw) == 0 {
-				i.o.Users.RemoveContext(id)
-			}
-			return result, errRaw
-		}}
+// disposeContext lets a user dispose only contexts it created, never its
+// default one.
+func (i *Isolator) disposeContext(u *users.User, cmd relay.Command) relay.Verdict {
+	id := stringParam(cmd.Params, "browserContextId")
+	if id == u.Primary {
+		return refusal(cmd.Method, "the user's default context is disposed by the guard when the user is idle")
 	}
-	// Target.createBrowserContext: the firewall table has already refused
-	// an agent's own proxy settings.
+	if !i.o.Users.OwnsContext(u, id) {
+		return refusal(cmd.Method, fmt.Sprintf("context %s is not this user's", id))
+	}
+	return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
+		if len(errRaw) == 0 {
+			i.o.Users.RemoveContext(id)
+		}
+		return result, errRaw
+	}}
+}
+
+// createContext lets a user create contexts of its own, with the guard's
+// proxy settings (the firewall table has already refused an agent's own).
+func (i *Isolator) createContext(u *users.User, cmd relay.Command) relay.Verdict {
 	var in map[string]jsonv2.Value
 	if err := unmarshalParams(cmd.Params, &in); err != nil {
 		return refusal(cmd.Method, "unreadable params: "+err.Error())

@@ -113,9 +113,12 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-func (w *world) cmd(t *testing.T, method, params string, scope firewall.Scope) relay.Verdict {
+// cmd runs method through the Isolator with its row of the firewall
+// table on a browser session, as the guard's pipeline does.
+func (w *world) cmd(t *testing.T, method, params string) relay.Verdict {
 	t.Helper()
-	return w.iso.Command(t.Context(), w.conn, w.agent, relay.Command{Method: method, Params: []byte(params), Browser: true}, scope)
+	rule, _ := firewall.Lookup(method, true)
+	return w.iso.Command(t.Context(), w.conn, w.agent, relay.Command{Method: method, Params: []byte(params), Browser: true}, rule)
 }
 
 func wantRefused(t *testing.T, v relay.Verdict, parts ...string) {
@@ -140,21 +143,21 @@ func wantPassed(t *testing.T, v relay.Verdict) {
 
 func TestTargets(t *testing.T) {
 	w := newWorld(t)
-	wantRefused(t, w.cmd(t, "Target.attachToTarget", `{"targetId":"B1","flatten":true}`, firewall.Targets), "Target.attachToTarget", "B1", "not in this user's browser context")
-	wantRefused(t, w.cmd(t, "Target.closeTarget", `{"targetId":"nobody"}`, firewall.Targets), "nobody")
-	wantRefused(t, w.cmd(t, "Target.activateTarget", `{"targetId":"A2"}`, firewall.Targets), "A2", "not web content")
-	wantPassed(t, w.cmd(t, "Target.detachFromTarget", `{"targetId":"A2"}`, firewall.Targets)) // leaving is always allowed
-	wantRefused(t, w.cmd(t, "Target.detachFromTarget", `{"sessionId":"SB1"}`, firewall.Targets), "session SB1 is not this connection's")
-	wantRefused(t, w.cmd(t, "Target.getTargetInfo", `{"targetId":`, firewall.Targets), "unreadable params")
-	wantPassed(t, w.cmd(t, "Target.getTargetInfo", ``, firewall.Targets))
+	wantRefused(t, w.cmd(t, "Target.attachToTarget", `{"targetId":"B1","flatten":true}`), "Target.attachToTarget", "B1", "not in this user's browser context")
+	wantRefused(t, w.cmd(t, "Target.closeTarget", `{"targetId":"nobody"}`), "nobody")
+	wantRefused(t, w.cmd(t, "Target.activateTarget", `{"targetId":"A2"}`), "A2", "not web content")
+	wantPassed(t, w.cmd(t, "Target.detachFromTarget", `{"targetId":"A2"}`)) // leaving is always allowed
+	wantRefused(t, w.cmd(t, "Target.detachFromTarget", `{"sessionId":"SB1"}`), "session SB1 is not this connection's")
+	wantRefused(t, w.cmd(t, "Target.getTargetInfo", `{"targetId":`), "unreadable params")
+	wantPassed(t, w.cmd(t, "Target.getTargetInfo", ``))
 
-	v := w.cmd(t, "Target.attachToTarget", `{"targetId":"A1","flatten":true}`, firewall.Targets)
+	v := w.cmd(t, "Target.attachToTarget", `{"targetId":"A1","flatten":true}`)
 	wantPassed(t, v)
 	v.OnReply([]byte(`{"sessionId":"SA1"}`), nil)
 	if !w.conn.isAttached("A1") {
 		t.Error("a successful attach is not recorded")
 	}
-	v = w.cmd(t, "Browser.getWindowForTarget", `{"targetId":"A1"}`, firewall.Targets)
+	v = w.cmd(t, "Browser.getWindowForTarget", `{"targetId":"A1"}`)
 	v.OnReply([]byte(`{"windowId":7,"bounds":{}}`), nil)
 	if !w.reg.OwnsWindow(w.alice, 7) {
 		t.Error("the window of a reply about alice's target is not alice's")
@@ -164,11 +167,11 @@ func TestTargets(t *testing.T) {
 func TestWindows(t *testing.T) {
 	w := newWorld(t)
 	w.br.windows = map[string]int64{"A1": 3, "B1": 4}
-	wantRefused(t, w.cmd(t, "Browser.getWindowBounds", `{}`, firewall.Windows), "windowId is required")
-	wantRefused(t, w.cmd(t, "Browser.setWindowBounds", `{"windowId":4,"bounds":{}}`, firewall.Windows), "window 4 is not a window of this user's targets")
-	wantPassed(t, w.cmd(t, "Browser.setWindowBounds", `{"windowId":3,"bounds":{}}`, firewall.Windows)) // looked up
+	wantRefused(t, w.cmd(t, "Browser.getWindowBounds", `{}`), "windowId is required")
+	wantRefused(t, w.cmd(t, "Browser.setWindowBounds", `{"windowId":4,"bounds":{}}`), "window 4 is not a window of this user's targets")
+	wantPassed(t, w.cmd(t, "Browser.setWindowBounds", `{"windowId":3,"bounds":{}}`)) // looked up
 	calls := w.br.calls
-	wantPassed(t, w.cmd(t, "Browser.getWindowBounds", `{"windowId":3}`, firewall.Windows)) // learned
+	wantPassed(t, w.cmd(t, "Browser.getWindowBounds", `{"windowId":3}`)) // learned
 	if w.br.calls != calls {
 		t.Error("a learned window was looked up again")
 	}
@@ -187,7 +190,7 @@ func TestListing(t *testing.T) {
 		{"targetId":"B1","type":"page","url":"http://b.test/","attached":true,"browserContextId":%q},
 		{"targetId":"D1","type":"page","url":"http://d.test/","attached":true}]}`,
 		w.alice.Primary, w.alice.Primary, w.alice.Primary, w.bob.Primary)
-	v := w.cmd(t, "Target.getTargets", `{}`, firewall.Listing)
+	v := w.cmd(t, "Target.getTargets", `{}`)
 	res, errRaw := v.OnReply([]byte(reply), nil)
 	var got struct {
 		TargetInfos []cdpmsg.TargetInfo `json:"targetInfos"`
@@ -207,7 +210,7 @@ func TestListing(t *testing.T) {
 	}
 
 	w.reg.AddContext(w.alice, "ctx-own")
-	v = w.cmd(t, "Target.getBrowserContexts", `{}`, firewall.Listing)
+	v = w.cmd(t, "Target.getBrowserContexts", `{}`)
 	res, _ = v.OnReply(fmt.Appendf(nil, `{"browserContextIds":[%q,%q,"ctx-own"]}`, w.alice.Primary, w.bob.Primary), nil)
 	if string(res) != `{"browserContextIds":["ctx-own"]}` {
 		t.Errorf("getBrowserContexts filtered to %s; want only alice's own non-default context", res)
@@ -216,10 +219,10 @@ func TestListing(t *testing.T) {
 
 func TestOwnContexts(t *testing.T) {
 	w := newWorld(t)
-	wantRefused(t, w.cmd(t, "Target.disposeBrowserContext", fmt.Sprintf(`{"browserContextId":%q}`, w.alice.Primary), firewall.OwnContexts), "default context")
-	wantRefused(t, w.cmd(t, "Target.disposeBrowserContext", fmt.Sprintf(`{"browserContextId":%q}`, w.bob.Primary), firewall.OwnContexts), "is not this user's")
+	wantRefused(t, w.cmd(t, "Target.disposeBrowserContext", fmt.Sprintf(`{"browserContextId":%q}`, w.alice.Primary)), "default context")
+	wantRefused(t, w.cmd(t, "Target.disposeBrowserContext", fmt.Sprintf(`{"browserContextId":%q}`, w.bob.Primary)), "is not this user's")
 
-	v := w.cmd(t, "Target.createBrowserContext", `{"disposeOnDetach":true}`, firewall.OwnContexts)
+	v := w.cmd(t, "Target.createBrowserContext", `{"disposeOnDetach":true}`)
 	if !strings.Contains(string(v.Params), `"proxyServer":"http://127.0.0.1:1"`) || !strings.Contains(string(v.Params), `"disposeOnDetach":true`) {
 		t.Errorf("created context params %s lack the guard's proxy or the agent's own params", v.Params)
 	}
@@ -227,30 +230,30 @@ func TestOwnContexts(t *testing.T) {
 	if !w.reg.OwnsContext(w.alice, "ctx-new") {
 		t.Fatal("a created context is not recorded as alice's")
 	}
-	v = w.cmd(t, "Target.disposeBrowserContext", `{"browserContextId":"ctx-new"}`, firewall.OwnContexts)
+	v = w.cmd(t, "Target.disposeBrowserContext", `{"browserContextId":"ctx-new"}`)
 	wantPassed(t, v)
 	v.OnReply([]byte(`{}`), nil)
 	if w.reg.OwnsContext(w.alice, "ctx-new") {
 		t.Error("a disposed context is still recorded")
 	}
-	wantRefused(t, w.cmd(t, "Target.createBrowserContext", `[]`, firewall.OwnContexts), "unreadable params")
+	wantRefused(t, w.cmd(t, "Target.createBrowserContext", `[]`), "unreadable params")
 }
 
 func TestContexts(t *testing.T) {
 	w := newWorld(t)
-	wantRefused(t, w.cmd(t, "Storage.getCookies", fmt.Sprintf(`{"browserContextId":%q}`, w.bob.Primary), firewall.BrowserContexts), "is not this user's")
-	wantRefused(t, w.cmd(t, "Storage.getCookies", `{"browserContextId":7}`, firewall.BrowserContexts), "is not this user's")
-	v := w.cmd(t, "Storage.getCookies", fmt.Sprintf(`{"browserContextId":%q}`, w.alice.Primary), firewall.BrowserContexts)
+	wantRefused(t, w.cmd(t, "Storage.getCookies", fmt.Sprintf(`{"browserContextId":%q}`, w.bob.Primary)), "is not this user's")
+	wantRefused(t, w.cmd(t, "Storage.getCookies", `{"browserContextId":7}`), "is not this user's")
+	v := w.cmd(t, "Storage.getCookies", fmt.Sprintf(`{"browserContextId":%q}`, w.alice.Primary))
 	if v.Refuse != "" || v.Params != nil {
 		t.Errorf("alice's own context must pass unchanged: %+v", v)
 	}
 	for _, p := range []string{``, `{}`, `{"url":"about:blank"}`} {
-		v = w.cmd(t, "Target.createTarget", p, firewall.Contexts)
+		v = w.cmd(t, "Target.createTarget", p)
 		if want := fmt.Sprintf(`"browserContextId":%q`, w.alice.Primary); !strings.Contains(string(v.Params), want) {
 			t.Errorf("params %q became %s, want %s", p, v.Params, want)
 		}
 	}
-	if v := w.cmd(t, "Browser.getVersion", `{}`, firewall.NoIDs); v.Refuse != "" || v.Params != nil || v.OnReply != nil {
+	if v := w.cmd(t, "Browser.getVersion", `{}`); v.Refuse != "" || v.Params != nil || v.OnReply != nil {
 		t.Errorf("NoIDs must pass unchanged: %+v", v)
 	}
 }
