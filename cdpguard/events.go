@@ -29,15 +29,18 @@ func (g *Guard) eventBus() (*events.Bus, error) {
 	on("dialogs", func(e *cdpmsg.Envelope) { g.dialogs.Navigated(e.SessionID, e.Params) }, "Page.frameNavigated")
 	// The page registry first: the subframes of the guard's pages
 	// (internal/pages; the targets are internal/targets' record below).
-	on("pages", g.pages.OnEvent, "Page.frameAttached", "Page.frameDetached")
+	on("pages", g.pages.OnFrameAttached, "Page.frameAttached")
+	on("pages", g.pages.OnFrameDetached, "Page.frameDetached")
 	// The worlds forget a frame's old document before the controls record
 	// their live worlds again.
-	on("worlds", func(e *cdpmsg.Envelope) { g.worlds.OnEvent(e) },
-		"Page.frameDetached", "Page.frameNavigated")
-	on("controls", func(e *cdpmsg.Envelope) { g.ctl.OnEvent(e) }, // nil when off: its methods do nothing
-		"Page.frameNavigated",
-		"Runtime.executionContextCreated", "Runtime.executionContextDestroyed", "Runtime.executionContextsCleared",
-		"Runtime.bindingCalled")
+	on("worlds", func(e *cdpmsg.Envelope) { g.worlds.OnFrameDetached(e) }, "Page.frameDetached")
+	on("worlds", func(e *cdpmsg.Envelope) { g.worlds.OnFrameNavigated(e) }, "Page.frameNavigated")
+	// The controls are nil when off: their methods do nothing.
+	on("controls", func(e *cdpmsg.Envelope) { g.ctl.OnFrameNavigated(e) }, "Page.frameNavigated")
+	on("controls", func(e *cdpmsg.Envelope) { g.ctl.OnContextCreated(e) }, "Runtime.executionContextCreated")
+	on("controls", func(e *cdpmsg.Envelope) { g.ctl.OnContextDestroyed(e) }, "Runtime.executionContextDestroyed")
+	on("controls", func(e *cdpmsg.Envelope) { g.ctl.OnContextsCleared(e) }, "Runtime.executionContextsCleared")
+	on("controls", func(e *cdpmsg.Envelope) { g.ctl.OnBindingCalled(e) }, "Runtime.bindingCalled")
 	// The targets, their users and their pages (internal/targets).
 	on("targets", g.targets.Attached, "Target.attachedToTarget")
 	on("targets", func(e *cdpmsg.Envelope) { g.targets.Changed(e, true) }, "Target.targetCreated")

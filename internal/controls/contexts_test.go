@@ -59,7 +59,7 @@ func TestRecoveryKeepsTaint(t *testing.T) {
 		t.Fatal("the forgotten tainted context is not remembered for recovery")
 	}
 	// The navigation as the bus delivers it (Page.frameNavigated).
-	c.OnEvent(&cdpmsg.Envelope{Method: "Page.frameNavigated", SessionID: "S", Params: []byte(`{"frame":{"id":"T","url":"http://a.test/"}}`)})
+	c.OnFrameNavigated(&cdpmsg.Envelope{Method: "Page.frameNavigated", SessionID: "S", Params: []byte(`{"frame":{"id":"T","url":"http://a.test/"}}`)})
 	if p.recover.tainted != nil {
 		t.Error("a new document kept the old document's taint memory")
 	}
@@ -70,7 +70,9 @@ func TestOff(t *testing.T) {
 	var c *Controls
 	a := &fakeAgent{}
 	c.SetupPage("T", "S")
-	c.OnEvent(nil)
+	for _, on := range []func(*cdpmsg.Envelope){c.OnContextCreated, c.OnContextDestroyed, c.OnContextsCleared, c.OnBindingCalled, c.OnFrameNavigated} {
+		on(nil)
+	}
 	c.FrameNavigated("S", "T", "http://a.test/")
 	c.Blocked("T", "http://b.test/", "blocked", true)
 	c.DialogAnswered("S", "alert", "no agent")

@@ -11,7 +11,7 @@
 // 2026-12-01-controls-red-team.md, 2026-12-01-controls-world-race.md,
 // 2026-12-02-controls-contexts.md).
 //
-// Events observed, on the guard's own page sessions (OnEvent,
+// Events observed, on the guard's own page sessions (the On* observers,
 // FrameNavigated): Runtime.executionContextCreated,
 // Runtime.executionContextDestroyed, Runtime.executionContextsCleared,
 // Runtime.bindingCalled, Page.frameNavigated; and, from the guard's wiring,
@@ -280,52 +280,75 @@ func (c *Controls) PageGone(targetID string) {
 	c.taint.gone(targetID, func(int64) bool { return true })
 }
 
-// OnEvent takes the guard's page-session events the controls follow
-// (Runtime.executionContextCreated, executionContextDestroyed,
-// executionContextsCleared, bindingCalled; others are ignored). It runs on
-// the browser connection's read loop and never blocks.
-func (c *Controls) OnEvent(e *cdpmsg.Envelope) {
+// OnContextCreated, OnContextDestroyed, OnContextsCleared, OnBindingCalled
+// and OnFrameNavigated take the guard's page-session events the controls
+// follow (Runtime.executionContextCreated, executionContextDestroyed,
+// executionContextsCleared, bindingCalled, Page.frameNavigated), each
+// routed here by the event table (cdpguard/events.go). They run on the
+// browser connection's read loop and never block.
+func (c *Controls) OnContextCreated(e *cdpmsg.Envelope) {
 	if c == nil {
 		return
 	}
-	switch e.Method {
-	case "Runtime.executionContextCreated":
-		var p struct {
-			Context struct {
-				ID       int64  `json:"id"`
-				UniqueID string `json:"uniqueId"`
-				Name     string `json:"name"`
-				AuxData  struct {
-					FrameID string `json:"frameId"`
-				} `json:"auxData"`
-			} `json:"context"`
-		}
-		if !strings.Contains(string(e.Params), c.d.World) || jsonv2.Unmarshal(e.Params, &p) != nil || p.Context.Name != c.d.World {
-			return
-		}
-		c.contextCreated(e.SessionID, p.Context.AuxData.FrameID, p.Context.ID, p.Context.UniqueID)
-	case "Runtime.executionContextDestroyed":
-		var p struct {
-			ID       int64  `json:"executionContextId"`
-			UniqueID string `json:"executionContextUniqueId"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) == nil {
-			c.contextDestroyed(e.SessionID, p.ID, p.UniqueID)
-		}
-	case "Runtime.executionContextsCleared":
-		c.contextGone(e.SessionID, func(int64, string) bool { return true })
-	case "Runtime.bindingCalled":
-		c.bindingCalled(e.SessionID, e.Params)
-	case "Page.frameNavigated":
-		var p struct {
-			Frame struct {
-				ID  string `json:"id"`
-				URL string `json:"url"`
-			} `json:"frame"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) == nil && p.Frame.ID != "" {
-			c.FrameNavigated(e.SessionID, p.Frame.ID, p.Frame.URL)
-		}
+	var p struct {
+		Context struct {
+			ID       int64  `json:"id"`
+			UniqueID string `json:"uniqueId"`
+			Name     string `json:"name"`
+			AuxData  struct {
+				FrameID string `json:"frameId"`
+			} `json:"auxData"`
+		} `json:"context"`
+	}
+	if !strings.Contains(string(e.Params), c.d.World) || jsonv2.Unmarshal(e.Params, &p) != nil || p.Context.Name != c.d.World {
+		return
+	}
+	c.contextCreated(e.SessionID, p.Context.AuxData.FrameID, p.Context.ID, p.Context.UniqueID)
+}
+
+// OnContextDestroyed: see OnContextCreated.
+func (c *Controls) OnContextDestroyed(e *cdpmsg.Envelope) {
+	if c == nil {
+		return
+	}
+	var p struct {
+		ID       int64  `json:"executionContextId"`
+		UniqueID string `json:"executionContextUniqueId"`
+	}
+	if jsonv2.Unmarshal(e.Params, &p) == nil {
+		c.contextDestroyed(e.SessionID, p.ID, p.UniqueID)
+	}
+}
+
+// OnContextsCleared: see OnContextCreated.
+func (c *Controls) OnContextsCleared(e *cdpmsg.Envelope) {
+	if c == nil {
+		return
+	}
+	c.contextGone(e.SessionID, func(int64, string) bool { return true })
+}
+
+// OnBindingCalled: see OnContextCreated.
+func (c *Controls) OnBindingCalled(e *cdpmsg.Envelope) {
+	if c == nil {
+		return
+	}
+	c.bindingCalled(e.SessionID, e.Params)
+}
+
+// OnFrameNavigated: see OnContextCreated; FrameNavigated does the work.
+func (c *Controls) OnFrameNavigated(e *cdpmsg.Envelope) {
+	if c == nil {
+		return
+	}
+	var p struct {
+		Frame struct {
+			ID  string `json:"id"`
+			URL string `json:"url"`
+		} `json:"frame"`
+	}
+	if jsonv2.Unmarshal(e.Params, &p) == nil && p.Frame.ID != "" {
+		c.FrameNavigated(e.SessionID, p.Frame.ID, p.Frame.URL)
 	}
 }
 

@@ -68,7 +68,12 @@ func failingPage(t *testing.T, b *notDrawnBrowser) *Controls {
 		{"Runtime.executionContextCreated", `{"context":{"id":3,"origin":"http://rc-pause.test:40883","name":"","uniqueId":"b.3","auxData":{"isDefault":true,"type":"default","frameId":"T"}}}`},
 		{"Runtime.executionContextCreated", `{"context":{"id":4,"origin":"://","name":"` + world + `","uniqueId":"b.4","auxData":{"isDefault":false,"type":"isolated","frameId":"T"}}}`},
 	} {
-		c.OnEvent(&cdpmsg.Envelope{SessionID: "S", Method: ev.method, Params: jsonv2.Value(ev.params)})
+		e := &cdpmsg.Envelope{SessionID: "S", Method: ev.method, Params: jsonv2.Value(ev.params)}
+		if ev.method == "Runtime.executionContextsCleared" {
+			c.OnContextsCleared(e)
+		} else {
+			c.OnContextCreated(e)
+		}
 	}
 	return c
 }

@@ -15,9 +15,12 @@ import (
 // the agent's session to it is detached. Event runs on the browser read
 // loop: it only decides, writes nothing to the users registry (the
 // guard's own event handler does) and never sends to the browser.
+//
+// Which events it looks at, and what it does with each, is the row of the
+// agent event table (firewall.AgentEvent).
 func (i *Isolator) Event(c *Conn, a Agent, e *cdpmsg.Envelope) bool {
-	switch e.Method {
-	case "Target.targetCreated", "Target.targetInfoChanged":
+	switch rule := firewall.AgentEvent(e.Method); rule {
+	case firewall.EvTargetInfo:
 		var p struct {
 			TargetInfo cdpmsg.TargetInfo `json:"targetInfo"`
 		}
@@ -37,12 +40,12 @@ func (i *Isolator) Event(c *Conn, a Agent, e *cdpmsg.Envelope) bool {
 			e.Params = hideAttached(e.Params)
 		}
 		return true
-	case "Target.targetDestroyed", "Target.targetCrashed":
+	case firewall.EvTargetGone:
 		var p struct {
 			TargetID string `json:"targetId"`
 		}
 		return jsonv2.Unmarshal(e.Params, &p) == nil && i.o.Users.OwnsTarget(c.User, p.TargetID) && i.o.Users.NotWeb(p.TargetID) == ""
-	case "Target.attachedToTarget":
+	case firewall.EvTargetAttached:
 		p := e.Attached
 		if p == nil {
 			return false
@@ -61,7 +64,7 @@ func (i *Isolator) Event(c *Conn, a Agent, e *cdpmsg.Envelope) bool {
 		}
 		i.o.Undo(e.SessionID, p.SessionID, p.WaitingForDebugger)
 		return false
-	case "Target.detachedFromTarget", "Target.receivedMessageFromTarget":
+	case firewall.EvSessionDetached, firewall.EvSessionMessage:
 		var p struct {
 			SessionID string `json:"sessionId"`
 			TargetID  string `json:"targetId"`
@@ -69,7 +72,7 @@ func (i *Isolator) Event(c *Conn, a Agent, e *cdpmsg.Envelope) bool {
 		if jsonv2.Unmarshal(e.Params, &p) != nil || !a.Owns(p.SessionID) {
 			return false
 		}
-		if e.Method == "Target.detachedFromTarget" {
+		if rule == firewall.EvSessionDetached {
 			c.setAttached(p.TargetID, false)
 		}
 		return true

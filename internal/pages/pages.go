@@ -5,10 +5,10 @@
 // the target events (Target.attachedToTarget, targetCreated,
 // targetInfoChanged, targetDestroyed: internal/targets) and the frame
 // events on the guard's page sessions (Page.frameAttached,
-// Page.frameDetached: OnEvent, declared on the event bus in
-// cdpguard/events.go). The users registry (context → user), the grant
-// scopes, the controls, the reader and the dialog handler read it through
-// the small interfaces each of them declares.
+// Page.frameDetached: OnFrameAttached, OnFrameDetached, declared in the
+// event table, cdpguard/events.go). The users registry (context → user),
+// the grant scopes, the controls, the reader and the dialog handler read
+// it through the small interfaces each of them declares.
 //
 // Its lock is a leaf: no method calls out while holding it, so any other
 // component's lock may be held while calling it (docs/decisions/
@@ -187,15 +187,22 @@ func (r *Registry) prune(now time.Time) {
 	}
 }
 
-// OnEvent learns the subframes of the guard's pages from Page.frameAttached
-// and Page.frameDetached on the guard's page sessions; other events, and
-// frames on sessions that are not the guard's page sessions (an
-// out-of-process iframe's, an agent's), are ignored: a paused request of a
-// frame the registry does not know gets no page, and so no user's grants
-// (the policy alone decides, which fails closed). A detach for a swap keeps
-// the frame: it moves to another process but stays on its page.
-func (r *Registry) OnEvent(e *cdpmsg.Envelope) {
-	if e.SessionID == "" || (e.Method != "Page.frameAttached" && e.Method != "Page.frameDetached") {
+// OnFrameAttached and OnFrameDetached learn the subframes of the guard's
+// pages from Page.frameAttached and Page.frameDetached on the guard's page
+// sessions (the event table, cdpguard/events.go, routes each here); frames
+// on sessions that are not the guard's page sessions (an out-of-process
+// iframe's, an agent's) are ignored: a paused request of a frame the
+// registry does not know gets no page, and so no user's grants (the policy
+// alone decides, which fails closed). A detach for a swap keeps the frame:
+// it moves to another process but stays on its page.
+func (r *Registry) OnFrameAttached(e *cdpmsg.Envelope) { r.frameEvent(e, true) }
+
+// OnFrameDetached: see OnFrameAttached.
+func (r *Registry) OnFrameDetached(e *cdpmsg.Envelope) { r.frameEvent(e, false) }
+
+// frameEvent records (attached) or forgets a subframe of e's page.
+func (r *Registry) frameEvent(e *cdpmsg.Envelope, attached bool) {
+	if e.SessionID == "" {
 		return
 	}
 	var p struct {
@@ -211,14 +218,10 @@ func (r *Registry) OnEvent(e *cdpmsg.Envelope) {
 	if !ok {
 		return
 	}
-	switch e.Method {
-	case "Page.frameAttached":
-		if p.FrameID != page { // the main frame's id is the page's
-			r.frames[p.FrameID] = page
-		}
-	case "Page.frameDetached":
-		if p.Reason != "swap" {
-			delete(r.frames, p.FrameID)
-		}
+	switch {
+	case attached && p.FrameID != page: // the main frame's id is the page's
+		r.frames[p.FrameID] = page
+	case !attached && p.Reason != "swap":
+		delete(r.frames, p.FrameID)
 	}
 }

@@ -59,9 +59,9 @@ func (r *Registry) step(t *testing.T, c *clock, line string) {
 	case "destroy":
 		r.Destroyed(arg(1))
 	case "frame":
-		r.OnEvent(&cdpmsg.Envelope{SessionID: arg(1), Method: "Page.frameAttached", Params: []byte(`{"frameId":"` + arg(2) + `","parentFrameId":"X"}`)})
+		r.OnFrameAttached(&cdpmsg.Envelope{SessionID: arg(1), Params: []byte(`{"frameId":"` + arg(2) + `","parentFrameId":"X"}`)})
 	case "detach":
-		r.OnEvent(&cdpmsg.Envelope{SessionID: arg(1), Method: "Page.frameDetached", Params: []byte(`{"frameId":"` + arg(2) + `","reason":"` + arg(3) + `"}`)})
+		r.OnFrameDetached(&cdpmsg.Envelope{SessionID: arg(1), Params: []byte(`{"frameId":"` + arg(2) + `","reason":"` + arg(3) + `"}`)})
 	case "wait":
 		d, err := time.ParseDuration(arg(1))
 		if err != nil {
@@ -238,19 +238,18 @@ func check(t *testing.T, r *Registry, w want) {
 	}
 }
 
-// TestNoOtherEvents: OnEvent ignores every other method and unreadable
-// params.
+// TestNoOtherEvents: OnFrameAttached ignores unreadable params, a frame
+// without an id and an event on no session.
 func TestNoOtherEvents(t *testing.T) {
 	r, _ := newTest()
 	r.Track("T", "C")
 	r.Attached("T", "S")
 	for _, e := range []*cdpmsg.Envelope{
-		{SessionID: "S", Method: "Page.frameNavigated", Params: []byte(`{"frameId":"F1"}`)},
 		{SessionID: "S", Method: "Page.frameAttached", Params: []byte(`{"frameId":`)},
 		{SessionID: "S", Method: "Page.frameAttached", Params: []byte(`{"frameId":""}`)},
 		{SessionID: "", Method: "Page.frameAttached", Params: []byte(`{"frameId":"F2"}`)},
 	} {
-		r.OnEvent(e)
+		r.OnFrameAttached(e)
 	}
 	if len(r.frames) != 0 {
 		t.Errorf("frames learned from other events: %v", r.frames)
@@ -265,7 +264,7 @@ func TestPruneBounded(t *testing.T) {
 		id := fmt.Sprintf("T%d", i)
 		r.Track(id, "C")
 		r.Attached(id, "S"+id)
-		r.OnEvent(&cdpmsg.Envelope{SessionID: "S" + id, Method: "Page.frameAttached", Params: []byte(`{"frameId":"F` + id + `"}`)})
+		r.OnFrameAttached(&cdpmsg.Envelope{SessionID: "S" + id, Params: []byte(`{"frameId":"F` + id + `"}`)})
 		r.Destroyed(id)
 		clk.t = clk.t.Add(time.Second)
 	}
@@ -292,7 +291,7 @@ func TestConcurrent(t *testing.T) {
 			r.Track(id, "C")
 			r.MarkPage(id)
 			r.Attached(id, "S"+id)
-			r.OnEvent(&cdpmsg.Envelope{SessionID: "S" + id, Method: "Page.frameAttached", Params: []byte(`{"frameId":"F` + id + `"}`)})
+			r.OnFrameAttached(&cdpmsg.Envelope{SessionID: "S" + id, Params: []byte(`{"frameId":"F` + id + `"}`)})
 			if i%2 == 0 {
 				r.Destroyed(id)
 			}

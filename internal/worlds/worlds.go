@@ -9,8 +9,9 @@
 // CDP events it observes: on agents' sessions (Hide)
 // Runtime.executionContextCreated, Runtime.executionContextDestroyed,
 // Runtime.executionContextsCleared, Debugger.scriptParsed and
-// Debugger.scriptFailedToParse; on the guard's own page sessions (OnEvent)
-// Page.frameNavigated and Page.frameDetached; and, through PageGone, a
+// Debugger.scriptFailedToParse; on the guard's own page sessions
+// (OnFrameNavigated, OnFrameDetached) Page.frameNavigated and
+// Page.frameDetached; and, through PageGone, a
 // page target's Target.targetDestroyed.
 package worlds
 
@@ -24,12 +25,13 @@ import (
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/firewall"
 )
 
 // Worlds is the guard's isolated worlds: their names (random per guard
 // start) and, per frame, their context ids. Its methods are safe for
-// concurrent use; Hide and OnEvent run on the browser connection's read
-// loop and never block on anything but its own lock.
+// concurrent use; Hide and the On* observers run on the browser
+// connection's read loop and never block on anything but its own lock.
 type Worlds struct {
 	deps Deps
 
@@ -130,42 +132,45 @@ func (w *Worlds) PageGone(target string) {
 	delete(w.made, target)
 }
 
-// OnEvent learns from an event on one of the guard's own page sessions:
-// Page.frameNavigated (a new document: the guard's worlds of the old one
-// are gone, and their context ids may be the new document's own, as a new
-// renderer process numbers its contexts from 1 again) and
-// Page.frameDetached (a removed frame). A detach for a swap keeps the frame
-// (it moves to another process, whose session reports its new worlds,
-// perhaps before this event): its entries are left to its page's end
-// rather than risk forgetting a live world. Other events are ignored.
-func (w *Worlds) OnEvent(e *cdpmsg.Envelope) {
-	switch e.Method {
-	case "Page.frameNavigated":
-		var p struct {
-			Frame struct {
-				ID string `json:"id"`
-			} `json:"frame"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) == nil && p.Frame.ID != "" {
-			w.frameGone(p.Frame.ID)
-		}
-	case "Page.frameDetached":
-		var p struct {
-			FrameID string `json:"frameId"`
-			Reason  string `json:"reason"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) == nil && p.FrameID != "" && p.Reason != "swap" {
-			w.frameGone(p.FrameID)
-		}
+// OnFrameNavigated learns of Page.frameNavigated on one of the guard's own
+// page sessions: a new document, so the guard's worlds of the old one are
+// gone, and their context ids may be the new document's own (a new
+// renderer process numbers its contexts from 1 again). The event table
+// (cdpguard/events.go) routes the event here.
+func (w *Worlds) OnFrameNavigated(e *cdpmsg.Envelope) {
+	var p struct {
+		Frame struct {
+			ID string `json:"id"`
+		} `json:"frame"`
+	}
+	if jsonv2.Unmarshal(e.Params, &p) == nil && p.Frame.ID != "" {
+		w.frameGone(p.Frame.ID)
+	}
+}
+
+// OnFrameDetached learns of Page.frameDetached on one of the guard's own
+// page sessions: a removed frame. A detach for a swap keeps the frame (it
+// moves to another process, whose session reports its new worlds, perhaps
+// before this event): its entries are left to its page's end rather than
+// risk forgetting a live world.
+func (w *Worlds) OnFrameDetached(e *cdpmsg.Envelope) {
+	var p struct {
+		FrameID string `json:"frameId"`
+		Reason  string `json:"reason"`
+	}
+	if jsonv2.Unmarshal(e.Params, &p) == nil && p.FrameID != "" && p.Reason != "swap" {
+		w.frameGone(p.FrameID)
 	}
 }
 
 // Hide reports whether an event on an agent's session is about a guard
-// world and must not reach the agent. It runs on the read loop: a byte
-// search first, decoding only events that mention a guard world.
+// world and must not reach the agent. Which events it looks at is their
+// row of the agent event table (firewall.AgentEvent). It runs on the read
+// loop: a byte search first, decoding only events that mention a guard
+// world.
 func (w *Worlds) Hide(e *cdpmsg.Envelope) bool {
-	switch e.Method {
-	case "Runtime.executionContextCreated":
+	switch firewall.AgentEvent(e.Method) {
+	case firewall.EvContextCreated:
 		if !w.mentioned(e.Params) {
 			return false
 		}
@@ -185,7 +190,7 @@ func (w *Worlds) Hide(e *cdpmsg.Envelope) bool {
 		w.seen[worldKey(e.SessionID, p.Context.ID)] = true
 		w.mu.Unlock()
 		return true
-	case "Runtime.executionContextDestroyed":
+	case firewall.EvContextDestroyed:
 		var p struct {
 			ID int64 `json:"executionContextId"`
 		}
@@ -199,9 +204,9 @@ func (w *Worlds) Hide(e *cdpmsg.Envelope) bool {
 			delete(w.seen, k)
 			return true
 		}
-	case "Runtime.executionContextsCleared":
+	case firewall.EvContextsCleared:
 		w.forgetSession(e.SessionID)
-	case "Debugger.scriptParsed", "Debugger.scriptFailedToParse":
+	case firewall.EvScriptParsed:
 		if !bytes.Contains(e.Params, []byte(`"isolated"`)) {
 			return false
 		}

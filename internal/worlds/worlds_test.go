@@ -53,7 +53,7 @@ func TestHide(t *testing.T) {
 	if !w.Hide(parsed(5, "F1")) || w.Hide(parsed(5, "F2")) || w.Hide(parsed(6, "F1")) {
 		t.Error("Debugger.scriptParsed: the guard world's scripts are not hidden, or others are")
 	}
-	w.OnEvent(ev("S", "Page.frameNavigated", `{"frame":{"id":"F1","url":"https://a.test/"}}`))
+	w.OnFrameNavigated(ev("S", "Page.frameNavigated", `{"frame":{"id":"F1","url":"https://a.test/"}}`))
 	if w.Hide(parsed(5, "F1")) {
 		t.Error("Page.frameNavigated did not forget the frame's worlds")
 	}
@@ -85,13 +85,13 @@ func TestFrameDetached(t *testing.T) {
 	for i := range 100 {
 		f := "F" + strconv.Itoa(i)
 		w.MadeIn("T", f, int64(10+i))
-		w.OnEvent(ev("S", "Page.frameDetached", `{"frameId":"`+f+`","reason":"remove"}`))
+		w.OnFrameDetached(ev("S", "Page.frameDetached", `{"frameId":"`+f+`","reason":"remove"}`))
 	}
 	if len(w.made) != 1 || len(w.made["T"]) != 1 || !w.made["T"][1] || len(w.owner) != 0 {
 		t.Fatalf("after 100 iframes came and went: made %v, owner %v; want only the main frame's world", w.made, w.owner)
 	}
 	w.MadeIn("T", "FS", 50)
-	w.OnEvent(ev("S", "Page.frameDetached", `{"frameId":"FS","reason":"swap"}`))
+	w.OnFrameDetached(ev("S", "Page.frameDetached", `{"frameId":"FS","reason":"swap"}`))
 	if !w.made["FS"][50] || !w.madeInTarget("T", []int64{50}) {
 		t.Fatal("a swapped frame's worlds were forgotten")
 	}
