@@ -8,8 +8,8 @@ import "fmt"
 // unknown, and agents neither see nor reach it: an allowlist, because a
 // denylist misses the next type. "browser" is the agent's own
 // browser-level session and is handled by the relay, not here.
-// docs/decisions/2026-12-01-web-content-only.md lists what Chromium 156
-// creates.
+// docs/decisions/2026-12-01-browser-allowlist-and-web-content.md lists
+// what Chromium 156 creates.
 var webTypes = map[string]bool{
 	"tab":                    true,
 	"page":                   true,
