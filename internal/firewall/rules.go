@@ -1,7 +1,12 @@
 // Package firewall holds the method firewall: what cdpguard does with each
-// CDP method an agent sends. The table is data, in this one file, so that a
-// reviewer can read the whole policy at once; methods not in it pass (Chrome
-// adds domains often, and refusing the unknown would break clients).
+// CDP method an agent sends, and with each browser event on its way to an
+// agent. The tables are data (the firewall table in this file, the
+// isolation table in isolation.go, the agent event table in events.go), so
+// that a reviewer can read the whole policy at once, and the packages that
+// apply a rule read its row instead of comparing method names
+// (internal/repocheck counts the comparisons left elsewhere); methods not
+// in the tables pass (Chrome adds domains often, and refusing the unknown
+// would break clients).
 package firewall
 
 import "strings"
