@@ -55,6 +55,7 @@ type options struct {
 	loadPairs, evalPairs, shotPairs    int
 	wsPairs, usersPairs, profileLoads  int
 	tabPairs                           int
+	taskRounds                         int
 	memUsers                           []int
 	memSettle, timeout                 time.Duration
 	soak                               bool
@@ -66,7 +67,7 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.chrome, "chrome", "", "browser binary (default: $CHROME_PATH, or chromium, chromium-browser, google-chrome on PATH)")
-	fs.StringVar(&o.only, "workloads", "load,eval,shot,ws,users,tab,fair,mem,mcp", "comma-separated workloads to run: load, eval, shot, ws, users, tab, fair, mem, mcp")
+	fs.StringVar(&o.only, "workloads", "load,eval,shot,ws,users,tab,fair,mem,mcp", "comma-separated workloads to run: load, eval, shot, ws, users, tab, fair, mem, mcp, tasks (issue 34's task bench against @playwright/mcp; not in the default)")
 	fs.BoolVar(&o.jsonOut, "json", false, "write the report as JSON to stdout instead of the table")
 	fs.BoolVar(&o.verbose, "v", false, "log cdpguard at info level to stderr (default: warnings)")
 	fs.IntVar(&o.subresources, "subresources", 200, "subresources of the page-load page")
@@ -81,6 +82,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.wsPairs, "ws-pairs", 5, "WebSocket echo pairs")
 	fs.IntVar(&o.usersPairs, "users-pairs", 5, "multi-user pairs")
 	fs.IntVar(&o.tabPairs, "tab-pairs", 10, "new-tab set-up pairs, quiet and with another user flooding")
+	fs.IntVar(&o.taskRounds, "task-rounds", 3, "rounds of the task bench (wall time is the median)")
 	mem := fs.String("mem-users", "10,50", "idle user counts at which cdpguard's RSS is read")
 	fs.DurationVar(&o.memSettle, "mem-settle", 3*time.Second, "wait before each RSS reading")
 	fs.StringVar(&o.guardBin, "guard-bin", "", "cdpguard binary for the memory workload (default: go build ./cmd/cdpguard)")
@@ -102,7 +104,7 @@ func parseFlags(args []string) (options, error) {
 		}
 		o.memUsers = append(o.memUsers, n)
 	}
-	for _, n := range []int{o.subresources, o.evals, o.wsMessages, o.users, o.loadPairs, o.evalPairs, o.shotPairs, o.wsPairs, o.usersPairs} {
+	for _, n := range []int{o.subresources, o.evals, o.wsMessages, o.users, o.loadPairs, o.evalPairs, o.shotPairs, o.wsPairs, o.usersPairs, o.taskRounds} {
 		if n < 1 {
 			return o, errors.New("counts and pairs must be at least 1")
 		}
@@ -190,6 +192,14 @@ func run(o options) error {
 		if err != nil {
 			rep.MCP.Error = err.Error()
 			fmt.Fprintln(os.Stderr, "mcp:", err)
+		}
+	}
+	if selected["tasks"] {
+		fmt.Fprintln(os.Stderr, "tasks: @playwright/mcp and cdpguard's /mcp, the same scripted model tasks")
+		rep.Tasks, err = measureTasks(ctx, o)
+		if err != nil {
+			rep.Tasks.Error = err.Error()
+			fmt.Fprintln(os.Stderr, "tasks:", err)
 		}
 	}
 	rep.RuntimeSec = time.Since(start).Seconds()

@@ -44,8 +44,17 @@ func repoRoot(ctx context.Context) string {
 // startGuardBinary runs `cdpguard serve` (with extra flags) and waits for
 // its listening line.
 func startGuardBinary(ctx context.Context, bin, chrome string, extra ...string) (*guardBinary, error) {
+	return startGuardBinaryEnv(ctx, nil, bin, chrome, extra...)
+}
+
+// startGuardBinaryEnv is startGuardBinary with env added to the process's
+// environment (the task bench gives its browser a home of its own).
+func startGuardBinaryEnv(ctx context.Context, env []string, bin, chrome string, extra ...string) (*guardBinary, error) {
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--allow", siteHost,
 		"--host-map", "*.test=127.0.0.1", "--chrome", chrome}, extra...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

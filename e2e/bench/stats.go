@@ -40,15 +40,16 @@ type memResult struct {
 
 // report is the whole run, as printed or written with -json.
 type report struct {
-	Chrome       string      `json:"chrome"`
-	InProcess    bool        `json:"cdpguardInProcess"`
-	Results      []result    `json:"results"`
-	Memory       []memResult `json:"memory,omitzero"`
-	MemoryError  string      `json:"memoryError,omitzero"`
-	MCP          *mcpReport  `json:"mcp,omitzero"`
-	RuntimeSec   float64     `json:"runtimeSeconds"`
-	NoiseWarning string      `json:"note"`
-	Baseline     string      `json:"baseline,omitzero"` // what the "direct" column is, when not direct Chromium
+	Chrome       string       `json:"chrome"`
+	InProcess    bool         `json:"cdpguardInProcess"`
+	Results      []result     `json:"results"`
+	Memory       []memResult  `json:"memory,omitzero"`
+	MemoryError  string       `json:"memoryError,omitzero"`
+	MCP          *mcpReport   `json:"mcp,omitzero"`
+	Tasks        *tasksReport `json:"tasks,omitzero"`
+	RuntimeSec   float64      `json:"runtimeSeconds"`
+	NoiseWarning string       `json:"note"`
+	Baseline     string       `json:"baseline,omitzero"` // what the "direct" column is, when not direct Chromium
 }
 
 func median(xs []float64) float64 {
@@ -131,6 +132,7 @@ func printTable(w io.Writer, rep report) {
 	}
 	_ = tw.Flush()
 	printMCP(w, rep.MCP)
+	printTasks(w, rep.Tasks)
 	fmt.Fprintf(w, "page load: accepted bar ≤ 1.30x (where the cost comes from: docs/decisions/2026-11-30-fetch-cost.md).\n")
 	fmt.Fprintf(w, "runtime %.0f s. %s\n", rep.RuntimeSec, rep.NoiseWarning)
 }
