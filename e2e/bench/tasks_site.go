@@ -34,8 +34,8 @@ const (
 // (blocked.test, a real listener that must see no request).
 type taskSite struct {
 	srv, forbidden *http.Server
-	base           string // http://allowed.test:PORT
-	blockedOrigin  string // http://blocked.test:PORT
+	base           string       // http://allowed.test:PORT
+	blockedOrigin  string       // http://blocked.test:PORT
 	blockedReqs    atomic.Int64 // requests the forbidden host answered
 	blockedConns   atomic.Int64 // connections to it (a preconnect is one)
 	downloads      atomic.Int64 // requests for the CSV report
