@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +43,13 @@ type pptr23Outcome struct {
 	OK       bool            `json:"ok"`
 	Error    *string         `json:"error"`
 	Observed json.RawMessage `json:"observed"`
+}
+
+// pptr23Report is a check's line of puppeteer23.mjs's result: its
+// outcome and how long it took (MS, logged, never compared).
+type pptr23Report struct {
+	pptr23Outcome
+	MS int `json:"ms"`
 }
 
 // pptr23Difference is one allowed difference: the check's outcome direct
@@ -90,17 +99,16 @@ func TestPuppeteer23Core(t *testing.T) {
 		"NO_REASON_URL=http://" + testhosts.AllowedName + ":" + strconv.Itoa(rawHTTPServer(t, "HTTP/1.1 200")) + "/none",
 		"STEP_TIMEOUT_MS=15000",
 	}
-	chromium := startChromium(t)
 	cfg := guardConfig(t)
 	cfg.Allow = append(cfg.Allow, pptr23SecondName)
-	g := cdptest.StartGuard(t, cfg)
 
+	// Each mode starts its browser and runs the client beside the other.
 	var direct, guarded map[string]pptr23Outcome
 	runConcurrently(t, []string{"direct", "guard"}, func(t *testing.T, mode string) {
 		if mode == "direct" {
-			direct = runPptr23(t, node, chromium.URL, env)
+			direct = runPptr23(t, node, startChromium(t).URL, env)
 		} else {
-			guarded = runPptr23(t, node, g.URL(), env)
+			guarded = runPptr23(t, node, cdptest.StartGuard(t, cfg).URL(), env)
 		}
 	})
 	if t.Failed() {
@@ -125,7 +133,7 @@ func runPptr23(t *testing.T, node, endpoint string, env []string) map[string]ppt
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
 	var res struct {
-		Checks map[string]pptr23Outcome `json:"checks"`
+		Checks map[string]pptr23Report `json:"checks"`
 	}
 	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
 	if err := json.Unmarshal(lines[len(lines)-1], &res); err != nil || res.Checks == nil {
@@ -136,8 +144,18 @@ func runPptr23(t *testing.T, node, endpoint string, env []string) map[string]ppt
 			t.Errorf("puppeteer23.mjs against %s: check %s did not run (exit %v)\nstderr:\n%s", endpoint, name, runErr, stderr.String())
 		}
 	}
-	t.Logf("puppeteer23.mjs against %s: exit %v\n%s", endpoint, runErr, stderr.String())
-	return res.Checks
+	out := map[string]pptr23Outcome{}
+	var took strings.Builder
+	for _, name := range pptr23Checks {
+		if r, ok := res.Checks[name]; ok {
+			fmt.Fprintf(&took, " %s %d ms;", name, r.MS)
+		}
+	}
+	for name, r := range res.Checks {
+		out[name] = r.pptr23Outcome
+	}
+	t.Logf("puppeteer23.mjs against %s: exit %v;%s\n%s", endpoint, runErr, took.String(), stderr.String())
+	return out
 }
 
 // comparePptr23 fails for every check whose outcome differs direct and

@@ -13,7 +13,7 @@
 // STEP_TIMEOUT_MS.
 //
 // It prints one JSON line: {"client":"puppeteer23","checks":{name:{ok,
-// error,observed}}}; error is the first 160 characters of the message.
+// error,observed,ms}}}; error is the first 160 characters of the message.
 import puppeteer from 'puppeteer-core-23';
 import { env, withTimeout } from './common.mjs';
 
@@ -29,7 +29,9 @@ const checks = {};
 let failed = false;
 
 // check runs fn as the named check; what fn returns is its observation.
+// ms, how long it took, is logged, not compared.
 async function check(name, fn) {
+  const started = Date.now();
   try {
     const observed = await withTimeout(Promise.resolve().then(fn), T, name);
     checks[name] = { ok: true, error: null, observed: observed ?? null };
@@ -37,6 +39,7 @@ async function check(name, fn) {
     failed = true;
     checks[name] = { ok: false, error: String((e && e.message) || e).slice(0, 160), observed: null };
   }
+  checks[name].ms = Date.now() - started;
 }
 
 function finish(code) {
