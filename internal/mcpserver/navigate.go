@@ -211,6 +211,11 @@ func (u *user) watchNavigation(ctx context.Context, t *tab, window time.Duration
 	stops = append(stops, stop)
 	within, stop := t.s.Subscribe("Page.navigatedWithinDocument")
 	stops = append(stops, stop)
+	// Navigations that end without a document: a download (allowed or
+	// refused) or a response with none (204); without it the wait ran its
+	// whole loadWait (20 s) after a click on a download link.
+	stopped, stop := t.s.Subscribe("Page.frameStoppedLoading")
+	stops = append(stops, stop)
 	defer func() {
 		for _, s := range stops {
 			s()
@@ -244,7 +249,7 @@ func (u *user) watchNavigation(ctx context.Context, t *tab, window time.Duration
 		u.snap = nil
 		u.doing = "loading the page the action opened"
 		u.hint = "it may still be loading: call browser_read (no url) or browser_snapshot to see what it shows by now"
-		waitSettled(ctx, t.id, loads, committed, within)
+		waitSettled(ctx, t.id, settleEvents{loads, committed, within, stopped})
 		if ctx.Err() != nil {
 			return true, ctx.Err()
 		}
@@ -253,30 +258,38 @@ func (u *user) watchNavigation(ctx context.Context, t *tab, window time.Duration
 	}
 }
 
+// settleEvents are the events that end the wait for a navigation.
+type settleEvents struct {
+	loads, committed, within, stopped <-chan jsonv2.Value
+}
+
 // waitSettled waits (bounded) until the main frame's navigation has loaded,
-// was restored from the back/forward cache, or stayed in the document.
-func waitSettled(ctx context.Context, frame string, loads, committed, within <-chan jsonv2.Value) {
+// was restored from the back/forward cache, stayed in the document, or
+// stopped without a document (a download, allowed or refused).
+func waitSettled(ctx context.Context, frame string, ev settleEvents) {
 	tm := time.NewTimer(loadWait)
 	defer tm.Stop()
 	for {
+		var f struct {
+			FrameID string `json:"frameId"`
+			Frame   struct {
+				ID string `json:"id"`
+			} `json:"frame"`
+			Type string `json:"type"`
+		}
 		select {
-		case <-loads:
+		case <-ev.loads:
 			return
-		case ev := <-committed:
-			var n struct {
-				Frame struct {
-					ID string `json:"id"`
-				} `json:"frame"`
-				Type string `json:"type"`
-			}
-			if jsonv2.Unmarshal(ev, &n) == nil && n.Frame.ID == frame && n.Type == "BackForwardCacheRestore" {
+		case e := <-ev.committed:
+			if jsonv2.Unmarshal(e, &f) == nil && f.Frame.ID == frame && f.Type == "BackForwardCacheRestore" {
 				return
 			}
-		case ev := <-within:
-			var n struct {
-				FrameID string `json:"frameId"`
+		case e := <-ev.within:
+			if jsonv2.Unmarshal(e, &f) == nil && f.FrameID == frame {
+				return
 			}
-			if jsonv2.Unmarshal(ev, &n) == nil && n.FrameID == frame {
+		case e := <-ev.stopped:
+			if jsonv2.Unmarshal(e, &f) == nil && f.FrameID == frame {
 				return
 			}
 		case <-tm.C:
