@@ -49,6 +49,7 @@ type user struct {
 	evTabs  []*tab          // the attached tabs, for events
 	gone    map[string]bool // sessions the browser detached (tab closed)
 	blocks  []blockEntry    // the guard's blocks of this user's requests (last netKeep)
+	blockN  int             // blocks recorded so far (blockEntry.seq of the last)
 	popups  []string        // page targets created meanwhile (target ids), for the next result
 	front   string          // the tab last brought to the front
 	// loopClosed holds the tabs the tools closed for a dialog loop
@@ -69,6 +70,7 @@ type tab struct {
 	net        []netEntry // this tab's requests (last netKeep)
 	netSeq     int        // the number of the tab's last request (browser_network_request's index)
 	gen        int        // main-frame documents committed (Page.frameNavigated): what "since the last navigation" counts
+	blockMark  int        // user.blockN at the last commit: the blocks listed since the last navigation come after it
 	dlg        *openDialog
 	streak     int       // dialogs in a row (see maxDialogStreak)
 	lastDialog time.Time // when the last dialog opened or closed

@@ -64,6 +64,7 @@ type blockEntry struct {
 	ResourceType string `json:"resourceType"`
 	FrameID      string `json:"frameId"`
 	TopLevel     bool   `json:"topLevel"`
+	seq          int    // its number among the user's blocks (user.blockN)
 }
 
 func (b blockEntry) host() string {
@@ -82,6 +83,8 @@ func (u *user) blocked(params []byte) {
 	b.URL, b.Reason = clip(b.URL, 500), clip(b.Reason, 300)
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.blockN++
+	b.seq = u.blockN
 	u.blocks = append(u.blocks, b)
 	if len(u.blocks) > netKeep {
 		u.blocks = u.blocks[len(u.blocks)-netKeep:]
@@ -161,6 +164,7 @@ func (u *user) network(session, method string, params []byte) {
 			return
 		}
 		t.gen++
+		t.blockMark = u.blockN
 		if n := find(string(e.Frame.LoaderID)); n != nil {
 			n.gen = t.gen
 		}
@@ -313,6 +317,42 @@ func (u *user) tabBlocks(t *tab) []blockEntry {
 	return out
 }
 
+// writeBlocks lists the guard's blocks since the tab's last navigation
+// (mark), or all kept ones; the same refusal repeated (the browser's own
+// background connections retry) is one line with its count. It returns
+// how many earlier blocks it left out.
+func writeBlocks(b *strings.Builder, blocks []blockEntry, mark int, all bool) int {
+	type key struct{ kind, url, reason string }
+	var order []key
+	count := map[key]int{}
+	earlier, shown := 0, 0
+	for _, bl := range blocks {
+		if !all && bl.seq <= mark {
+			earlier++
+			continue
+		}
+		k := key{bl.ResourceType, bl.URL, bl.Reason}
+		if count[k] == 0 {
+			order = append(order, k)
+		}
+		count[k]++
+		shown++
+	}
+	if shown == 0 {
+		return earlier
+	}
+	fmt.Fprintf(b, "Blocked by cdpguard: %d request(s).\n", shown)
+	for _, k := range order {
+		host := blockEntry{URL: k.url}.host()
+		fmt.Fprintf(b, "BLOCKED %s %s (host %s): %s", k.kind, k.url, host, k.reason)
+		if n := count[k]; n > 1 {
+			fmt.Fprintf(b, " (%d times)", n)
+		}
+		b.WriteString("\n")
+	}
+	return earlier
+}
+
 // blockOf returns the guard's block of e's URL among blocks, if any.
 func blockOf(blocks []blockEntry, e netEntry) (blockEntry, bool) {
 	for i := len(blocks) - 1; i >= 0; i-- {
@@ -340,11 +380,12 @@ func (s *Server) toolNetwork(ctx context.Context, u *user, in netIn) (*mcp.CallT
 	entries := append([]netEntry(nil), t.net...)
 	gen := t.gen
 	blocks := u.tabBlocks(t)
+	mark := t.blockMark
 	u.mu.Unlock()
 	var b strings.Builder
-	fmt.Fprintf(&b, "Blocked by cdpguard: %d request(s).\n", len(blocks))
-	for _, bl := range blocks {
-		fmt.Fprintf(&b, "BLOCKED %s %s (host %s): %s\n", bl.ResourceType, bl.URL, bl.host(), bl.Reason)
+	earlierBlocks := writeBlocks(&b, blocks, mark, in.All)
+	if in.Blocked && b.Len() == 0 {
+		fmt.Fprintf(&b, "Blocked by cdpguard since the last navigation: none (%d before it; pass all: true).\n", earlierBlocks)
 	}
 	if !in.Blocked {
 		var lines []string
@@ -380,10 +421,9 @@ func (s *Server) toolNetwork(ctx context.Context, u *user, in netIn) (*mcp.CallT
 		if static > 0 {
 			fmt.Fprintf(&b, "(%d successful static request(s) not shown; pass static: true.)\n", static)
 		}
-		if older > 0 {
-			fmt.Fprintf(&b, "(%d request(s) from before the last navigation not shown; pass all: true.)\n", older)
+		if older > 0 || earlierBlocks > 0 {
+			fmt.Fprintf(&b, "(%d request(s) and %d block(s) from before the last navigation not shown; pass all: true.)\n", older, earlierBlocks)
 		}
-		b.WriteString("browser_network_request with a number shows that request in full.\n")
 	}
 	return textResult(cut(strings.TrimRight(b.String(), "\n"), readSection) + ignoredFile(in.Filename)), nil
 }
