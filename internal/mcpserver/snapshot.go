@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -37,7 +38,15 @@ var actionable = map[string]bool{
 var flattened = map[string]bool{
 	"generic": true, "none": true, "presentation": true, "InlineTextBox": true,
 	"LineBreak": true, "RootWebArea": true, "WebArea": true,
+	// A label's text is the name of the control it labels, shown there;
+	// a <select>'s popup only wraps its options.
+	"LabelText": true, "MenuListPopup": true,
 }
+
+// dropped roles are left out with their subtree: a list item's bullet
+// says nothing the listitem line does not (it was a fifth of a navigation
+// menu's outline).
+var dropped = map[string]bool{"ListMarker": true}
 
 // states are the boolean or token properties shown in brackets.
 var states = []accessibility.PropertyName{"checked", "disabled", "expanded", "selected", "pressed", "required", "readonly", "focused", "level"}
@@ -103,6 +112,11 @@ func (u *user) snapshotWith(ctx context.Context, t *tab, o snapOpts) (string, er
 	}
 	snap := &snapshot{target: t.id, loader: loader, refs: map[string]cdp.BackendNodeID{}}
 	r := &renderer{snap: snap, byID: byID, o: o, inside: o.root == 0}
+	if info, err := u.info(ctx, t); err == nil {
+		if p, err := url.Parse(info.URL); err == nil && (p.Scheme == "http" || p.Scheme == "https") && p.Host != "" {
+			r.origin = p.Scheme + "://" + p.Host
+		}
+	}
 	if o.boxes {
 		r.box = func(id cdp.BackendNodeID) string {
 			if r.boxed >= maxBoxes {
@@ -172,10 +186,11 @@ type renderer struct {
 	o      snapOpts
 	box    func(cdp.BackendNodeID) string // nil without boxes
 	boxed  int
-	inside bool // within the chosen subtree
-	found  bool // the chosen root was met
-	base   int  // the shown depth of the chosen root
-	deeper int  // elements left out by depth
+	origin string // the page's origin: links to it are shown by their path, as @playwright/mcp does
+	inside bool   // within the chosen subtree
+	found  bool   // the chosen root was met
+	base   int    // the shown depth of the chosen root
+	deeper int    // elements left out by depth
 }
 
 func (r *renderer) render(n *accessibility.Node, depth int, named bool) {
@@ -187,6 +202,9 @@ func (r *renderer) render(n *accessibility.Node, depth int, named bool) {
 		defer func() { r.inside = false }()
 	}
 	role, name := axString(n.Role), strings.TrimSpace(axString(n.Name))
+	if dropped[role] {
+		return
+	}
 	show := !n.Ignored && !flattened[role]
 	if role == "StaticText" {
 		// Text a named parent (a link, a button, a heading) already shows.
@@ -230,6 +248,9 @@ func (r *renderer) render(n *accessibility.Node, depth int, named bool) {
 				line.WriteString(": " + quote(clip(v, 300)))
 			}
 			if u, ok := axProp(n, "url"); ok && u != "" && role == "link" {
+				if p, ok := strings.CutPrefix(u, r.origin); ok && r.origin != "" && strings.HasPrefix(p, "/") {
+					u = p
+				}
 				line.WriteString(" -> " + u)
 			}
 		}
