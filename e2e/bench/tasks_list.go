@@ -331,6 +331,10 @@ func taskLogin(r *taskRun, site *taskSite) error {
 // browser_network_requests listing ("3. [GET] …/api/stats…" or "[3] …").
 var requestLineRE = regexp.MustCompile(`(?m)^\D{0,4}(\d+)\D[^\n]*/tasks/api/stats`)
 
+// statsDoneRE finds the stats request answered in a listing, as either
+// server prints it ("… => [200] OK", "… Fetch [200]").
+var statsDoneRE = regexp.MustCompile(`/tasks/api/stats[^\n]*\[200\]`)
+
 func taskNetwork(r *taskRun, site *taskSite) error {
 	if _, err := r.must("browser_navigate", map[string]any{"url": site.url("network.html")}); err != nil {
 		return err
@@ -339,7 +343,7 @@ func taskNetwork(r *taskRun, site *taskSite) error {
 	if err != nil {
 		return err
 	}
-	if !strings.Contains(list, "/tasks/api/stats") { // the page's scripts not done yet
+	if !statsDoneRE.MatchString(list) { // the page's scripts not done yet (no stats request, or pending)
 		if _, err := r.must("browser_wait_for", map[string]any{"text": "Figures for the last 7 days"}); err != nil {
 			return err
 		}
