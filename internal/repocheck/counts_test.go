@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -105,7 +106,7 @@ func funcFields(files []goFile, fset *token.FileSet) (names, lines []string) {
 		count[s]++
 	}
 	for _, s := range order {
-		lines = append(lines, s+": "+itoa(count[s]))
+		lines = append(lines, s+": "+strconv.Itoa(count[s]))
 	}
 	return names, lines
 }
@@ -182,15 +183,4 @@ func idMaps(files []goFile, fset *token.FileSet) (out, relay []string) {
 		})
 	}
 	return out, relay
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
 }
