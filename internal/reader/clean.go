@@ -23,6 +23,24 @@ const (
 // newsletter and subscription boxes, related and promoted links, tags.
 var boilerName = regexp.MustCompile(`caption|credit|byline|by-line|author|share|sharing|social|newsletter|subscri|related|promo|recommend|(^|[^a-z])tags?([^a-z]|$)|breadcrumb|timestamp|dateline|published|sponsor|advert|(^|[^a-z])ads?([^a-z]|$)|comment|signup|sign-up|toolbar|follow|disclaimer|copyright|topics|read-?more|more-?stories`)
 
+// adName matches the class and id words of advertising slots.
+var adName = regexp.MustCompile(`sponsor|advert|(^|[^a-z])ads?([^a-z]|$)`)
+
+// adOnlyName reports whether name is chrome only by its advertising words:
+// a layout wrapper such as "section-and-ad" holds the article's paragraph
+// beside an ad slot, and an ad holds no prose of its own (holdsProse).
+func adOnlyName(name string) bool {
+	return adName.MatchString(name) && !boilerName.MatchString(adName.ReplaceAllString(name, " "))
+}
+
+// holdsProse reports whether n has a block of running text under it: a
+// block whose own text is proseMin characters or more, under proseLinks
+// of them in links.
+func holdsProse(n *html.Node) bool {
+	_, prose, _ := proseCluster(n)
+	return prose >= proseMin
+}
+
 // captionName matches the class and id words of captions and credits.
 var captionName = regexp.MustCompile(`caption|credit`)
 
@@ -110,6 +128,7 @@ func clean(root *html.Node, title string) {
 			c = next
 		}
 	}
+	dropRelatedSections(root) // first: a wrapper the walk empties would widen a section
 	walk(root)
 	dropHeadline(root, title)
 }
@@ -146,7 +165,7 @@ func boilerplate(n *html.Node, dominant float64) bool {
 	if commentsName.MatchString(name) {
 		return true
 	}
-	if text < boilerMax && boilerName.MatchString(name) {
+	if text < boilerMax && boilerName.MatchString(name) && !(adOnlyName(name) && holdsProse(n)) {
 		return true
 	}
 	if text < boilerTextMax {

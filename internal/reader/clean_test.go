@@ -102,3 +102,34 @@ func TestExtractKeepsListBesideParagraph(t *testing.T) {
 		t.Errorf("result list left out: %q, %v", text, err)
 	}
 }
+
+func TestCleanRelatedSection(t *testing.T) {
+	para := strings.Repeat("The article's own sentence goes on here. ", 8)
+	teaser := "<h4><a href=/x>Another story about something</a></h4><p>" + strings.Repeat("Its summary, long enough to read as prose. ", 3) + "</p>"
+	doc := "<div><p>" + para + "</p><p>" + para + "</p><p>" + para + "</p>" +
+		"<section><header><h2>Related Stories</h2></header>" + teaser + teaser + "</section></div>"
+	got := cleaned(t, doc, "")
+	if strings.Contains(got, "Another story") || strings.Contains(got, "Related Stories") {
+		t.Errorf("related section kept: %q", got)
+	}
+	if !strings.Contains(got, "own sentence") {
+		t.Errorf("article dropped: %q", got)
+	}
+	// A "related" box inside the article, beside most of its paragraphs:
+	// only its own links go, the paragraphs after it stay.
+	doc = "<div><p>" + para + "</p><div><h2>related news</h2></div><p>" + para + "</p><p>" + para + "</p><p>" + para + "</p></div>"
+	if got := cleaned(t, doc, ""); strings.Count(got, "own sentence") < 30 {
+		t.Errorf("article paragraphs after a related heading dropped: %q", got)
+	}
+}
+
+func TestCleanAdWrapperWithProse(t *testing.T) {
+	para := strings.Repeat("You might have heard this before, and here is more. ", 3)
+	got := cleaned(t, `<div><div class="section-and-ad"><div class="section-text">`+para+`</div></div><div class="ad-slot">Buy now</div></div>`, "")
+	if !strings.Contains(got, "You might have heard") {
+		t.Errorf("prose in an ad-named wrapper dropped: %q", got)
+	}
+	if strings.Contains(got, "Buy now") {
+		t.Errorf("ad kept: %q", got)
+	}
+}
