@@ -124,7 +124,7 @@ func run(corpora string, set readeval.Set, final bool, limit int, only, chrome, 
 		pages = keep
 	}
 	if offlineDir != "" {
-		return offline(pages, outPath, keepTexts)
+		return offline(pages, set, outPath, keepTexts)
 	}
 	src, err := os.ReadFile(rjs)
 	if err != nil {
@@ -320,13 +320,27 @@ func report(w *os.File, results []result, set readeval.Set, candidates []string)
 	groups := map[string][]result{}
 	left := map[string]int{}
 	var scored []result
+	// A run of both parts (set all) reports each corpus's tuning and
+	// held-out parts apart, and each part pooled.
+	part := func(r result) string {
+		if set != readeval.All {
+			return ""
+		}
+		if readeval.HeldOut(readeval.Page{Corpus: r.Corpus, ID: r.ID}) {
+			return " held-out"
+		}
+		return " tune"
+	}
 	for _, r := range results {
 		if r.Broken {
-			left[r.Corpus]++
+			left[r.Corpus+part(r)]++
 			continue
 		}
 		scored = append(scored, r)
-		groups[r.Corpus] = append(groups[r.Corpus], r)
+		groups[r.Corpus+part(r)] = append(groups[r.Corpus+part(r)], r)
+		if p := part(r); p != "" {
+			groups["pooled"+p] = append(groups["pooled"+p], r)
+		}
 	}
 	groups["pooled, broken pages too"] = results
 	results = scored
@@ -337,6 +351,9 @@ func report(w *os.File, results []result, set readeval.Set, candidates []string)
 		}
 	}
 	sort.Strings(names)
+	if set == readeval.All {
+		names = append(names, "pooled tune", "pooled held-out")
+	}
 	names = append(names, "pooled", "pooled, broken pages too")
 	groups["pooled"] = results
 	fmt.Fprintf(w, "set %s, %d pages scored; left out as broken in rendering (under half the truth's words in the rendered DOM): %v\n", set, len(results), left)
@@ -390,7 +407,7 @@ func dumpDOM(tab context.Context, p readeval.Page) error {
 
 // offline scores the Go extractors on saved DOMs: seconds instead of a
 // browser run, for tuning (the held-out refusal applies the same).
-func offline(pages []readeval.Page, outPath string, keepTexts bool) error {
+func offline(pages []readeval.Page, set readeval.Set, outPath string, keepTexts bool) error {
 	var w *json.Encoder
 	if outPath != "" {
 		f, err := os.Create(outPath)
@@ -439,7 +456,7 @@ func offline(pages []readeval.Page, outPath string, keepTexts bool) error {
 		}
 		results = append(results, r)
 	}
-	report(os.Stdout, results, "offline", cands)
+	report(os.Stdout, results, set, cands)
 	return nil
 }
 
