@@ -56,6 +56,7 @@ type options struct {
 	wsPairs, usersPairs, profileLoads  int
 	tabPairs                           int
 	taskRounds                         int
+	taskOnly                           string
 	memUsers                           []int
 	memSettle, timeout                 time.Duration
 	soak                               bool
@@ -83,6 +84,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.usersPairs, "users-pairs", 5, "multi-user pairs")
 	fs.IntVar(&o.tabPairs, "tab-pairs", 10, "new-tab set-up pairs, quiet and with another user flooding")
 	fs.IntVar(&o.taskRounds, "task-rounds", 3, "rounds of the task bench (wall time is the median)")
+	fs.StringVar(&o.taskOnly, "task-only", "", "comma-separated task keys to run (default: all twelve)")
 	mem := fs.String("mem-users", "10,50", "idle user counts at which cdpguard's RSS is read")
 	fs.DurationVar(&o.memSettle, "mem-settle", 3*time.Second, "wait before each RSS reading")
 	fs.StringVar(&o.guardBin, "guard-bin", "", "cdpguard binary for the memory workload (default: go build ./cmd/cdpguard)")

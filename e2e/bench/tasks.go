@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -128,7 +129,12 @@ func measureTasks(ctx context.Context, o options) (*tasksReport, error) {
 			return rep, fmt.Errorf("%s warm-up: %w", srv.name, err)
 		}
 	}
-	tasks := benchTasks()
+	var tasks []benchTask
+	for _, t := range benchTasks() {
+		if o.taskOnly == "" || slices.Contains(strings.Split(o.taskOnly, ","), t.key) {
+			tasks = append(tasks, t)
+		}
+	}
 	rep.Tasks = make([]taskResult, len(tasks))
 	for round := range o.taskRounds {
 		for i, t := range tasks {

@@ -144,7 +144,9 @@ func (r *taskRun) call(name string, args map[string]any) (string, bool, error) {
 	ctx, cancel := context.WithTimeout(r.ctx, loadTimeout)
 	defer cancel()
 	r.calls++
+	start := time.Now()
 	res, err := r.srv.s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	took := time.Since(start)
 	if err != nil {
 		return "", false, fmt.Errorf("%s: %w", name, err)
 	}
@@ -164,7 +166,7 @@ func (r *taskRun) call(name string, args map[string]any) (string, bool, error) {
 	r.chars += utf8.RuneCountInString(text)
 	r.texts = append(r.texts, text)
 	if r.log != nil {
-		r.log("    %s %s %v -> %d chars, error %v: %q", r.srv.name, name, args, utf8.RuneCountInString(text), res.IsError, text)
+		r.log("    %s %s %v -> %d chars in %.0f ms, error %v: %q", r.srv.name, name, args, utf8.RuneCountInString(text), ms(took), res.IsError, text)
 	}
 	return text, res.IsError, nil
 }
