@@ -22,7 +22,9 @@
 #
 # Usage: scripts/conformance-chromedp.sh [-run REGEXP] [-skip REGEXP] [-mode direct|remote|guard|both|all]
 # Environment: WORK (default /tmp/chromedp-conformance), CHROME_PATH
-# (default /usr/bin/chromium), TIMEOUT (go test -timeout, default 20m).
+# (default /usr/bin/chromium), TIMEOUT (go test -timeout, default 20m),
+# CDPGUARD_BIN (a cdpguard binary to use; default: built from this tree,
+# uncommitted changes included).
 # Output: $WORK/results/{direct,remote,guard}.tsv (test, outcome),
 # diff.tsv and remote-diff.tsv (the tests whose outcome through the guard
 # differs), the go test logs beside them, the guard's log in guard.log.
@@ -196,7 +198,11 @@ run_direct() {
 
 run_guard() {
 	echo "guard: cdpguard serve, go test -run '$run' -skip '$skip'"
-	(cd "$repo" && go build -o "$work/cdpguard" ./cmd/cdpguard)
+	if [ -n "${CDPGUARD_BIN:-}" ]; then
+		cp "$CDPGUARD_BIN" "$work/cdpguard"
+	else
+		(cd "$repo" && go build -o "$work/cdpguard" ./cmd/cdpguard)
+	fi
 	# One namespace for the guard and the suite: the guard's browser can
 	# reach only loopback. Every cap on users is lifted (-1): the suite
 	# runs many tests at once as one user; the caps are the operator's.
