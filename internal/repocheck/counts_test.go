@@ -22,8 +22,8 @@ import (
 //
 // It only logs (go test -v -run TestFigures ./internal/repocheck/).
 func TestFigures(t *testing.T) {
-	fset := token.NewFileSet()
-	files := moduleFiles(t, fset)
+	t.Parallel()
+	files, fset := moduleFiles(t)
 	funcs, fields := funcFields(files, fset)
 	t.Logf("function-typed fields in Deps/Options/Config structs of internal/: %d", len(funcs))
 	for _, f := range fields {

@@ -1,7 +1,6 @@
 package repocheck
 
 import (
-	"go/token"
 	"maps"
 	"os"
 	"path/filepath"
@@ -43,6 +42,7 @@ func layoutTable(t *testing.T) map[string]string {
 // package of internal/ and for every top-level folder (a row of its own or
 // of a folder below it), and every row's folder exists.
 func TestLayoutNamesEveryFolder(t *testing.T) {
+	t.Parallel()
 	rows := layoutTable(t)
 	top, err := os.ReadDir(root)
 	if err != nil {
@@ -78,11 +78,12 @@ func TestLayoutNamesEveryFolder(t *testing.T) {
 // Layout table (the package's own, or its parent's for a package below
 // one), so that the table and the doc comment tell one story.
 func TestPackageDocsAgreeWithLayout(t *testing.T) {
+	t.Parallel()
 	rows := layoutTable(t)
-	fset := token.NewFileSet()
+	files, _ := moduleFiles(t)
 	docs := map[string][]string{} // folder → its doc comments
 	names := map[string]string{}  // folder → package name
-	for _, gf := range moduleFiles(t, fset) {
+	for _, gf := range files {
 		if !strings.HasPrefix(gf.pkg, "internal/") || gf.f.Name.Name == "main" {
 			continue
 		}
@@ -185,4 +186,18 @@ func stem(w string) string {
 	w = strings.TrimSuffix(w, "'s")
 	w = strings.TrimSuffix(w, "es")
 	return strings.TrimSuffix(w, "s")
+}
+
+// TestSharedWords: the agreement check meets a plural and a possessive,
+// and does not count words that say nothing of a package.
+func TestSharedWords(t *testing.T) {
+	if got := sharedWords("holds the targets a user opened", "the target's record"); len(got) != 1 || got[0] != "targets" {
+		t.Errorf("sharedWords = %v, want [targets]", got)
+	}
+	if got := sharedWords("keeps what the guard does for every agent", "the guard's agents and what they do"); len(got) != 0 {
+		t.Errorf("sharedWords = %v, want none", got)
+	}
+	if got := firstSentence("Package x holds the y. More."); got != "holds the y" {
+		t.Errorf("firstSentence = %q", got)
+	}
 }

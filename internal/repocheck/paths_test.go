@@ -47,34 +47,29 @@ const recordFooter = "Files since moved or removed:"
 // names with an extension no file of the repository has (.ts, .py: another
 // project's) and pathExempt are not checked.
 func TestNoDanglingFileNames(t *testing.T) {
+	t.Parallel()
 	files := repoFiles(t)
-	base, exts := map[string]bool{}, map[string]bool{}
+	base, exts, tails := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for p := range files {
 		base[filepath.Base(p)] = true
 		exts[filepath.Ext(p)] = true
+		for i := range len(p) {
+			if p[i] == '/' {
+				tails[p[i+1:]] = true
+			}
+		}
 	}
 	found := func(from, name string) bool {
 		if !strings.Contains(name, "/") {
 			return base[name] || files[filepath.ToSlash(filepath.Join(filepath.Dir(from), name))]
 		}
 		name = strings.TrimPrefix(name, "./")
-		if files[name] || files[filepath.ToSlash(filepath.Join(filepath.Dir(from), name))] {
-			return true
-		}
-		for p := range files {
-			if strings.HasSuffix(p, "/"+name) {
-				return true
-			}
-		}
-		return false
+		return files[name] || tails[name] || files[filepath.ToSlash(filepath.Join(filepath.Dir(from), name))]
 	}
 	history := map[string]string{} // record → its footer line
 	check := func(from string, line int, text string) {
-		for _, loc := range filePath.FindAllStringIndex(text, -1) {
-			name, before, after := text[loc[0]:loc[1]], text[:loc[0]], text[loc[1]:]
-			if strings.HasPrefix(name, "/") || urlBefore(before) || strings.HasSuffix(before, "*") ||
-				longerToken(after) || strings.Contains(name, "node_modules/") || strings.Contains(name, "@") ||
-				!exts[filepath.Ext(name)] || pathExempt[name] != "" || found(from, name) {
+		for _, name := range fileNames(text) {
+			if !exts[filepath.Ext(name)] || pathExempt[name] != "" || found(from, name) {
 				continue
 			}
 			if strings.Contains(history[from], "`"+name+"`") {
@@ -117,6 +112,35 @@ func TestNoDanglingFileNames(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// fileNames returns the names of files in a line of text: not a URL's
+// part, an absolute path, a pattern's tail (*_test.go), the start of a
+// longer token (go.yaml.in/yaml), a path into node_modules or a versioned
+// package (@scope/pkg).
+func fileNames(text string) []string {
+	var out []string
+	for _, loc := range filePath.FindAllStringIndex(text, -1) {
+		name, before, after := text[loc[0]:loc[1]], text[:loc[0]], text[loc[1]:]
+		if strings.HasPrefix(name, "/") || urlBefore(before) || strings.HasSuffix(before, "*") ||
+			longerToken(after) || strings.Contains(name, "node_modules/") || strings.Contains(name, "@") {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// TestFileNamesFound: fileNames finds the names a doc would give and
+// leaves the rest (a check that finds nothing proves nothing).
+func TestFileNamesFound(t *testing.T) {
+	line := "see `cdpguard/pipeline.go`, controls_grant.go and docs/decisions/x.md; " +
+		"not https://example.com/a/b.js, /tmp/p.yaml, `*_test.go`, go.yaml.in/yaml/v3, @playwright/mcp/cli.js or e2e/node_modules/x/y.js; " +
+		"(`./harness/r.js`)."
+	got := strings.Join(fileNames(line), " ")
+	if want := "cdpguard/pipeline.go controls_grant.go docs/decisions/x.md ./harness/r.js"; got != want {
+		t.Errorf("fileNames = %q\nwant        %q", got, want)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -22,13 +23,43 @@ type goFile struct {
 	f    *ast.File
 }
 
+// parsed is the module's files, parsed once for every check.
+var parsed struct {
+	once  sync.Once
+	fset  *token.FileSet
+	files []goFile
+	err   error
+	skip  []string
+}
+
 // moduleFiles parses every non-test .go file of the module: every folder
 // below the root but other modules (a go.mod of their own), node_modules
-// and hidden folders. It fails the test when the walk finds none.
-func moduleFiles(t *testing.T, fset *token.FileSet) []goFile {
+// and hidden folders. It fails the test when the walk finds none. The
+// positions are in the returned FileSet.
+func moduleFiles(t *testing.T) ([]goFile, *token.FileSet) {
 	t.Helper()
-	var out []goFile
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	parsed.once.Do(func() {
+		parsed.fset = token.NewFileSet()
+		parsed.files, parsed.skip, parsed.err = parseModule(parsed.fset)
+	})
+	for _, s := range parsed.skip {
+		// The compiler fails on it too; a file being written in the
+		// checkout must not hide every other file's findings.
+		t.Logf("skipped: %s", s)
+	}
+	if parsed.err != nil {
+		t.Fatal(parsed.err)
+	}
+	if len(parsed.files) < 100 {
+		t.Fatalf("found %d .go files under %s: not the module's root?", len(parsed.files), root)
+	}
+	return parsed.files, parsed.fset
+}
+
+// parseModule walks the module for moduleFiles; skipped are the files
+// that do not parse.
+func parseModule(fset *token.FileSet) (out []goFile, skipped []string, err error) {
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -43,24 +74,20 @@ func moduleFiles(t *testing.T, fset *token.FileSet) []goFile {
 		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(fset, rel, mustRead(t, p), parser.ParseComments)
-		if err != nil {
-			// The compiler fails on it too; a file being written in the
-			// checkout must not hide every other file's findings.
-			t.Logf("skipped: %v", err)
+		src, rerr := os.ReadFile(p)
+		if rerr != nil {
+			return rerr
+		}
+		f, perr := parser.ParseFile(fset, rel, src, parser.ParseComments)
+		if perr != nil {
+			skipped = append(skipped, perr.Error())
 			return nil
 		}
 		out = append(out, goFile{path: rel, pkg: filepath.ToSlash(filepath.Dir(rel)), f: f})
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) < 100 {
-		t.Fatalf("found %d .go files under %s: not the module's root?", len(out), root)
-	}
 	slices.SortFunc(out, func(a, b goFile) int { return strings.Compare(a.path, b.path) })
-	return out
+	return out, skipped, err
 }
 
 // skipDir reports whether a folder of that name holds no source of the
