@@ -15,6 +15,13 @@ const (
 	settlePoll  = 100 * time.Millisecond
 )
 
+// scriptQuiet is how long the DOM of a short page with scripts must stay
+// unchanged, watched by the reader's observer, for its scripts to count as
+// done writing it before the settle bound: a static short page is read
+// after it instead of at the bound, and a page written 800 ms after its
+// load (a timer, no request) is still waited for.
+const scriptQuiet = 1500 * time.Millisecond
+
 // scriptChars is the readable text (characters other than white space,
 // outside scripts, styles and navigation chrome) under which a page that has
 // scripts counts as not written yet ("Loading..."): the reader waits for its
@@ -94,10 +101,12 @@ type settleWatch struct {
 }
 
 // writing reports whether the page's scripts may still be writing its
-// text: it shows under scriptChars of readable text, has scripts, and its
-// load ended under the bound ago (or not yet).
+// text: it shows under scriptChars of readable text, has scripts, its load
+// ended under the bound ago (or not yet), and the reader's observer has
+// not seen its DOM still for scriptQuiet.
 func (w *settleWatch) writing(s settleState) bool {
-	return s.Chars < scriptChars && s.Scripted && (s.Loaded == 0 || s.Now-s.Loaded < ms(w.bound))
+	still := s.Watched && s.QuietFor >= ms(scriptQuiet)
+	return s.Chars < scriptChars && s.Scripted && (s.Loaded == 0 || s.Now-s.Loaded < ms(w.bound)) && !still
 }
 
 // settled takes in one look at the page, taken at now, and reports whether

@@ -49,6 +49,15 @@ func TestSettleWatch(t *testing.T) {
 		}},
 		{"a static article", true, true, loaded, []look{static(0, 200, false), static(400, 200, false), static(500, 200, true)}},
 		{"a short page without scripts", true, false, loaded, []look{static(0, 10, false), static(500, 10, true)}},
+		{"a short static page with scripts", true, true, loaded, []look{
+			static(0, 10, false), {at: 500, chars: 10, watched: true, quiet: 500}, {at: 1400, chars: 10, watched: true, quiet: 1400},
+			{at: 1500, chars: 10, watched: true, quiet: 1500, want: true},
+		}},
+		{"a short page written after a still second", true, true, loaded, []look{
+			static(0, 10, false), {at: 1000, chars: 10, watched: true, quiet: 1000},
+			{at: 1100, chars: 200, watched: true, quiet: 0, changes: 1}, {at: 1500, chars: 200, watched: true, quiet: 400, changes: 1},
+			{at: 1600, chars: 200, watched: true, quiet: 500, changes: 1, want: true},
+		}},
 		{"a short page whose scripts had the bound", true, true, loaded - 2600, []look{static(0, 10, false), static(500, 10, true)}},
 		{"an agent's page loaded long ago", false, true, loaded - 3000, []look{static(0, 200, true)}},
 		{"an agent's short page loaded long ago", false, true, loaded - 3000, []look{static(0, 10, true)}},
