@@ -33,18 +33,26 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 
 run='.'
-# Skipped by default in both modes: served over HTTP, the page that
-# NavigateBack/NavigateForward returns to comes from Chrome's back/forward
-# cache (Cache-Control: no-store does not keep it out in Chromium 156),
-# whose restore fires no Page.loadEventFired, and chromedp's actions wait
-# for one without a bound: the test hangs until go test's -timeout kills
-# the whole run. Over file: (the suite's own way) both pass direct.
-skip='^(TestNavigateBack|TestNavigateForward)$'
+# Skipped by default in every mode: served over HTTP, the page that
+# NavigateBack, NavigateForward and NavigateToHistoryEntry return to comes
+# from Chrome's back/forward cache (Cache-Control: no-store does not keep
+# it out in Chromium 156), whose restore fires no Page.loadEventFired,
+# and chromedp's actions wait for one without a bound: the test hangs
+# until go test's -timeout kills the whole run. Over file: (the suite's
+# own way) they pass direct.
+skip='^(TestNavigateBack|TestNavigateForward|TestNavigateToHistoryEntry)$'
+# Skipped as well when attached (remote, guard): TestExecAllocatorKillBrowser
+# signals the browser process, which an attached allocator has none of (a
+# nil dereference ends the whole test binary). Through the guard:
+# TestDownloadIntoDir, which waits without a bound for a completed
+# download, and the guard denies downloads without --download-dir.
+attached_skip='TestExecAllocatorKillBrowser'
+guard_skip='TestDownloadIntoDir'
 mode=both
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-run) run="$2"; shift 2 ;;
-	-skip) skip="$2"; shift 2 ;;
+	-skip) skip="$2"; attached_skip=''; guard_skip=''; shift 2 ;;
 	-mode) mode="$2"; shift 2 ;;
 	*) echo "usage: $0 [-run REGEXP] [-skip REGEXP] [-mode direct|remote|guard|both|all]" >&2; exit 2 ;;
 	esac
@@ -197,7 +205,9 @@ run_direct() {
 }
 
 run_guard() {
-	echo "guard: cdpguard serve, go test -run '$run' -skip '$skip'"
+	local skip_mode
+	skip_mode=$(skip_for guard)
+	echo "guard: cdpguard serve, go test -run '$run' -skip '$skip_mode'"
 	if [ -n "${CDPGUARD_BIN:-}" ]; then
 		cp "$CDPGUARD_BIN" "$work/cdpguard"
 	else
@@ -215,15 +225,33 @@ run_guard() {
 		for i in $(seq 1 100); do curl -fs http://127.0.0.1:9333/json/version >/dev/null && break; sleep 0.2; done
 		CONFORMANCE_REMOTE_URL=http://127.0.0.1:9333 go test -count=1 -json -timeout "$3" -run "$4" -skip "$5" . > "$2/guard.json" 2>"$2/guard.stderr" || true
 		kill "$guard"; wait "$guard" || true
-	' "$work/cdpguard" "$chrome" "$results" "$timeout" "$run" "$skip"
+	' "$work/cdpguard" "$chrome" "$results" "$timeout" "$run" "$skip_mode"
 	summarize "$results/guard.json" > "$results/guard.tsv"
 }
 
 # run_remote is the guard mode's allocator against a plain Chromium: it
 # tells what attaching over a WebSocket changes (the suite's first tab is
 # a new one, not the browser's own; no pipe) from what the guard changes.
+# skip_for MODE prints the -skip regexp of MODE.
+skip_for() {
+	local extra=''
+	case "$1" in
+	remote) extra="$attached_skip" ;;
+	guard) extra="$attached_skip${guard_skip:+|$guard_skip}" ;;
+	esac
+	if [ -z "$extra" ]; then
+		printf '%s' "$skip"
+	elif [ -z "$skip" ]; then
+		printf '^(%s)$' "$extra"
+	else
+		printf '%s|^(%s)$' "$skip" "$extra"
+	fi
+}
+
 run_remote() {
-	echo "remote: plain Chromium over a WebSocket, go test -run '$run' -skip '$skip'"
+	local skip_mode
+	skip_mode=$(skip_for remote)
+	echo "remote: plain Chromium over a WebSocket, go test -run '$run' -skip '$skip_mode'"
 	unshare --net -- bash -c '
 		ip link set lo up
 		profile=$(mktemp -d)
@@ -234,7 +262,7 @@ run_remote() {
 		CONFORMANCE_REMOTE_URL=http://127.0.0.1:9444 go test -count=1 -json -timeout "$2" -run "$3" -skip "$4" . > "$1/remote.json" 2>"$1/remote.stderr" || true
 		kill "$browser"; wait "$browser" || true
 		rm -rf "$profile"
-	' "$chrome" "$results" "$timeout" "$run" "$skip"
+	' "$chrome" "$results" "$timeout" "$run" "$skip_mode"
 	summarize "$results/remote.json" > "$results/remote.tsv"
 }
 
