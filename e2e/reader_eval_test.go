@@ -94,7 +94,7 @@ func timedReaderEvalSample(t *testing.T) {
 		}
 		got = append(got, p.Match(body, 4))
 		base = append(base, p.Match(inner, 4))
-		t.Logf("%s/%s: F1 %.2f (innerText %.2f)", p.Corpus, p.ID[:12], readeval.PageF1(got[len(got)-1]), readeval.PageF1(base[len(base)-1]))
+		t.Logf("%s/%s: F1 %.2f (innerText %.2f)", p.Corpus, p.ID[:min(12, len(p.ID))], readeval.PageF1(got[len(got)-1]), readeval.PageF1(base[len(base)-1]))
 	}
 	m, b := readeval.Score(got), readeval.Score(base)
 	t.Logf("sample of %d pages: reader F1 %.3f P %.3f R %.3f; innerText F1 %.3f", m.N, m.F1, m.P, m.R, b.F1)
