@@ -20,6 +20,14 @@ import (
 // its URL and the refusals counted by cap.
 func limitedEndpoint(t *testing.T, l Limits, budget Budget) (string, func(string) int) {
 	t.Helper()
+	url, refused, _ := limitedEndpointE(t, l, budget)
+	return url, refused
+}
+
+// limitedEndpointE is limitedEndpoint that also returns the Endpoint, for
+// tests that watch its state.
+func limitedEndpointE(t *testing.T, l Limits, budget Budget) (string, func(string) int, *Endpoint) {
+	t.Helper()
 	var mu sync.Mutex
 	refused := map[string]int{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -39,7 +47,7 @@ func limitedEndpoint(t *testing.T, l Limits, budget Budget) (string, func(string
 		cancel()
 		<-ended // Run ends with ctx (a hang here is the test's timeout)
 	})
-	return srv.URL + "/mcp", func(c string) int { mu.Lock(); defer mu.Unlock(); return refused[c] }
+	return srv.URL + "/mcp", func(c string) int { mu.Lock(); defer mu.Unlock(); return refused[c] }, e
 }
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
@@ -134,9 +142,59 @@ func TestSessionIdleFreesCap(t *testing.T) {
 	}
 }
 
-// stalledBody starts a POST as user whose body stops 100 bytes short and
+// TestBodyCaps: bodies being read at once past the per-user cap get a 429
+// naming it, past the total a 503, and the places are free again once
+// those bodies end. The deadline has a test of its own
+// (TestBodyDeadline): with a deadline short enough to wait for here, a
+// loaded machine could let a stalled body's deadline pass before the
+// probes saw it holding its place.
+func TestBodyCaps(t *testing.T) {
+	url, refused, e := limitedEndpointE(t, Limits{MaxBodiesPerUser: 1, MaxBodies: 2, BodyTimeout: time.Minute}, nil)
+	a := stalledConn(t, url, "a")
+	waitReading(t, e, url, "a")
+	code, _, body := mcpPost(t, url, "a", "", initBody)
+	if code != http.StatusTooManyRequests || !strings.Contains(body, CapBodiesPerUser) {
+		t.Fatalf("a's second body: %d %s", code, body)
+	}
+	b := stalledConn(t, url, "b")
+	waitReading(t, e, url, "b")
+	code, _, body = mcpPost(t, url, "c", "", initBody)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, CapBodies) {
+		t.Fatalf("c's body past the total: %d %s", code, body)
+	}
+	// Per user: a's second body and each waitReading's probe.
+	if refused(CapBodiesPerUser) != 3 || refused(CapBodies) != 1 {
+		t.Errorf("refusals: %d per user, %d in all; want 3, 1", refused(CapBodiesPerUser), refused(CapBodies))
+	}
+	_ = a.Close() // the clients give up: their bodies end, and their places are free
+	_ = b.Close()
+	initializeOnceFree(t, url, "a")
+	initializeOnceFree(t, url, "c")
+}
+
+// TestBodyDeadline: a stalled body is refused at its deadline naming it
+// (408), and its place is free again.
+func TestBodyDeadline(t *testing.T) {
+	url, refused := limitedEndpoint(t, Limits{MaxBodiesPerUser: 1, BodyTimeout: 500 * time.Millisecond}, nil)
+	c := stalledConn(t, url, "a")
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second)) // a hang guard
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("the stalled body: %v", err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(got), CapBodyTimeout) {
+		t.Errorf("the stalled body: %d %s", resp.StatusCode, got)
+	}
+	if n := refused(CapBodyTimeout); n != 1 {
+		t.Errorf("%d deadline refusals, want 1", n)
+	}
+	initializeOnceFree(t, url, "a")
+}
+
+// stalledConn starts a POST as user whose body stops 100 bytes short and
 // returns the connection, on which the answer arrives.
-func stalledBody(t *testing.T, url, user string) *bufio.Reader {
+func stalledConn(t *testing.T, url, user string) net.Conn {
 	t.Helper()
 	host := strings.TrimPrefix(strings.TrimSuffix(url, "/mcp"), "http://")
 	c, err := net.Dial("tcp", host)
@@ -147,58 +205,49 @@ func stalledBody(t *testing.T, url, user string) *bufio.Reader {
 	body := strings.Repeat(" ", 1000)
 	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nX-User: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
 		host, user, len(body), body[:len(body)-100])
-	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second)) // a hang guard
-	return bufio.NewReader(c)
+	return c
 }
 
-// TestBodyCaps: bodies being read at once past the per-user cap get a 429
-// naming it, past the total a 503; a stalled body is refused at its
-// deadline naming it (408), and its place is free again.
-func TestBodyCaps(t *testing.T) {
-	url, refused := limitedEndpoint(t, Limits{MaxBodiesPerUser: 1, MaxBodies: 2, BodyTimeout: 2 * time.Second}, nil)
-	a := stalledBody(t, url, "a")
-	waitReading(t, url, "a")
-	code, _, body := mcpPost(t, url, "a", "", initBody)
-	if code != http.StatusTooManyRequests || !strings.Contains(body, CapBodiesPerUser) {
-		t.Fatalf("a's second body: %d %s", code, body)
-	}
-	b := stalledBody(t, url, "b")
-	waitReading(t, url, "b")
-	code, _, body = mcpPost(t, url, "c", "", initBody)
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, CapBodies) {
-		t.Fatalf("c's body past the total: %d %s", code, body)
-	}
-	for name, r := range map[string]*bufio.Reader{"a": a, "b": b} {
-		resp, err := http.ReadResponse(r, nil)
-		if err != nil {
-			t.Fatalf("%s's stalled body: %v", name, err)
-		}
-		got, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(got), CapBodyTimeout) {
-			t.Errorf("%s's stalled body: %d %s", name, resp.StatusCode, got)
-		}
-	}
-	// Per user: a's second body and each waitReading's last probe.
-	if refused(CapBodiesPerUser) != 3 || refused(CapBodies) != 1 || refused(CapBodyTimeout) != 2 {
-		t.Errorf("refusals: %d per user, %d in all, %d timeouts; want 3, 1, 2", refused(CapBodiesPerUser), refused(CapBodies), refused(CapBodyTimeout))
-	}
-	initialize(t, url, "c")
-}
-
-// waitReading waits until user's stalled body holds its slot: another
-// body of user is refused (bounded at 10 s).
-func waitReading(t *testing.T, url, user string) {
+// initializeOnceFree initializes a session of user once the body caps
+// let it: a body that ended frees its place when its handler returns,
+// just after the client saw it end (bounded at 10 s).
+func initializeOnceFree(t *testing.T, url, user string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		code, _, _ := mcpPost(t, url, user, "", `{}`)
-		if code == http.StatusTooManyRequests {
+		code, _, body := mcpPost(t, url, user, "", initBody)
+		if code == http.StatusOK {
 			return
 		}
+		if (code != http.StatusTooManyRequests && code != http.StatusServiceUnavailable) || time.Now().After(deadline) {
+			t.Fatalf("%s's initialize after the bodies ended: %d %s", user, code, body)
+		}
+		time.Sleep(20 * time.Millisecond) // polls for the ended body's handler to return
+	}
+}
+
+// waitReading waits until user's stalled body holds its slot (the
+// endpoint's own count, bounded at 10 s), then checks that another body of
+// user is refused for it. Probing before the count shows it would race:
+// a probe read at the moment the stalled body asks for its slot takes the
+// slot, and the stalled body gets the 429.
+func waitReading(t *testing.T, e *Endpoint, url, user string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e.bodies.mu.Lock()
+		n := e.bodies.users[user]
+		e.bodies.mu.Unlock()
+		if n > 0 {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s's stalled body never held a slot (last answer %d)", user, code)
+			t.Fatalf("%s's stalled body never held a slot", user)
 		}
 		time.Sleep(20 * time.Millisecond) // polls for the stalled request to reach the endpoint
+	}
+	if code, _, body := mcpPost(t, url, user, "", `{}`); code != http.StatusTooManyRequests {
+		t.Fatalf("%s's body beside its stalled one: %d %s, want 429", user, code, body)
 	}
 }
 
