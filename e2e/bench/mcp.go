@@ -141,17 +141,11 @@ func readAll(ctx context.Context, s *mcp.ClientSession, url string) (int, error)
 
 func measureMCP(ctx context.Context, o options) (*mcpReport, error) {
 	rep := &mcpReport{Users: mcpUsers}
-	bin := o.guardBin
-	if bin == "" {
-		dir, err := os.MkdirTemp("", "cdpguard-bench-bin-")
-		if err != nil {
-			return rep, err
-		}
-		defer func() { _ = os.RemoveAll(dir) }()
-		if bin, err = cdptest.BuildDaemon(ctx, dir); err != nil {
-			return rep, err
-		}
+	bin, done, err := daemonBinary(ctx, o)
+	if err != nil {
+		return rep, err
 	}
+	defer done()
 	root := repoRoot(ctx)
 	site, stopSite, err := fixtureSite(filepath.Join(root, "..", "shared", "fixtures", "readability"))
 	if err != nil {

@@ -133,22 +133,34 @@ func rssMB(pid int) (float64, error) {
 	return 0, errors.New("no VmRSS in /proc status")
 }
 
+// daemonBinary returns the cdpguard binary of -guard-bin, or one it builds
+// into a temporary directory that done removes.
+func daemonBinary(ctx context.Context, o options) (bin string, done func(), err error) {
+	if o.guardBin != "" {
+		return o.guardBin, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "cdpguard-bench-bin-")
+	if err != nil {
+		return "", nil, fmt.Errorf("temp dir: %w", err)
+	}
+	done = func() { _ = os.RemoveAll(dir) }
+	fmt.Fprintln(os.Stderr, "bench: go build ./cmd/cdpguard")
+	if bin, err = cdptest.BuildDaemon(ctx, dir); err != nil {
+		done()
+		return "", nil, err
+	}
+	return bin, done, nil
+}
+
 // measureMemory builds and runs the cdpguard binary and reads its RSS with
 // 0 and then each count of idle users connected (each user one
 // browser-level WebSocket that has answered Browser.getVersion).
 func measureMemory(ctx context.Context, opts options, counts []int) ([]memResult, error) {
-	bin := opts.guardBin
-	if bin == "" {
-		dir, err := os.MkdirTemp("", "cdpguard-bench-bin-")
-		if err != nil {
-			return nil, fmt.Errorf("temp dir: %w", err)
-		}
-		defer func() { _ = os.RemoveAll(dir) }()
-		fmt.Fprintln(os.Stderr, "memory: go build ./cmd/cdpguard")
-		if bin, err = cdptest.BuildDaemon(ctx, dir); err != nil {
-			return nil, err
-		}
+	bin, done, err := daemonBinary(ctx, opts)
+	if err != nil {
+		return nil, err
 	}
+	defer done()
 	b, err := startGuardBinary(ctx, bin, opts.chrome)
 	if err != nil {
 		return nil, err

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/cdpguard/cdpguard/e2e/cdptest"
 )
 
 // Issue 34's targets for /mcp against @playwright/mcp, task by task and
@@ -91,17 +89,11 @@ func measureTasks(ctx context.Context, o options) (*tasksReport, error) {
 	root := repoRoot(ctx)
 	rep := &tasksReport{Rounds: o.taskRounds, LoadBefore: loadAverage(), CharsTarget: tasksCharsMax, WallTarget: tasksWallMax,
 		PlaywrightMCP: playwrightMCPVersion(root)}
-	bin := o.guardBin
-	if bin == "" {
-		dir, err := os.MkdirTemp("", "cdpguard-bench-bin-")
-		if err != nil {
-			return rep, err
-		}
-		defer func() { _ = os.RemoveAll(dir) }()
-		if bin, err = cdptest.BuildDaemon(ctx, dir); err != nil {
-			return rep, err
-		}
+	bin, done, err := daemonBinary(ctx, o)
+	if err != nil {
+		return rep, err
 	}
+	defer done()
 	site, err := startTaskSite()
 	if err != nil {
 		return rep, err
