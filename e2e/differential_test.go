@@ -219,23 +219,24 @@ func TestDifferential(t *testing.T) {
 	}
 }
 
+// unionKeys returns the keys of a and b, once each, sorted: the checks
+// a direct and a guarded run observed between them.
+func unionKeys[V any](a, b map[string]V) []string {
+	keys := slices.Collect(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
 // compareObservations fails for every difference not in allowedDiffs and
 // for every entry of allowedDiffs (under prefix) that did not happen.
 func compareObservations(t *testing.T, prefix string, direct, guard map[string]json.RawMessage) {
 	t.Helper()
-	keys := map[string]bool{}
-	for k := range direct {
-		keys[k] = true
-	}
-	for k := range guard {
-		keys[k] = true
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	slices.Sort(sorted)
-	for _, k := range sorted {
+	for _, k := range unionKeys(direct, guard) {
 		d, gd := canonical(direct[k]), canonical(guard[k])
 		key := prefix + k
 		allowed, ok := allowedDiffs[key]

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,14 +162,7 @@ func runPptr23(t *testing.T, node, endpoint string, env []string) map[string]ppt
 // every entry of allowed that did not happen.
 func comparePptr23(t *testing.T, direct, guard map[string]pptr23Outcome, allowed map[string]pptr23Difference) {
 	t.Helper()
-	names := map[string]bool{}
-	for k := range direct {
-		names[k] = true
-	}
-	for k := range guard {
-		names[k] = true
-	}
-	for _, name := range slices.Sorted(maps.Keys(names)) {
+	for _, name := range unionKeys(direct, guard) {
 		d, gd := pptr23Canonical(direct, name), pptr23Canonical(guard, name)
 		entry, listed := allowed[name]
 		switch {
