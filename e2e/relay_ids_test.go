@@ -26,13 +26,16 @@ const idsBound = 15 * time.Second
 // never settles) gets no answer through the guard, as from a plain
 // Chromium run beside it (its answers are logged, and more than one
 // fails), and its id is free: the same ids then work on a new session and
-// on the old ones; so do commands in flight when a renderer crashes, once
+// on the old ones; a command in flight on a session the client detaches
+// gets as many answers through the guard as from Chromium (none: issue
+// 32); so do commands in flight when a renderer crashes, once
 // the guard has closed the crashed tab. Before ids were per session the
 // guard refused the second session's id and kept the lost command's id
 // taken for the connection's life.
 func TestRelayIDsPerSession(t *testing.T) {
 	parallelSuite(t) // own browsers: overlaps the other suites' waits
 	needBrowser(t)
+	chromeDetached := -1 // answers Chromium gave the command in flight on a detached session
 	t.Run("chromium", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), idsBound)
 		defer cancel()
@@ -40,17 +43,28 @@ func TestRelayIDsPerSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		idsPerSession(t, cdptest.DialUser(t, ws, "ids", cdptest.Options{}), false)
+		idsPerSession(t, cdptest.DialUser(t, ws, "ids", cdptest.Options{}), false, func(n int) {
+			chromeDetached = n
+			t.Logf("Chromium gives %d answers to a command in flight on a session the client detaches", n)
+		})
 	})
 	t.Run("guard", func(t *testing.T) {
 		g := userGuard(t, nil)
-		idsPerSession(t, cdptest.DialUser(t, g.WebSocketURL(), "ids", cdptest.Options{}), true)
+		idsPerSession(t, cdptest.DialUser(t, g.WebSocketURL(), "ids", cdptest.Options{}), true, func(n int) {
+			switch {
+			case chromeDetached >= 0 && n != chromeDetached:
+				t.Errorf("the command in flight on a detached session got %d answers through the guard, %d from Chromium", n, chromeDetached)
+			case n > 1:
+				t.Errorf("the command in flight on a detached session got %d answers", n)
+			}
+		})
 	})
 }
 
 // idsPerSession runs the scenario on c; guarded says c is the guard's (no
-// answer to a lost command may come).
-func idsPerSession(t *testing.T, c *cdptest.Client, guarded bool) {
+// answer to a lost command may come); detachedAnswers is told how many
+// answers the command in flight on a detached session got.
+func idsPerSession(t *testing.T, c *cdptest.Client, guarded bool, detachedAnswers func(int)) {
 	nextOwn := 900200 // the test's own ids on the root session
 	page := func() (target, session string) {
 		nextOwn += 2
@@ -127,6 +141,22 @@ func idsPerSession(t *testing.T, c *cdptest.Client, guarded bool) {
 		wantValue(t, got[len(got)-1], fmt.Sprint(id+1))
 	}
 
+	// A command in flight on a session the client detaches
+	// (Target.detachFromTarget; the tab stays open) gets what Chrome gives.
+	_, s6 := page()
+	send(8, s6, "new Promise(() => {})", true)
+	send(9, s6, "9", false)
+	readUntil(t, c, "id 9 on s6", func(m cdptest.Message) bool { return answers(m, 9, s6) })
+	w = newLostWatch(s6, 8)
+	nextOwn++
+	w.detach(t, c, nextOwn)
+	nextOwn++
+	w.probe(t, c, nextOwn)
+	for _, m := range w.got[8] {
+		t.Logf("detached command 8's answer: %s", m.Raw)
+	}
+	detachedAnswers(len(w.got[8]))
+
 	// Last, as it may take other pages' renderer with it: a renderer
 	// crash with an evaluate and the crash itself in flight. The guard
 	// closes a crashed tab; Chromium is told to.
@@ -192,6 +222,22 @@ func (w *lostWatch) close(t *testing.T, c *cdptest.Client, target string, id int
 	}
 	answered := false
 	readUntil(t, c, "the close and the detach", func(m cdptest.Message) bool {
+		w.see(m)
+		answered = answered || answers(m, id, "")
+		return answered && w.detached
+	})
+}
+
+// detach detaches w's session with id and reads until it is answered
+// and the session detached.
+func (w *lostWatch) detach(t *testing.T, c *cdptest.Client, id int) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"id": id, "method": "Target.detachFromTarget", "params": map[string]any{"sessionId": w.session}})
+	if err := c.WriteFrame(websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+	answered := false
+	readUntil(t, c, "the detach", func(m cdptest.Message) bool {
 		w.see(m)
 		answered = answered || answers(m, id, "")
 		return answered && w.detached
