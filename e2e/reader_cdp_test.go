@@ -15,6 +15,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/cdpguard"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
+	"github.com/cdpguard/cdpguard/js"
 )
 
 // guardReadCmd is the guard's own CDP command, as a chromedp agent sends it.
@@ -213,6 +214,35 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 		}
 		if !strings.Contains(r.Text, "SCRIPTMARKER2") {
 			t.Errorf("a read at the load event did not wait for the page to settle:\n%s", r.Text)
+		}
+	})
+
+	t.Run("settle sees what can write a page", func(t *testing.T) {
+		// js/settle.js in the real browser: links.html has nothing that can
+		// write it after its load (the reader takes it at once); each
+		// element or attribute below can, and makes it not inert.
+		ctx, cancel := context.WithTimeout(tab, 20*time.Second)
+		defer cancel()
+		for _, add := range []string{
+			"",
+			"document.body.append(document.createElement('script'))",
+			"document.body.insertAdjacentHTML('beforeend', '<svg><script></script></svg>')",
+			"document.body.setAttribute('onload', 'void 0')",
+			"document.body.append(document.createElement('iframe'))",
+			"document.body.append(document.createElement('object'))",
+			"document.head.insertAdjacentHTML('beforeend', '<meta http-equiv=\"Refresh\" content=\"60\">')",
+		} {
+			if _, err := chromedp.Run(ctx, chromedp.Navigate(origin+"/links.html")); err != nil {
+				t.Fatal(err)
+			}
+			expr := "(() => { " + add + "; return (" + js.Settle + ")(1000, 200).inert; })()"
+			inert, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+			if err != nil {
+				t.Fatalf("%q: %v", add, err)
+			}
+			if want := add == ""; inert != want {
+				t.Errorf("links.html after %q: inert %v, want %v", add, inert, want)
+			}
 		}
 	})
 

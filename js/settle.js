@@ -6,7 +6,10 @@
 // the guard's hidden world, so the page cannot see it; it counts changes to
 // nodes and text (not attributes, which animations change all the time) and
 // disconnects itself at the first change keepMs after the reader's last
-// look. It reads the page; it changes nothing. It is a function declaration:
+// look. It also tells whether the document is inert: no script element (of
+// any namespace), no inline event handler, no frame or plugin, no refresh,
+// so nothing in it can change its DOM once it has loaded. It reads the
+// page; it changes nothing. It is a function declaration:
 // settle(keepMs, minChars).
 function settle(keepMs, minChars) {
   const now = performance.now();
@@ -61,6 +64,12 @@ function settle(keepMs, minChars) {
   for (const e of entries) {
     lastNet = Math.max(lastNet, e.responseEnd);
   }
+  // inert: nothing in the document can write it after its load. An inline
+  // handler is an attribute named on…; a script that removed itself is not
+  // seen here, which is why the reader takes an inert page at once only
+  // when it already shows minChars of readable text.
+  const active = document.querySelector('script, iframe, frame, object, embed, meta[http-equiv="refresh" i]');
+  const handlers = document.evaluate('count(//@*[starts-with(name(), "on")])', document, null, XPathResult.NUMBER_TYPE, null).numberValue;
   const nav = performance.getEntriesByType('navigation')[0];
   const body = document.body;
   return {
@@ -73,6 +82,7 @@ function settle(keepMs, minChars) {
     text: body ? body.textContent.length : 0,
     chars: readable(body),
     scripted: document.scripts.length > 0,
+    inert: !active && handlers === 0,
     watched,
     changes: w.count,
     quietFor: watched ? now - Math.max(w.last, w.since) : 0,

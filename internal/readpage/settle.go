@@ -40,6 +40,9 @@ type settleState struct {
 	Text      int     `json:"text"`     // the body's text length
 	Chars     int     `json:"chars"`    // readable characters, at most scriptChars
 	Scripted  bool    `json:"scripted"` // the document has script elements
+	// Inert is whether nothing in the document can change it after its
+	// load: no script element, inline handler, frame, plugin or refresh.
+	Inert bool `json:"inert"`
 	// Watched is whether the reader's MutationObserver was already watching
 	// the document (an earlier look installed it); Changes counts the DOM
 	// changes it saw, QuietFor is how long ago the last one was.
@@ -56,7 +59,11 @@ type settleState struct {
 // read without a url) counts as settled at the first look when its network
 // is quiet, its scripts are not writing it, and either its load ended the
 // settle bound ago or more, or an earlier read's observer has seen it
-// quiet for settleQuiet: reading a page that settled costs no wait. It
+// quiet for settleQuiet: reading a page that settled costs no wait. An
+// inert page (no script, inline handler, frame, plugin or refresh) that
+// has loaded and shows scriptChars of readable text is settled at the first
+// look, fresh or not: nothing in it can write it later, and what its
+// requests still bring are images and styles, not text. It
 // returns whether the page settled; errors of a document going away
 // mid-wait are not errors (the next look reads the new document).
 func (r *Reader) settle(ctx context.Context, session string, fresh bool) (bool, error) {
@@ -112,6 +119,9 @@ func (w *settleWatch) writing(s settleState) bool {
 // settled takes in one look at the page, taken at now, and reports whether
 // the page has settled.
 func (w *settleWatch) settled(s settleState, now time.Time) bool {
+	if s.State == "complete" && s.Inert && s.Chars >= scriptChars {
+		return true
+	}
 	quiet := ms(settleQuiet)
 	ready := s.State == "complete" && s.Now-s.LastNet >= quiet && !w.writing(s)
 	if !w.looked && !w.fresh && ready && s.Loaded > 0 && (s.Now-s.Loaded >= ms(w.bound) || s.Watched && s.QuietFor >= quiet) {

@@ -98,3 +98,31 @@ func TestSettleWatchNetwork(t *testing.T) {
 		t.Error("settled before the load")
 	}
 }
+
+// TestSettleWatchInert: an inert page (nothing in it can write it after its
+// load) that has loaded and shows enough readable text is settled at the
+// first look, just navigated or not, with its images still arriving; a
+// short inert page (a script may have removed itself) and one still loading
+// wait as any other page.
+func TestSettleWatchInert(t *testing.T) {
+	t0 := time.Now()
+	article := settleState{State: "complete", Now: 1200, LastNet: 1150, Loaded: 1100, Chars: scriptChars, Inert: true}
+	for _, fresh := range []bool{true, false} {
+		w := settleWatch{fresh: fresh, bound: 3 * time.Second}
+		if !w.settled(article, t0) {
+			t.Errorf("fresh %v: an inert loaded article is not settled at the first look", fresh)
+		}
+	}
+	short := article
+	short.Chars = scriptChars - 1
+	w := settleWatch{fresh: true, bound: 3 * time.Second}
+	if w.settled(short, t0) {
+		t.Error("a short inert page settled at the first look")
+	}
+	loading := article
+	loading.State, loading.Loaded = "interactive", 0
+	w = settleWatch{fresh: true, bound: 3 * time.Second}
+	if w.settled(loading, t0) {
+		t.Error("an inert page settled before its load")
+	}
+}
