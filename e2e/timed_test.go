@@ -30,6 +30,7 @@ var timedSuites = []timedSuite{
 	{name: "FirewallBadInput", run: timedFirewallBadInput},
 	{name: "ReaderEvalSample", run: timedReaderEvalSample},
 	{name: "SlowConsumer", run: timedSlowConsumer, solo: true},
+	{name: "Hostile", run: timedHostile, solo: true},
 }
 
 // timedAtOnce is how many timed suites run at once.
