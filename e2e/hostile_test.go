@@ -82,6 +82,8 @@ func timedHostile(t *testing.T) {
 		}
 		return p99(ds)
 	}
+	keeper := mcpConnect(t, base, "hostile-victim") // the victim's MCP session
+	call(t, keeper, "browser_tabs", map[string]any{"action": "list"}, false)
 	sample("warm-up")
 	before := sample("quiet, before")
 	rss0 := procRSS(t, srv.cmd.Process.Pid, 0)
@@ -115,14 +117,16 @@ func timedHostile(t *testing.T) {
 			t.Fatalf("initialize %d of the loop: %d %.200s", i, code, body)
 		}
 	}
-	// Item 5: /mcp bodies stalled 100 bytes short, past the caps refused
-	// (they hold every /mcp request off until their deadline, so last).
+	// Item 5: /mcp bodies stalled 100 bytes short, past the caps refused.
+	r0 := metricValue(t, base, "cdpguard_receiving_bytes")
 	stallBody(t, base, "hostile-body")
 	stallBody(t, base, "hostile-body")
-	waitBodyRefused(t, base, "hostile-body", http.StatusTooManyRequests, "bodies_per_user")
+	waitReceiving(t, base, r0+2*stalledReserve)
+	slowBodyRefused(t, base, "hostile-body", http.StatusTooManyRequests, "bodies_per_user")
 	stallBody(t, base, "hostile-body-2")
 	stallBody(t, base, "hostile-body-2")
-	waitBodyRefused(t, base, "hostile-body-3", http.StatusServiceUnavailable, "bodies")
+	waitReceiving(t, base, r0+4*stalledReserve)
+	slowBodyRefused(t, base, "hostile-body-3", http.StatusServiceUnavailable, "bodies")
 	// Item 7: 200 kB session headers, refused before they key a user.
 	long := strings.Repeat("h", 200<<10)
 	for range 20 {
@@ -164,6 +168,8 @@ func timedHostile(t *testing.T) {
 		windows = append(windows, sample("attacks held"))
 	}
 	during := slices.Min(windows)
+	// The victim's open MCP session is read beside the stalled bodies.
+	call(t, keeper, "browser_tabs", map[string]any{"action": "list"}, false)
 
 	for _, h := range holders {
 		h.c.CloseNow()

@@ -22,8 +22,9 @@ import (
 // at scaled-down caps (the same code as the defaults of 8 sessions per
 // user, 256 in all, 8 bodies per user and 64 at once, 10 s a body): an
 // initialize loop past the session caps is refused naming them while an
-// open session keeps working; stalled bodies past the body caps are
-// refused naming them, and at their deadline; an alert while
+// open session keeps working; slow bodies past the body caps are refused
+// naming them, stalled ones at their deadline, and the open session's
+// requests are read beside them; an alert while
 // browser_navigate loads the first tab ends the call saying so and is
 // answered with browser_handle_dialog.
 func TestMCPLimits(t *testing.T) {
@@ -93,11 +94,17 @@ func TestMCPLimits(t *testing.T) {
 	})
 
 	t.Run("bodies", func(t *testing.T) {
+		r0 := metricValue(t, base, "cdpguard_receiving_bytes")
 		a1 := stallBody(t, base, "limits-stall")
 		a2 := stallBody(t, base, "limits-stall")
-		waitBodyRefused(t, base, "limits-stall", http.StatusTooManyRequests, "bodies_per_user")
+		waitReceiving(t, base, r0+2*stalledReserve)
+		slowBodyRefused(t, base, "limits-stall", http.StatusTooManyRequests, "bodies_per_user")
 		b1 := stallBody(t, base, "limits-stall-2")
-		waitBodyRefused(t, base, "limits-stall-3", http.StatusServiceUnavailable, "bodies")
+		waitReceiving(t, base, r0+3*stalledReserve)
+		slowBodyRefused(t, base, "limits-stall-3", http.StatusServiceUnavailable, "bodies")
+		// The stalled bodies hold every slot; a request that arrives at
+		// once needs none.
+		mustContain(t, "the open session beside the stalled bodies", call(t, keeper, "browser_read", nil, false), "ARTICLE-BODY-MARKER")
 		for i, r := range []*bufio.Reader{a1, a2, b1} {
 			resp, err := http.ReadResponse(r, nil)
 			if err != nil {
@@ -149,6 +156,13 @@ func mcpRaw(t *testing.T, base, user, session, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// stalledBytes is the length of stallBody's body, and stalledReserve what
+// the guard reserves for it from the byte budget (its length and one).
+const (
+	stalledBytes   = 4000
+	stalledReserve = stalledBytes + 1
+)
+
 // stallBody posts to /mcp as user a body that stops 100 bytes short (in a
 // session id of its own, so no session is being made) and returns the
 // connection the answer arrives on (read bounded at 30 s).
@@ -163,27 +177,40 @@ func stallBody(t *testing.T, base, user string) *bufio.Reader {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	body := strings.Repeat(" ", 4000)
+	body := strings.Repeat(" ", stalledBytes)
 	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\n%s: %s\r\nMcp-Session-Id: stalled\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
 		u.Host, cdpguard.DefaultSessionHeader, user, len(body), body[:len(body)-100])
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second)) // a hang guard
 	return bufio.NewReader(c)
 }
 
-// waitBodyRefused posts small bodies as user until one is refused with
-// status naming cap: the stalled bodies before it reach the guard on
-// their own connections (bounded at 10 s).
-func waitBodyRefused(t *testing.T, base, user string, status int, cap string) {
+// waitReceiving waits until the guard has reserved at least want bytes
+// for what it is receiving (cdpguard_receiving_bytes), bounded at 10 s: a
+// stalled body has reached the guard, and its grace (the wait before it
+// needs a slot) started before any body posted after this returns.
+func waitReceiving(t *testing.T, base string, want float64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, body := mcpRaw(t, base, user, "stalled", `{}`)
-		if code == status && strings.Contains(body, "("+cap+")") {
+	var got float64
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if got = metricValue(t, base, "cdpguard_receiving_bytes"); got >= want {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("as %s: %d %s, want %d naming %s", user, code, body, status, cap)
-		}
-		time.Sleep(20 * time.Millisecond) // polls for the stalled requests to reach the guard
+	}
+	t.Fatalf("cdpguard_receiving_bytes = %v, want at least %v: the stalled bodies did not reach the guard", got, want)
+}
+
+// slowBodyRefused posts a stalled body as user, which must be refused
+// with status naming cap: a slow body needs a slot, and the stalled bodies
+// before it hold them.
+func slowBodyRefused(t *testing.T, base, user string, status int, cap string) {
+	t.Helper()
+	resp, err := http.ReadResponse(stallBody(t, base, user), nil)
+	if err != nil {
+		t.Fatalf("as %s: no answer to a slow body: %v", user, err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status || !strings.Contains(string(got), "("+cap+")") {
+		t.Fatalf("a slow body as %s: %d %s, want %d naming %s", user, resp.StatusCode, got, status, cap)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cdpguard/cdpguard/internal/bounds"
@@ -17,11 +18,19 @@ import (
 // the budget at a time.
 const bodyStep = 64 << 10
 
+// bodyGrace is how long a body is read before it needs a slot among the
+// bodies being read at once: a client's body arrives with its headers or
+// just after them, so only a slow (or stalled) body ever holds a slot, and
+// stalled bodies at the caps never hold off another user's requests. Its
+// bytes are reserved from the budget from the start either way.
+const bodyGrace = 100 * time.Millisecond
+
 // readBody reads r's body whole before the SDK sees it, so that reading is
-// bounded: a slot among the bodies being read at once (in all and per
-// user), its bytes reserved from the budget, and BodyTimeout for the whole
-// body. It returns a release for the reserved bytes, called once the SDK
-// is done with the request, or a *refusal or other error to answer with.
+// bounded: its bytes reserved from the budget, BodyTimeout for the whole
+// body, and, past bodyGrace, a slot among the bodies being read at once
+// (in all and per user). It returns a release for the reserved bytes,
+// called once the SDK is done with the request, or a *refusal or other
+// error to answer with.
 func (e *Endpoint) readBody(w http.ResponseWriter, r *http.Request, user string) (release func(), err error) {
 	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
 		return func() {}, nil
@@ -31,17 +40,10 @@ func (e *Endpoint) readBody(w http.ResponseWriter, r *http.Request, user string)
 		return nil, &refusal{cap: "body_bytes", status: http.StatusRequestEntityTooLarge,
 			msg: fmt.Sprintf("cdpguard: request body over %d MiB", BodyLimit>>20)}
 	}
-	if by, ok := e.bodies.take(user, l.MaxBodies, l.MaxBodiesPerUser); !ok {
-		status, who := http.StatusServiceUnavailable, "the guard is"
-		if by == CapBodiesPerUser {
-			status, who = http.StatusTooManyRequests, "this user is"
-		}
-		return nil, &refusal{cap: by, status: status, msg: fmt.Sprintf(
-			"cdpguard: %s reading its cap of MCP request bodies at once (%s); try again shortly", who, by)}
-	}
-	defer e.bodies.give(user)
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(l.BodyTimeout)) // not supported: the server's own bounds only
+	slow := e.slowBody(rc, user)
+	defer slow.end()
 	var held int64
 	releaseHeld := func() {
 		if e.o.Budget != nil {
@@ -91,6 +93,9 @@ func (e *Endpoint) readBody(w http.ResponseWriter, r *http.Request, user string)
 		}
 		if err != nil {
 			releaseHeld()
+			if refused := slow.end(); refused != nil {
+				return nil, refused
+			}
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				return nil, &refusal{cap: CapBodyTimeout, status: http.StatusRequestTimeout, msg: fmt.Sprintf(
 					"cdpguard: request body not read within %v (%s)", l.BodyTimeout, CapBodyTimeout)}
@@ -107,4 +112,56 @@ func (e *Endpoint) readBody(w http.ResponseWriter, r *http.Request, user string)
 	r.Body = io.NopCloser(bytes.NewReader(buf))
 	r.ContentLength = int64(len(buf))
 	return releaseHeld, nil
+}
+
+// slowBody is one body's place among the bodies being read at once, taken
+// once it has been read for bodyGrace.
+type slowBody struct {
+	mu      sync.Mutex
+	timer   *time.Timer
+	ended   bool
+	held    bool     // a slot is held, given back at end
+	refused *refusal // no slot was free: the read was cut short
+	give    func()
+}
+
+// slowBody starts the grace of a body of user: past it the body takes a
+// slot, or, at a cap, its read is cut short (rc's read deadline is now)
+// and end returns the refusal.
+func (e *Endpoint) slowBody(rc *http.ResponseController, user string) *slowBody {
+	l := e.limits
+	s := &slowBody{give: func() { e.bodies.give(user) }}
+	s.timer = time.AfterFunc(bodyGrace, func() { // ends at once; end waits for it through mu
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.ended {
+			return
+		}
+		by, ok := e.bodies.take(user, l.MaxBodies, l.MaxBodiesPerUser)
+		if ok {
+			s.held = true
+			return
+		}
+		status, who := http.StatusServiceUnavailable, "the guard is"
+		if by == CapBodiesPerUser {
+			status, who = http.StatusTooManyRequests, "this user is"
+		}
+		s.refused = &refusal{cap: by, status: status, msg: fmt.Sprintf(
+			"cdpguard: %s reading its cap of slow MCP request bodies at once (%s); try again shortly", who, by)}
+		_ = rc.SetReadDeadline(time.Now())
+	})
+	return s
+}
+
+// end stops the grace, gives back a slot held, and returns the refusal
+// that cut the read short, if one did. It may be called more than once.
+func (s *slowBody) end() *refusal {
+	s.timer.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended && s.held {
+		s.give()
+	}
+	s.ended = true
+	return s.refused
 }
