@@ -6,6 +6,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/admission"
 	"github.com/cdpguard/cdpguard/internal/bounds"
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
@@ -56,7 +57,7 @@ func (g *Guard) intercept(ctx context.Context, a *relay.Agent, st *agentState, c
 	if v.Refuse != "" || cmd.Browser {
 		// Debug: which methods clients send on the browser session, and
 		// what the guard refused (e2e TestClients records them).
-		g.log.Debug("agent command", "method", cmd.Method, "browserLevel", cmd.Browser, "refused", v.Refuse, "user", st.User.Key)
+		g.log.Debug("agent command", "method", cmd.Method, "browserLevel", cmd.Browser, "refused", v.Refuse, "user", clip.String(st.User.Key))
 	}
 	return v
 }

@@ -2,6 +2,7 @@ package cdpguard
 
 import (
 	"github.com/cdpguard/cdpguard/internal/bounds"
+	"github.com/cdpguard/cdpguard/internal/clip"
 )
 
 // This file wires the byte bounds of agent queues and the per-user caps
@@ -61,5 +62,5 @@ func (g *Guard) receiveBudget() *bounds.Budget {
 // bound (its user's share, the budget, the message's time).
 func (g *Guard) onReceiveCut(remote, user, bound string) {
 	g.metrics.Bounds.CutOff(bound)
-	g.log.Warn("agent cut off", "remote", remote, "user", user, "bound", bound)
+	g.log.Warn("agent cut off", "remote", remote, "user", clip.String(user), "bound", bound)
 }

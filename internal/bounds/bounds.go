@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
@@ -164,7 +165,7 @@ const CutWriteStall = "write_stall"
 func (m *Metrics) OnCutOff(log *slog.Logger, name, user string) func(kind, reason string) {
 	return func(kind, reason string) {
 		m.CutOff(kind)
-		log.Warn("agent cut off", "remote", name, "user", user, "bound", kind, "reason", reason)
+		log.Warn("agent cut off", "remote", name, "user", clip.String(user), "bound", kind, "reason", reason)
 	}
 }
 

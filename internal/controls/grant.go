@@ -138,7 +138,7 @@ func (c *Controls) grant(target, session string, x *explained) {
 		c.noteOn(target, "Not allowed: "+err.Error())
 		return
 	}
-	c.d.Log.Info("controls: host allowed by a human click", "target", target, "host", x.host, "user", user)
+	c.d.Log.Info("controls: host allowed by a human click", "target", target, "host", x.host, "user", clip.String(user))
 	c.noteOn(target, "")
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()

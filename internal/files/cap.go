@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cdpguard/cdpguard/internal/clip"
 )
 
 // poll is how often the user download directories are measured. A download
@@ -76,7 +78,7 @@ func (f *Dirs) enforce(ctx context.Context, browser Caller, dir, key string) {
 			continue
 		}
 		f.cancel(ctx, browser, key, guid)
-		f.d.Log.Warn("download cancelled: the user's download directory is over its cap", "user", key, "dir", dir, "guid", guid, "cap", limit)
+		f.d.Log.Warn("download cancelled: the user's download directory is over its cap", "user", clip.String(key), "dir", dir, "guid", guid, "cap", limit)
 		// If Chrome did not cancel it, the partial file still must go.
 		_ = os.Remove(filepath.Join(dir, e.name))
 	}
@@ -90,7 +92,7 @@ func (f *Dirs) enforce(ctx context.Context, browser Caller, dir, key string) {
 			continue
 		}
 		doneTotal -= e.size
-		f.d.Log.Warn("download deleted: the user's download directory is over its cap", "user", key, "dir", dir, "file", e.name, "bytes", e.size, "cap", limit)
+		f.d.Log.Warn("download deleted: the user's download directory is over its cap", "user", clip.String(key), "dir", dir, "file", e.name, "bytes", e.size, "cap", limit)
 	}
 }
 

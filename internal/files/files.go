@@ -24,6 +24,7 @@ import (
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
@@ -149,7 +150,7 @@ func (f *Dirs) RewriteDownloads(key string, cmd relay.Command) relay.Verdict {
 	case behavior == "deny" || f.cfg.DownloadDir == "":
 		out["behavior"] = jsonv2.Value(`"deny"`)
 		if behavior != "deny" {
-			f.d.Log.Debug("downloads denied (no --download-dir): clients see each download end as canceled", "user", key, "asked", behavior)
+			f.d.Log.Debug("downloads denied (no --download-dir): clients see each download end as canceled", "user", clip.String(key), "asked", behavior)
 		}
 	default:
 		dir, err := f.userDir(key)
@@ -165,7 +166,7 @@ func (f *Dirs) RewriteDownloads(key string, cmd relay.Command) relay.Verdict {
 		if _, asked := in["downloadPath"]; asked {
 			// Playwright's download.path() names the directory it asked for,
 			// which Chrome never writes to (docs/decisions/2026-12-01-dialogs.md).
-			f.d.Log.Info("downloads go to the user's directory, not the one the agent asked for; Browser.downloadProgress filePath names each file", "user", key, "dir", dir)
+			f.d.Log.Info("downloads go to the user's directory, not the one the agent asked for; Browser.downloadProgress filePath names each file", "user", clip.String(key), "dir", dir)
 		}
 	}
 	params, err := jsonv2.Marshal(out)

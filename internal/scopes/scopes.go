@@ -25,6 +25,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/grants"
 	"github.com/cdpguard/cdpguard/internal/policy"
@@ -204,7 +205,7 @@ func (t *Table) Grant(targetID, host, via string) (string, error) {
 		if t.d.Granted != nil {
 			t.d.Granted()
 		}
-		t.d.Log.Info("grant", "user", sc.key, "host", h, "via", via)
+		t.d.Log.Info("grant", "user", clip.String(sc.key), "host", h, "via", via)
 	}
 	return sc.key, nil
 }
@@ -353,7 +354,7 @@ func (t *Table) Open(key string) (*Scope, error) {
 	}
 	started := t.d.Go(func() { // this user's listener: ends when the user's session does, or at the guard's close
 		if err := p.ServeScoped(ln, s); err != nil && !errors.Is(err, egress.ErrClosed) {
-			t.d.Log.Error("a user's egress proxy listener stopped", "user", key, "err", err)
+			t.d.Log.Error("a user's egress proxy listener stopped", "user", clip.String(key), "err", err)
 		}
 	})
 	if !started {
@@ -391,6 +392,6 @@ func (t *Table) End(id string) {
 	if sc != nil {
 		n := len(sc.set.List())
 		sc.Close()
-		t.d.Log.Info("user's session grants ended", "user", sc.key, "grants", n)
+		t.d.Log.Info("user's session grants ended", "user", clip.String(sc.key), "grants", n)
 	}
 }

@@ -218,7 +218,7 @@ func (r *Record) Crashed(e *cdpmsg.Envelope) {
 	}
 	r.d.OnCrash()
 	user, _ := r.d.OwnerKey(p.TargetID)
-	r.d.Log.Warn("renderer crashed; closing the tab", "target", p.TargetID, "user", user, "status", p.Status, "errorCode", p.ErrorCode)
+	r.d.Log.Warn("renderer crashed; closing the tab", "target", p.TargetID, "user", clip.String(user), "status", p.Status, "errorCode", p.ErrorCode)
 	r.d.Outbox(func() { _ = r.d.Browser.Send("", "Target.closeTarget", map[string]any{"targetId": p.TargetID}) })
 }
 
@@ -253,7 +253,7 @@ func (r *Record) overCap(t cdpmsg.TargetInfo, session string, waiting bool) bool
 	}
 	err := &isolation.CapError{Cap: isolation.CapTabs, Limit: limit, Flag: "--max-tabs-per-user"}
 	r.d.OnCap(isolation.CapTabs)
-	r.d.Log.Warn("tab over the per-user cap closed", "user", u.Key, "target", t.TargetID, "opener", t.OpenerID, "cap", limit)
+	r.d.Log.Warn("tab over the per-user cap closed", "user", clip.String(u.Key), "target", t.TargetID, "opener", t.OpenerID, "cap", limit)
 	id := t.TargetID
 	r.d.Outbox(func() {
 		_ = r.d.Browser.Send("", "Target.closeTarget", map[string]any{"targetId": id})
