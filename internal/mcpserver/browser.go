@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
@@ -33,37 +34,37 @@ type user struct {
 	pipe      *Pipe
 	released  <-chan struct{} // closed once the guard let go of pipe's agent
 	cur       *tab
-	tabs      map[string]*tab // attached tabs by target id
-	snap      *snapshot       // refs of the last snapshot
-	order     []string        // tab order shown to the model (target ids)
-	retired   bool            // swept: calls look the user up again
-	curID     string          // the current tab's target id, kept across reconnects
-	idleSince time.Time       // set when the sweep let this user go idle: the next connect says what happened
-	doing     string          // what the call is waiting for, for its timeout error
-	hint      string          // what the model may do after that timeout
+	tabs      map[target.ID]*tab // attached tabs
+	snap      *snapshot          // refs of the last snapshot
+	order     []target.ID        // tab order shown to the model
+	retired   bool               // swept: calls look the user up again
+	curID     target.ID          // the current tab, kept across reconnects
+	idleSince time.Time          // set when the sweep let this user go idle: the next connect says what happened
+	doing     string             // what the call is waiting for, for its timeout error
+	hint      string             // what the model may do after that timeout
 
 	mu      sync.Mutex // guards the fields below and every tab's console
 	notes   []string   // things to tell the model with the next result (dialogs)
 	lastUse time.Time
-	evPipe  *Pipe           // the pipe events arrive on
-	evTabs  []*tab          // the attached tabs, for events
-	gone    map[string]bool // sessions the browser detached (tab closed)
-	blocks  []blockEntry    // the guard's blocks of this user's requests (last netKeep)
-	blockN  int             // blocks recorded so far (blockEntry.seq of the last)
-	popups  []string        // page targets created meanwhile (target ids), for the next result
-	front   string          // the tab last brought to the front
-	// loopClosed holds the tabs the tools closed for a dialog loop
-	// (target ids) until Chrome stops listing them: the close is
-	// asynchronous and a page looping on dialogs may take a while to go,
-	// so the tools never pick such a tab again and answer its dialogs.
-	loopClosed map[string]bool
+	evPipe  *Pipe                     // the pipe events arrive on
+	evTabs  []*tab                    // the attached tabs, for events
+	gone    map[target.SessionID]bool // sessions the browser detached (tab closed)
+	blocks  []blockEntry              // the guard's blocks of this user's requests (last netKeep)
+	blockN  int                       // blocks recorded so far (blockEntry.seq of the last)
+	popups  []target.ID               // page targets created meanwhile, for the next result
+	front   target.ID                 // the tab last brought to the front
+	// loopClosed holds the tabs the tools closed for a dialog loop until
+	// Chrome stops listing them: the close is asynchronous and a page
+	// looping on dialogs may take a while to go, so the tools never pick
+	// such a tab again and answer its dialogs.
+	loopClosed map[target.ID]bool
 
 	callStop context.CancelCauseFunc // ends the running call (a dialog opened)
 	callName string
 }
 
 type tab struct {
-	id string // target id (also the main frame id)
+	id target.ID // also the main frame's id
 	s  Session
 	// Guarded by user.mu:
 	console    []consoleLine
@@ -78,6 +79,9 @@ type tab struct {
 	media map[string]string // browser_emulate_media's overrides (feature or "media" to value)
 }
 
+// frame is the id of t's main frame, which is its target's id.
+func (t *tab) frame() cdp.FrameID { return cdp.FrameID(t.id) }
+
 // consoleLine is one console message of a tab.
 type consoleLine struct {
 	gen   int    // tab.gen when it was logged
@@ -86,7 +90,7 @@ type consoleLine struct {
 }
 
 func newUser(srv *Server, key string) *user {
-	return &user{key: key, srv: srv, sem: make(chan struct{}, 1), tabs: map[string]*tab{}, lastUse: time.Now()}
+	return &user{key: key, srv: srv, sem: make(chan struct{}, 1), tabs: map[target.ID]*tab{}, lastUse: time.Now()}
 }
 
 // lock waits for the user's previous call to end.
@@ -182,7 +186,7 @@ func (u *user) reset() {
 		u.curID = u.cur.id
 	}
 	u.pipe, u.cur, u.snap = nil, nil, nil
-	u.tabs = map[string]*tab{}
+	u.tabs = map[target.ID]*tab{}
 	u.mu.Lock()
 	u.evPipe, u.evTabs, u.gone, u.popups = nil, nil, nil, nil
 	u.mu.Unlock()
@@ -202,53 +206,56 @@ func (u *user) disconnect() {
 	u.released = nil
 }
 
-// onEvent runs on the guard's writer for this agent: it must not block.
-func (u *user) onEvent(session, method string, params []byte) {
-	switch method {
-	case "Target.detachedFromTarget":
-		var d target.EventDetachedFromTarget
-		if jsonv2.Unmarshal(params, &d) == nil && d.SessionID != "" {
-			u.mu.Lock()
-			if u.gone == nil {
-				u.gone = map[string]bool{}
-			}
-			u.gone[string(d.SessionID)] = true
-			u.mu.Unlock()
-		}
-	case "Page.javascriptDialogOpening":
-		u.dialogOpening(session, params)
-	case "Page.javascriptDialogClosed":
-		u.dialogClosed(session, params)
-	case "Guard.requestBlocked":
-		u.blocked(params)
-	case "Network.requestWillBeSent", "Network.responseReceived", "Network.loadingFailed", "Page.frameNavigated":
-		u.network(session, method, params)
-	case "Target.targetCreated":
-		u.targetCreated(params)
-	case "Runtime.consoleAPICalled":
-		var c runtime.EventConsoleAPICalled
-		if jsonv2.Unmarshal(params, &c) != nil {
-			return
-		}
-		parts := make([]string, 0, len(c.Args))
-		for _, a := range c.Args {
+// onEvent runs on the guard's writer for this agent: it must not block. ev
+// is the event decoded once by the pipe (decodeEvent); the tools keep what
+// they need of the events of their tabs and of the new targets.
+func (u *user) onEvent(session target.SessionID, ev any) {
+	switch ev := ev.(type) {
+	case *target.EventDetachedFromTarget:
+		u.detached(ev.SessionID)
+	case *target.EventTargetCreated:
+		u.targetCreated(ev)
+	case *page.EventJavascriptDialogOpening:
+		u.dialogOpening(session, ev)
+	case *page.EventJavascriptDialogClosed:
+		u.dialogClosed(session, ev)
+	case *blockEntry:
+		u.blocked(ev)
+	case *network.EventRequestWillBeSent, *network.EventResponseReceived, *network.EventLoadingFailed, *page.EventFrameNavigated:
+		u.network(session, ev)
+	case *runtime.EventConsoleAPICalled:
+		parts := make([]string, 0, len(ev.Args))
+		for _, a := range ev.Args {
 			parts = append(parts, remoteText(a))
 		}
-		u.logConsole(session, consoleLevel(string(c.Type)), fmt.Sprintf("[%s] %s", c.Type, clip(strings.Join(parts, " "), 2000)))
-	case "Runtime.exceptionThrown":
-		var e runtime.EventExceptionThrown
-		if jsonv2.Unmarshal(params, &e) != nil || e.ExceptionDetails == nil {
+		u.logConsole(session, consoleLevel(string(ev.Type)), fmt.Sprintf("[%s] %s", ev.Type, clip(strings.Join(parts, " "), 2000)))
+	case *runtime.EventExceptionThrown:
+		if ev.ExceptionDetails == nil {
 			return
 		}
-		msg := e.ExceptionDetails.Text
-		if e.ExceptionDetails.Exception != nil && e.ExceptionDetails.Exception.Description != "" {
-			msg = e.ExceptionDetails.Exception.Description
+		msg := ev.ExceptionDetails.Text
+		if ev.ExceptionDetails.Exception != nil && ev.ExceptionDetails.Exception.Description != "" {
+			msg = ev.ExceptionDetails.Exception.Description
 		}
 		u.logConsole(session, "error", "[error] "+clip(msg, 2000))
 	}
 }
 
-func (u *user) logConsole(session, level, line string) {
+// detached records a session the browser detached (its tab closed): the
+// next call forgets the tab.
+func (u *user) detached(session target.SessionID) {
+	if session == "" {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.gone == nil {
+		u.gone = map[target.SessionID]bool{}
+	}
+	u.gone[session] = true
+}
+
+func (u *user) logConsole(session target.SessionID, level, line string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, t := range u.evTabs {
@@ -287,14 +294,14 @@ func (u *user) pages(ctx context.Context) ([]*target.Info, error) {
 	}
 	// Chrome lists recently active tabs first; the model needs indices
 	// that stay put, so tabs keep the order they were first seen in.
-	rank := map[string]int{}
+	rank := map[target.ID]int{}
 	for i, id := range u.order {
 		rank[id] = i
 	}
 	u.mu.Lock()
 	closed := maps.Clone(u.loopClosed)
 	for id := range u.loopClosed { // Chrome no longer lists it: gone
-		if !slices.ContainsFunc(res.TargetInfos, func(t *target.Info) bool { return string(t.TargetID) == id }) {
+		if !slices.ContainsFunc(res.TargetInfos, func(t *target.Info) bool { return t.TargetID == id }) {
 			delete(u.loopClosed, id)
 		}
 	}
@@ -302,20 +309,20 @@ func (u *user) pages(ctx context.Context) ([]*target.Info, error) {
 	var out []*target.Info
 	for i := len(res.TargetInfos) - 1; i >= 0; i-- {
 		t := res.TargetInfos[i]
-		if t.Type != "page" || closed[string(t.TargetID)] {
+		if t.Type != "page" || closed[t.TargetID] {
 			continue
 		}
-		if _, ok := rank[string(t.TargetID)]; !ok {
-			rank[string(t.TargetID)] = len(u.order)
-			u.order = append(u.order, string(t.TargetID))
+		if _, ok := rank[t.TargetID]; !ok {
+			rank[t.TargetID] = len(u.order)
+			u.order = append(u.order, t.TargetID)
 		}
 		out = append(out, t)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return rank[string(out[i].TargetID)] < rank[string(out[j].TargetID)] })
+	sort.SliceStable(out, func(i, j int) bool { return rank[out[i].TargetID] < rank[out[j].TargetID] })
 	live := u.order[:0]
 	for _, id := range u.order {
 		for _, t := range out {
-			if string(t.TargetID) == id {
+			if t.TargetID == id {
 				live = append(live, id)
 				break
 			}
@@ -345,12 +352,12 @@ func (u *user) page(ctx context.Context, create bool) (*tab, error) {
 		if err != nil {
 			return nil, err
 		}
-		ids := make([]string, 0, len(ps)+1)
+		ids := make([]target.ID, 0, len(ps)+1)
 		if hasTarget(ps, u.curID) {
 			ids = append(ids, u.curID) // the tab of the last call, after a reconnect
 		}
 		for _, p := range ps {
-			ids = append(ids, string(p.TargetID))
+			ids = append(ids, p.TargetID)
 		}
 		var lastErr error
 		for _, id := range ids {
@@ -400,20 +407,20 @@ func (u *user) newTab(ctx context.Context) (*tab, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open a tab: %w", err)
 	}
-	return u.attach(ctx, string(res.TargetID))
+	return u.attach(ctx, res.TargetID)
 }
 
 // attach selects target id, attaching to it first when needed.
-func (u *user) attach(ctx context.Context, id string) (*tab, error) {
+func (u *user) attach(ctx context.Context, id target.ID) (*tab, error) {
 	if t := u.tabs[id]; t != nil {
 		u.cur = t
 		return t, nil
 	}
-	res, err := cdp.Call(ctx, Session{p: u.pipe}, target.AttachToTarget, target.AttachToTargetParams{TargetID: target.ID(id), Flatten: ptr(true)})
+	res, err := cdp.Call(ctx, Session{p: u.pipe}, target.AttachToTarget, target.AttachToTargetParams{TargetID: id, Flatten: ptr(true)})
 	if err != nil {
 		return nil, fmt.Errorf("attach to the tab: %w", err)
 	}
-	t := &tab{id: id, s: Session{p: u.pipe, ID: string(res.SessionID)}}
+	t := &tab{id: id, s: Session{p: u.pipe, ID: res.SessionID}}
 	u.seen(id)
 	u.mu.Lock()
 	u.evTabs = append(u.evTabs, t)
@@ -433,7 +440,7 @@ func (u *user) attach(ctx context.Context, id string) (*tab, error) {
 }
 
 // forget drops a tab that was closed.
-func (u *user) forget(id string) {
+func (u *user) forget(id target.ID) {
 	delete(u.tabs, id)
 	if u.cur != nil && u.cur.id == id {
 		u.cur = nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,7 +31,7 @@ type dialogOpened struct {
 	info DialogInfo
 	loop int // > 0: the tab was closed after this many dialogs in a row
 	url  string
-	tab  string // target id
+	tab  target.ID
 }
 
 func (d *dialogOpened) Error() string { return "a dialog opened: " + d.info.describe() }
@@ -53,7 +52,7 @@ func (u *user) setCall(stop context.CancelCauseFunc, name string) {
 }
 
 // tabOfSession returns the attached tab of session; the caller holds u.mu.
-func (u *user) tabOfSession(session string) *tab {
+func (u *user) tabOfSession(session target.SessionID) *tab {
 	for _, t := range u.evTabs {
 		if t.s.ID == session {
 			return t
@@ -65,11 +64,7 @@ func (u *user) tabOfSession(session string) *tab {
 // dialogOpening records a dialog on a tab the tools drive and ends the
 // running call; the guard's dialog handler keeps it open for
 // Options.DialogWait (it dismisses it then). It runs on the guard's writer.
-func (u *user) dialogOpening(session string, params []byte) {
-	var d page.EventJavascriptDialogOpening
-	if jsonv2.Unmarshal(params, &d) != nil {
-		return
-	}
+func (u *user) dialogOpening(session target.SessionID, d *page.EventJavascriptDialogOpening) {
 	info := DialogInfo{Type: string(d.Type), Message: d.Message, DefaultPrompt: d.DefaultPrompt}
 	u.mu.Lock()
 	t := u.tabOfSession(session)
@@ -100,11 +95,11 @@ func (u *user) dialogOpening(session string, params []byte) {
 		cause.loop = t.streak
 		t.dlg = nil
 		if u.loopClosed == nil {
-			u.loopClosed = map[string]bool{}
+			u.loopClosed = map[target.ID]bool{}
 		}
 		u.loopClosed[t.id] = true
 		if u.gone == nil {
-			u.gone = map[string]bool{}
+			u.gone = map[target.SessionID]bool{}
 		}
 		u.gone[t.s.ID] = true // the tools forget the tab now, not when Chrome closes it
 	}
@@ -135,17 +130,17 @@ func (u *user) dialogOpening(session string, params []byte) {
 
 // closeLooping dismisses the dialog of a tab that keeps opening them and
 // closes the tab, off the guard's writer (bounded).
-func (u *user) closeLooping(p *Pipe, session, id string) {
+func (u *user) closeLooping(p *Pipe, session target.SessionID, id target.ID) {
 	u.srv.goBounded(func(ctx context.Context) {
 		_ = p.Call(ctx, session, page.CommandHandleJavaScriptDialog, &page.HandleJavaScriptDialogParams{Accept: false}, nil)
-		_ = p.Call(ctx, "", target.CommandCloseTarget, &target.CloseTargetParams{TargetID: target.ID(id)}, nil)
+		_ = p.Call(ctx, "", target.CommandCloseTarget, &target.CloseTargetParams{TargetID: id}, nil)
 	})
 }
 
 // dialogClosed clears a tab's dialog; one the model did not answer was
 // dismissed by the guard (its wait ran out, or the page keeps opening
 // dialogs), which the next result says.
-func (u *user) dialogClosed(session string, params []byte) {
+func (u *user) dialogClosed(session target.SessionID, c *page.EventJavascriptDialogClosed) {
 	u.mu.Lock()
 	t := u.tabOfSession(session)
 	if t == nil || t.dlg == nil {
@@ -157,8 +152,6 @@ func (u *user) dialogClosed(session string, params []byte) {
 	t.lastDialog = time.Now()
 	u.mu.Unlock()
 	if !d.answered {
-		var c page.EventJavascriptDialogClosed
-		_ = jsonv2.Unmarshal(params, &c)
 		verb := "dismissed"
 		if c.Result {
 			verb = "accepted"

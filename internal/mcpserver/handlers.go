@@ -359,9 +359,9 @@ func (s *Server) toolUpload(ctx context.Context, u *user, in uploadIn) (*mcp.Cal
 	return textResult(fmt.Sprintf("Set %d file(s) on %s.", len(in.Paths), clip(target, 100))), nil
 }
 
-func hasTarget(ps []*target.Info, id string) bool {
+func hasTarget(ps []*target.Info, id target.ID) bool {
 	for _, p := range ps {
-		if string(p.TargetID) == id {
+		if p.TargetID == id {
 			return true
 		}
 	}

@@ -160,7 +160,7 @@ func (u *user) checkLanded(ctx context.Context, t *tab, raw string) error {
 
 // info returns the tab's URL and title as the browser reports them.
 func (u *user) info(ctx context.Context, t *tab) (*target.Info, error) {
-	res, err := cdp.Call(ctx, Session{p: u.pipe}, target.GetTargetInfo, target.GetTargetInfoParams{TargetID: target.ID(t.id)})
+	res, err := cdp.Call(ctx, Session{p: u.pipe}, target.GetTargetInfo, target.GetTargetInfoParams{TargetID: t.id})
 	if err != nil {
 		return nil, err
 	}
@@ -241,15 +241,15 @@ func (u *user) watchNavigation(ctx context.Context, t *tab, window time.Duration
 			return false, ctx.Err()
 		}
 		var f struct {
-			FrameID string `json:"frameId"`
+			FrameID cdp.FrameID `json:"frameId"`
 		}
-		if jsonv2.Unmarshal(ev, &f) != nil || f.FrameID != t.id {
+		if jsonv2.Unmarshal(ev, &f) != nil || f.FrameID != t.frame() {
 			continue // a subframe: the main document stays
 		}
 		u.snap = nil
 		u.doing = "loading the page the action opened"
 		u.hint = "it may still be loading: call browser_read (no url) or browser_snapshot to see what it shows by now"
-		waitSettled(ctx, t.id, settleEvents{loads, committed, within, stopped})
+		waitSettled(ctx, t.frame(), settleEvents{loads, committed, within, stopped})
 		if ctx.Err() != nil {
 			return true, ctx.Err()
 		}
@@ -266,14 +266,14 @@ type settleEvents struct {
 // waitSettled waits (bounded) until the main frame's navigation has loaded,
 // was restored from the back/forward cache, stayed in the document, or
 // stopped without a document (a download, allowed or refused).
-func waitSettled(ctx context.Context, frame string, ev settleEvents) {
+func waitSettled(ctx context.Context, frame cdp.FrameID, ev settleEvents) {
 	tm := time.NewTimer(loadWait)
 	defer tm.Stop()
 	for {
 		var f struct {
-			FrameID string `json:"frameId"`
+			FrameID cdp.FrameID `json:"frameId"`
 			Frame   struct {
-				ID string `json:"id"`
+				ID cdp.FrameID `json:"id"`
 			} `json:"frame"`
 			Type string `json:"type"`
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -112,7 +113,7 @@ func (s *Server) toolNetworkRequest(ctx context.Context, u *user, in netRequestI
 // fetchBody asks Chrome for a request's or response's body (it keeps them
 // for a while) and renders it bounded; binary bodies are described, not
 // shown.
-func fetchBody(ctx context.Context, t *tab, method, id, field string) string {
+func fetchBody(ctx context.Context, t *tab, method string, id network.RequestID, field string) string {
 	var r map[string]any
 	if err := t.s.Call(ctx, method, map[string]any{"requestId": id}, &r); err != nil {
 		if ctx.Err() != nil {

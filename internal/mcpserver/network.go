@@ -27,7 +27,7 @@ const netKeep = 200
 type netEntry struct {
 	n          int // its number in browser_network_requests (1-based, per tab)
 	gen        int // tab.gen when it was sent
-	id         string
+	id         network.RequestID
 	method     string
 	url        string
 	kind       string
@@ -59,12 +59,12 @@ func headerText(h network.Headers) string {
 
 // blockEntry is one request the guard refused (Guard.requestBlocked).
 type blockEntry struct {
-	URL          string `json:"url"`
-	Reason       string `json:"reason"`
-	ResourceType string `json:"resourceType"`
-	FrameID      string `json:"frameId"`
-	TopLevel     bool   `json:"topLevel"`
-	seq          int    // its number among the user's blocks (user.blockN)
+	URL          string      `json:"url"`
+	Reason       string      `json:"reason"`
+	ResourceType string      `json:"resourceType"`
+	FrameID      cdp.FrameID `json:"frameId"`
+	TopLevel     bool        `json:"topLevel"`
+	seq          int         // its number among the user's blocks (user.blockN)
 }
 
 func (b blockEntry) host() string {
@@ -75,11 +75,8 @@ func (b blockEntry) host() string {
 }
 
 // blocked keeps one of the guard's blocks; runs on the guard's writer.
-func (u *user) blocked(params []byte) {
-	var b blockEntry
-	if jsonv2.Unmarshal(params, &b) != nil {
-		return
-	}
+func (u *user) blocked(e *blockEntry) {
+	b := *e
 	b.URL, b.Reason = clip(b.URL, 500), clip(b.Reason, 300)
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -107,7 +104,7 @@ func (u *user) topLevelBlock(t *tab, mark int) (blockEntry, bool) {
 		mark = 0 // the ring was cut: look at all of it
 	}
 	for _, b := range u.blocks[mark:] {
-		if b.TopLevel && (b.FrameID == t.id || b.FrameID == "") {
+		if b.TopLevel && (b.FrameID == t.frame() || b.FrameID == "") {
 			return b, true
 		}
 	}
@@ -115,14 +112,14 @@ func (u *user) topLevelBlock(t *tab, mark int) (blockEntry, bool) {
 }
 
 // network keeps a tab's requests; runs on the guard's writer.
-func (u *user) network(session, method string, params []byte) {
+func (u *user) network(session target.SessionID, ev any) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	t := u.tabOfSession(session)
 	if t == nil {
 		return
 	}
-	find := func(id string) *netEntry {
+	find := func(id network.RequestID) *netEntry {
 		for i := len(t.net) - 1; i >= 0; i-- {
 			if t.net[i].id == id {
 				return &t.net[i]
@@ -130,50 +127,43 @@ func (u *user) network(session, method string, params []byte) {
 		}
 		return nil
 	}
-	switch method {
-	case "Network.requestWillBeSent":
-		var e network.EventRequestWillBeSent
-		if jsonv2.Unmarshal(params, &e) != nil || e.Request == nil {
+	switch e := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		if e.Request == nil {
 			return
 		}
 		t.netSeq++
-		t.net = append(t.net, netEntry{n: t.netSeq, gen: t.gen, id: string(e.RequestID), method: e.Request.Method, url: clip(e.Request.URL, 1000), kind: string(e.Type),
+		t.net = append(t.net, netEntry{n: t.netSeq, gen: t.gen, id: e.RequestID, method: e.Request.Method, url: clip(e.Request.URL, 1000), kind: string(e.Type),
 			hasPost: e.Request.HasPostData, reqHeaders: headerText(e.Request.Headers)})
 		if len(t.net) > netKeep {
 			t.net = t.net[len(t.net)-netKeep:]
 		}
-	case "Network.responseReceived":
-		var e network.EventResponseReceived
-		if jsonv2.Unmarshal(params, &e) != nil || e.Response == nil {
+	case *network.EventResponseReceived:
+		if e.Response == nil {
 			return
 		}
-		if n := find(string(e.RequestID)); n != nil {
+		if n := find(e.RequestID); n != nil {
 			n.status, n.statusText, n.mime = e.Response.Status, clip(e.Response.StatusText, 100), clip(e.Response.MimeType, 100)
 			n.resHeaders = headerText(e.Response.Headers)
 			if len(e.Response.RequestHeaders) > 0 { // what went on the wire
 				n.reqHeaders = headerText(e.Response.RequestHeaders)
 			}
 		}
-	case "Page.frameNavigated":
+	case *page.EventFrameNavigated:
 		// The main frame committed a new document: "since the last
 		// navigation" starts here, with the request that loaded it (its
 		// id is the loader's). A navigation the guard blocked commits
 		// nothing, so the page it left keeps its requests and messages.
-		var e page.EventFrameNavigated
-		if jsonv2.Unmarshal(params, &e) != nil || e.Frame == nil || e.Frame.ParentID != "" || string(e.Frame.ID) != t.id {
+		if e.Frame == nil || e.Frame.ParentID != "" || e.Frame.ID != t.frame() {
 			return
 		}
 		t.gen++
 		t.blockMark = u.blockN
-		if n := find(string(e.Frame.LoaderID)); n != nil {
+		if n := find(network.RequestID(e.Frame.LoaderID)); n != nil {
 			n.gen = t.gen
 		}
-	case "Network.loadingFailed":
-		var e network.EventLoadingFailed
-		if jsonv2.Unmarshal(params, &e) != nil {
-			return
-		}
-		if n := find(string(e.RequestID)); n != nil {
+	case *network.EventLoadingFailed:
+		if n := find(e.RequestID); n != nil {
 			n.failed = clip(e.ErrorText, 100)
 		}
 	}
@@ -181,24 +171,20 @@ func (u *user) network(session, method string, params []byte) {
 
 // targetCreated records a page a page opened (a popup, a target=_blank
 // link) so that the action's result reports it.
-func (u *user) targetCreated(params []byte) {
-	var e target.EventTargetCreated
-	if jsonv2.Unmarshal(params, &e) != nil || e.TargetInfo == nil {
-		return
-	}
-	if e.TargetInfo.Type != "page" || e.TargetInfo.OpenerID == "" {
+func (u *user) targetCreated(e *target.EventTargetCreated) {
+	if e.TargetInfo == nil || e.TargetInfo.Type != "page" || e.TargetInfo.OpenerID == "" {
 		return // the tools' own tabs have no opener
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if len(u.popups) < 32 {
-		u.popups = append(u.popups, string(e.TargetInfo.TargetID))
+		u.popups = append(u.popups, e.TargetInfo.TargetID)
 	}
 	u.front = "" // Chrome shows the new tab
 }
 
 // seen gives target id its stable index (first seen, first listed).
-func (u *user) seen(id string) {
+func (u *user) seen(id target.ID) {
 	for _, o := range u.order {
 		if o == id {
 			return
@@ -224,7 +210,7 @@ func (u *user) takePopups(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var live []string
+	var live []target.ID
 	for _, id := range ids {
 		if hasTarget(ps, id) {
 			live = append(live, id)
@@ -246,7 +232,7 @@ func (u *user) takePopups(ctx context.Context) (string, error) {
 	var b strings.Builder
 	for i, p := range ps {
 		for _, id := range live {
-			if string(p.TargetID) == id {
+			if p.TargetID == id {
 				fmt.Fprintf(&b, "The action opened a new tab %d: %s (%s).", i, clip(p.Title, 200), p.URL)
 				if id == t.id {
 					b.WriteString(" It is now the current tab; browser_tabs {action: \"select\", index} goes back.")
@@ -287,7 +273,7 @@ func (u *user) frontTab(ctx context.Context, t *tab) error {
 	if ok {
 		return nil
 	}
-	if err := u.pipe.Call(ctx, "", target.CommandActivateTarget, &target.ActivateTargetParams{TargetID: target.ID(t.id)}, nil); err != nil {
+	if err := u.pipe.Call(ctx, "", target.CommandActivateTarget, &target.ActivateTargetParams{TargetID: t.id}, nil); err != nil {
 		return err
 	}
 	u.mu.Lock()
@@ -310,7 +296,7 @@ type netIn struct {
 func (u *user) tabBlocks(t *tab) []blockEntry {
 	var out []blockEntry
 	for _, b := range u.blocks {
-		if _, other := u.tabs[b.FrameID]; b.FrameID == t.id || !other {
+		if _, other := u.tabs[target.ID(b.FrameID)]; b.FrameID == t.frame() || !other {
 			out = append(out, b)
 		}
 	}

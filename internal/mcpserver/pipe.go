@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/target"
 )
 
 // ErrClosed is returned by calls on a connection the guard closed (browser
@@ -26,18 +28,21 @@ type Pipe struct {
 	nextID  int64
 	pending map[int64]call
 	closeBy string
-	onEvent func(session, method string, params []byte)
+	onEvent func(session target.SessionID, ev any)
 	subs    map[subKey]map[*sub]struct{}
 }
 
-type subKey struct{ session, method string }
+type subKey struct {
+	session target.SessionID
+	method  string
+}
 
 // call is a command in flight: where its reply goes and the session it
 // went to (a session that detaches ends its calls: Chrome never answers
 // them).
 type call struct {
 	ch      chan reply
-	session string
+	session target.SessionID
 }
 
 // ErrTargetClosed ends a call whose session detached before the browser
@@ -53,9 +58,10 @@ type reply struct {
 }
 
 // NewPipe returns an open pipe. onEvent receives every event the guard
-// passes to this agent; it runs on the guard's writer for this agent and
-// must not call back into the pipe synchronously.
-func NewPipe(onEvent func(session, method string, params []byte)) *Pipe {
+// passes to this agent, decoded once into its cdproto type (see
+// decodeEvent); it runs on the guard's writer for this agent and must not
+// call back into the pipe synchronously.
+func NewPipe(onEvent func(session target.SessionID, ev any)) *Pipe {
 	return &Pipe{toGuard: make(chan []byte), quit: make(chan struct{}), pending: map[int64]call{}, onEvent: onEvent, subs: map[subKey]map[*sub]struct{}{}}
 }
 
@@ -91,7 +97,7 @@ func (p *Pipe) closedErr() error {
 
 // Call sends one CDP command on session ("" is the agent's browser
 // session) and decodes its result into res (when non-nil).
-func (p *Pipe) Call(ctx context.Context, session, method string, params, res any) error {
+func (p *Pipe) Call(ctx context.Context, session target.SessionID, method string, params, res any) error {
 	msg := map[string]any{"method": method}
 	if params != nil {
 		msg["params"] = params
@@ -157,7 +163,7 @@ func (e *CDPError) Error() string { return e.Message }
 
 // Subscribe buffers the events of method on session until cancel. Events
 // beyond the buffer are dropped: waiters look for one event, not a stream.
-func (p *Pipe) Subscribe(session, method string) (<-chan jsonv2.Value, func()) {
+func (p *Pipe) Subscribe(session target.SessionID, method string) (<-chan jsonv2.Value, func()) {
 	s := &sub{ch: make(chan jsonv2.Value, 64)}
 	k := subKey{session, method}
 	p.mu.Lock()
@@ -180,7 +186,7 @@ func (p *Pipe) Subscribe(session, method string) (<-chan jsonv2.Value, func()) {
 // the typed cdproto commands run on it.
 type Session struct {
 	p  *Pipe
-	ID string
+	ID target.SessionID
 }
 
 // Call runs one command on the session.
@@ -196,12 +202,12 @@ func (s Session) Subscribe(method string) (<-chan jsonv2.Value, func()) {
 // deliver routes one message from the guard.
 func (p *Pipe) deliver(msg []byte) {
 	var m struct {
-		ID        *int64       `json:"id"`
-		SessionID string       `json:"sessionId"`
-		Method    string       `json:"method"`
-		Params    jsonv2.Value `json:"params"`
-		Result    jsonv2.Value `json:"result"`
-		Error     *CDPError    `json:"error"`
+		ID        *int64             `json:"id"`
+		SessionID target.SessionID   `json:"sessionId"`
+		Method    cdproto.MethodType `json:"method"`
+		Params    jsonv2.Value       `json:"params"`
+		Result    jsonv2.Value       `json:"result"`
+		Error     *CDPError          `json:"error"`
 	}
 	if err := jsonv2.Unmarshal(msg, &m); err != nil {
 		return
@@ -210,19 +216,24 @@ func (p *Pipe) deliver(msg []byte) {
 		if m.Method == "" {
 			return
 		}
+		// Decoded once, here, as chromedp's Target does: the subscribers
+		// keep the raw params they wait on, everything else sees the
+		// typed event. An event this cdproto does not know (an older
+		// Chrome's) is dropped.
+		ev, err := decodeEvent(m.Method, m.Params)
 		p.mu.Lock()
-		if m.Method == "Target.detachedFromTarget" {
-			p.endCalls(m.Params)
+		if d, ok := ev.(*target.EventDetachedFromTarget); ok {
+			p.endCalls(d.SessionID)
 		}
-		for s := range p.subs[subKey{m.SessionID, m.Method}] {
+		for s := range p.subs[subKey{m.SessionID, string(m.Method)}] {
 			select {
 			case s.ch <- jsonv2.Value(m.Params):
 			default:
 			}
 		}
 		p.mu.Unlock()
-		if p.onEvent != nil {
-			p.onEvent(m.SessionID, m.Method, m.Params)
+		if err == nil && p.onEvent != nil {
+			p.onEvent(m.SessionID, ev)
 		}
 		return
 	}
@@ -276,19 +287,31 @@ func (a *AgentSide) Close(code int, reason string) error {
 	return nil
 }
 
-// endCalls ends the calls in flight on the session a
-// Target.detachedFromTarget names with ErrTargetClosed. p.mu is held.
-func (p *Pipe) endCalls(params []byte) {
-	var d struct {
-		SessionID string `json:"sessionId"`
-	}
-	if jsonv2.Unmarshal(params, &d) != nil || d.SessionID == "" {
+// endCalls ends the calls in flight on session, which the browser
+// detached, with ErrTargetClosed. p.mu is held.
+func (p *Pipe) endCalls(session target.SessionID) {
+	if session == "" {
 		return
 	}
 	for id, c := range p.pending {
-		if c.session == d.SessionID {
+		if c.session == session {
 			c.ch <- reply{err: ErrTargetClosed} // buffered: one reply each
 			delete(p.pending, id)
 		}
 	}
+}
+
+// decodeEvent decodes one event's params into its cdproto type
+// (*page.EventJavascriptDialogOpening, ...), as chromedp does where its
+// events enter, or into *blockEntry for the guard's own Guard.requestBlocked,
+// a domain cdproto does not know. The tools dispatch on the type.
+func decodeEvent(method cdproto.MethodType, params jsonv2.Value) (any, error) {
+	if method == "Guard.requestBlocked" {
+		b := new(blockEntry)
+		if err := jsonv2.Unmarshal(params, b); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", method, err)
+		}
+		return b, nil
+	}
+	return cdproto.UnmarshalMessage(&cdproto.Message{Method: method, Params: params})
 }

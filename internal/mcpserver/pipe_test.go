@@ -3,10 +3,13 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/target"
 )
 
 // TestDetachEndsCalls: a call in flight on a session that detaches ends
@@ -56,3 +59,54 @@ func TestDetachEndsCalls(t *testing.T) {
 }
 
 func jsonInt(n int64) string { b, _ := jsonv2.Marshal(n); return string(b) }
+
+// TestPipeDecodesEvents: the pipe hands the tools each event decoded once
+// into its cdproto type, the guard's Guard.requestBlocked into a
+// blockEntry, with the session's typed id; an event cdproto does not know
+// reaches no handler, and a subscriber still gets the raw params.
+func TestPipeDecodesEvents(t *testing.T) {
+	type got struct {
+		session target.SessionID
+		ev      any
+	}
+	evs := make(chan got, 8)
+	p := NewPipe(func(s target.SessionID, ev any) { evs <- got{s, ev} })
+	defer p.Close()
+	raw, stop := p.Subscribe("S1", "Network.requestWillBeSent")
+	defer stop()
+	g := p.AgentSide()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, m := range []string{
+		`{"method":"Network.requestWillBeSent","sessionId":"S1","params":{"requestId":"R1","loaderId":"L1","documentURL":"http://a.test/","request":{"url":"http://a.test/x","method":"GET","headers":{},"initialPriority":"High","referrerPolicy":"no-referrer"},"timestamp":1,"wallTime":1,"initiator":{"type":"other"},"redirectHasExtraInfo":false,"type":"Fetch"}}`,
+		`{"method":"Nonesuch.happened","sessionId":"S1","params":{}}`,
+		`{"method":"Guard.requestBlocked","params":{"url":"http://b.test/","reason":"not in the allowlist","resourceType":"Document","frameId":"F1","topLevel":true}}`,
+	} {
+		if err := g.Write(ctx, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := <-evs
+	req, ok := first.ev.(*network.EventRequestWillBeSent)
+	if !ok || first.session != "S1" || req.RequestID != "R1" || req.Request == nil || req.Request.URL != "http://a.test/x" {
+		t.Fatalf("first event = %q %#v, want S1's *network.EventRequestWillBeSent for R1", first.session, first.ev)
+	}
+	second := <-evs // the unknown event is skipped
+	b, ok := second.ev.(*blockEntry)
+	if !ok || second.session != "" || b.URL != "http://b.test/" || b.FrameID != "F1" || !b.TopLevel {
+		t.Fatalf("second event = %q %#v, want the browser session's *blockEntry for http://b.test/", second.session, second.ev)
+	}
+	select {
+	case e := <-evs:
+		t.Fatalf("a third event reached the handler: %#v", e.ev)
+	default:
+	}
+	select {
+	case v := <-raw:
+		if !strings.Contains(string(v), `"R1"`) {
+			t.Fatalf("the subscriber got %s, want the raw params of R1", v)
+		}
+	default:
+		t.Fatal("the subscriber got nothing")
+	}
+}

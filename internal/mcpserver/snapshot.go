@@ -14,12 +14,13 @@ import (
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/performance"
+	"github.com/chromedp/cdproto/target"
 )
 
 // snapshot is what a browser_snapshot handed out: refs to DOM nodes of one
 // document of one tab.
 type snapshot struct {
-	target string
+	target target.ID
 	loader string // the main frame's loader when taken; a navigation changes it
 	refs   map[string]cdp.BackendNodeID
 }

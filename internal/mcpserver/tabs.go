@@ -61,7 +61,7 @@ func (s *Server) toolTabs(ctx context.Context, u *user, in tabsIn) (*mcp.CallToo
 		if err != nil {
 			return nil, err
 		}
-		t, err := u.attach(ctx, string(p.TargetID))
+		t, err := u.attach(ctx, p.TargetID)
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +72,7 @@ func (s *Server) toolTabs(ctx context.Context, u *user, in tabsIn) (*mcp.CallToo
 			head = "This tab shows " + d.info.describe() + "; answer it with browser_handle_dialog.\n"
 		}
 	case "close":
-		id := ""
+		var id target.ID
 		if in.Index == nil && u.cur != nil {
 			id = u.cur.id
 		} else {
@@ -80,9 +80,9 @@ func (s *Server) toolTabs(ctx context.Context, u *user, in tabsIn) (*mcp.CallToo
 			if err != nil {
 				return nil, err
 			}
-			id = string(p.TargetID)
+			id = p.TargetID
 		}
-		if err := call0(ctx, Session{p: u.pipe}, target.CloseTarget, target.CloseTargetParams{TargetID: target.ID(id)}); err != nil {
+		if err := call0(ctx, Session{p: u.pipe}, target.CloseTarget, target.CloseTargetParams{TargetID: id}); err != nil {
 			return nil, err
 		}
 		u.forget(id)
@@ -104,7 +104,7 @@ func (s *Server) toolTabs(ctx context.Context, u *user, in tabsIn) (*mcp.CallToo
 	}
 	for i, p := range ps {
 		mark := " "
-		if u.cur != nil && u.cur.id == string(p.TargetID) {
+		if u.cur != nil && u.cur.id == p.TargetID {
 			mark = "*"
 		}
 		fmt.Fprintf(&b, "%s %d: %s (%s)\n", mark, i, clip(p.Title, 200), p.URL)
