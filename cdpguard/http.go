@@ -37,6 +37,7 @@ func (g *Guard) listen() error {
 	g.ep.srv = &http.Server{
 		Handler:           g,
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    httpgate.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return g.ctx },
 	}
 	g.wg.Add(1)

@@ -24,9 +24,9 @@ import (
 // per user, and new users in a burst of 3 with (practically) no refill. A
 // 4th user is refused naming the cap, over WebSocket and over MCP, while
 // the first three keep working; an over-long header is refused and makes
-// no user; a user's 3rd connection is refused while its others keep
-// working; once a place is free, a burst of new users past the rate is
-// refused and counted. Every refusal is counted by cap in
+// no user, and a 256 kB header block is refused before its end; a user's
+// 3rd connection is refused while its others keep working; once a place
+// is free, a burst of new users past the rate is refused and counted. Every refusal is counted by cap in
 // cdpguard_cap_refused_total.
 func TestUserCaps(t *testing.T) {
 	parallelSuite(t)
@@ -80,6 +80,11 @@ func TestUserCaps(t *testing.T) {
 		}
 		if got := userStatus(t, base+"/json/list", long); got != http.StatusRequestHeaderFieldsTooLarge {
 			t.Errorf("/json/list with a 65-byte header: %d, want 431", got)
+		}
+		// A header block past httpgate.MaxHeaderBytes is refused before its
+		// end, not held until the header deadline.
+		if got := stalledHeader(t, base, 256<<10); got != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("a 256 kB header stalled short of its end: %d, want 431", got)
 		}
 		if got := capRefused(t, base, "session_header_bytes"); got != 2 {
 			t.Errorf(`cdpguard_cap_refused_total{cap="session_header_bytes"} = %v, want 2`, got)

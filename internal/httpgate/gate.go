@@ -14,6 +14,15 @@ import (
 	"strings"
 )
 
+// MaxHeaderBytes bounds the header block of a request to the endpoint
+// (the guard's http.Server and the Supervisor's); past it Go's server
+// answers 431 and closes the connection. Go's default, 1 MiB, let a client
+// hold a MiB per connection for the 10 s header deadline, whatever
+// --session-header-max-bytes says: 300 connections stalled short of the
+// end of a 1 MB header took the daemon from 23 MB to 571 MB (issue 32).
+// Clients of the endpoint send a few kB.
+const MaxHeaderBytes = 64 << 10
+
 // Gate is the endpoint's check of where a request came from. The zero
 // Gate accepts IP literals and localhost only, and knows no proxy.
 type Gate struct {

@@ -97,6 +97,7 @@ func New[T any, G interface {
 	s.srv = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    httpgate.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return sctx },
 	}
 	return s
