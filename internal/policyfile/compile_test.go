@@ -106,3 +106,32 @@ func TestCompareLarge(t *testing.T) {
 		t.Errorf("the diff of a whole list is %d bytes: %.200s", len(s), s)
 	}
 }
+
+// TestWorstCompiledSize: a file at MaxBytes of the shapes that compile to
+// the most per byte (groups that each write out one entry, or an empty
+// list, or nothing) stays under the documented bound of about 30 MiB
+// compiled: MaxEntries bounds entries, MaxBytes the groups (measured: 27,
+// 13 and 6 MiB).
+func TestWorstCompiledSize(t *testing.T) {
+	for _, group := range []string{"  g%d: {allow: [a%[1]d.t]}\n", "  g%d: {block: []}\n", "  g%d: {}\n"} {
+		var b strings.Builder
+		b.WriteString("allow: [a.t]\ngroupHeader: X-G\ngroups:\n")
+		for i := 0; b.Len() < MaxBytes-100; i++ {
+			fmt.Fprintf(&b, group, i)
+		}
+		data := []byte(b.String())
+		kept, v := retained(func() any {
+			s, err := Parse(data)
+			if err != nil {
+				t.Fatalf("%q: %v", group, err)
+			}
+			return s
+		})
+		s := v.(*Set)
+		t.Logf("%q: a %d-byte file of %d groups keeps %d MiB compiled", group, len(data), len(s.groups), kept>>20)
+		if kept > 32<<20 {
+			t.Errorf("%q: the compiled file keeps %d MiB; want under 32 MiB", group, kept>>20)
+		}
+		runtime.KeepAlive(s)
+	}
+}
