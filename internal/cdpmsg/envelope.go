@@ -32,9 +32,11 @@ type Envelope struct {
 	// ID is RawID parsed; valid when HasID.
 	ID    int64 `json:"-"`
 	HasID bool  `json:"-"`
-	// Attached is the decoded params of a Target.attachedToTarget event,
-	// set by DecodeAttached.
+	// Attached and Detached are the decoded params of a
+	// Target.attachedToTarget and a Target.detachedFromTarget event, set by
+	// DecodeSessions.
 	Attached *Attached `json:"-"`
+	Detached *Detached `json:"-"`
 }
 
 // Decode parses msg. It rejects invalid JSON, duplicate keys, invalid UTF-8,

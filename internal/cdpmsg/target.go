@@ -20,17 +20,34 @@ type Attached struct {
 	WaitingForDebugger bool       `json:"waitingForDebugger"`
 }
 
-// DecodeAttached decodes the params of a Target.attachedToTarget event into
-// e.Attached, once, where the event enters (the mux read loop), so that the
-// mux, the agent and the guard read one decoding. Unreadable params leave
-// e.Attached nil.
-func (e *Envelope) DecodeAttached() {
-	e.Attached = nil
-	if e.Method != "Target.attachedToTarget" || e.HasID {
+// Detached is the params of Target.detachedFromTarget.
+type Detached struct {
+	SessionID string `json:"sessionId"`
+	TargetID  string `json:"targetId,omitempty"`
+}
+
+// DecodeSessions decodes the params of the two events that make and end
+// sessions, Target.attachedToTarget into e.Attached and
+// Target.detachedFromTarget into e.Detached, once, where the event enters
+// (the mux read loop): the mux, the agent and the guard read one decoding
+// and keep their session books by the field, not by the event's name. The
+// params of every other message stay undecoded (the relay forwards them
+// as they are). Unreadable params, or no session id, leave both nil.
+func (e *Envelope) DecodeSessions() {
+	e.Attached, e.Detached = nil, nil
+	if e.HasID {
 		return
 	}
-	var a Attached
-	if jsonv2.Unmarshal(e.Params, &a) == nil && a.SessionID != "" {
-		e.Attached = &a
+	switch e.Method {
+	case "Target.attachedToTarget":
+		var a Attached
+		if jsonv2.Unmarshal(e.Params, &a) == nil && a.SessionID != "" {
+			e.Attached = &a
+		}
+	case "Target.detachedFromTarget":
+		var d Detached
+		if jsonv2.Unmarshal(e.Params, &d) == nil && d.SessionID != "" {
+			e.Detached = &d
+		}
 	}
 }

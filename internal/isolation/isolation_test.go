@@ -261,7 +261,7 @@ func TestContexts(t *testing.T) {
 func event(method, session, params string) *cdpmsg.Envelope {
 	e := &cdpmsg.Envelope{Method: method, SessionID: session, Params: jsonv2.Value(params)}
 	if method == "Target.attachedToTarget" {
-		e.DecodeAttached()
+		e.DecodeSessions()
 	}
 	return e
 }

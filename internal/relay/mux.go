@@ -134,7 +134,7 @@ func (m *Mux) Run() error {
 			m.log.Warn("undecodable message from browser", "err", err)
 			continue
 		}
-		e.DecodeAttached()
+		e.DecodeSessions()
 		m.route(e)
 	}
 }
@@ -195,9 +195,7 @@ func (m *Mux) route(e *cdpmsg.Envelope) {
 	m.mu.Unlock()
 	switch {
 	case isGuard:
-		if e.Method == "Target.detachedFromTarget" || e.Method == "Target.attachedToTarget" {
-			m.trackGuardSession(e)
-		}
+		m.trackGuardSession(e)
 		m.guard(e)
 	case a != nil:
 		a.deliverEvent(e)
@@ -208,24 +206,15 @@ func (m *Mux) route(e *cdpmsg.Envelope) {
 // Browser-type attachments on the root are agents' browser sessions and are
 // not the guard's.
 func (m *Mux) trackGuardSession(e *cdpmsg.Envelope) {
-	switch e.Method {
-	case "Target.attachedToTarget":
-		p := e.Attached
-		if p == nil || p.TargetInfo.Type == "browser" {
-			return
-		}
+	if p := e.Attached; p != nil && p.TargetInfo.Type != "browser" {
 		m.mu.Lock()
 		m.guardSessions[p.SessionID] = true
 		m.mu.Unlock()
-	case "Target.detachedFromTarget":
-		var p struct {
-			SessionID string `json:"sessionId"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) == nil {
-			m.mu.Lock()
-			delete(m.guardSessions, p.SessionID)
-			m.mu.Unlock()
-		}
+	}
+	if d := e.Detached; d != nil {
+		m.mu.Lock()
+		delete(m.guardSessions, d.SessionID)
+		m.mu.Unlock()
 	}
 }
 

@@ -1,10 +1,6 @@
 package relay
 
-import (
-	"github.com/chromedp/cdproto/cdp/jsonv2"
-
-	"github.com/cdpguard/cdpguard/internal/cdpmsg"
-)
+import "github.com/cdpguard/cdpguard/internal/cdpmsg"
 
 // sessionTarget is what one of an agent's target sessions is attached to,
 // and the session that attached it (where a detach must be sent).
@@ -101,23 +97,16 @@ func (a *Agent) TargetOf(session string) (target string, ok bool) {
 // tells of the parent only): their commands in flight are settled, even
 // when the agent is not told.
 func (a *Agent) trackSessions(e *cdpmsg.Envelope, pass bool) {
-	switch e.Method {
-	case "Target.attachedToTarget":
-		if p := e.Attached; p != nil && pass {
-			// An auto-attach (filter {type: "browser"}) can hand the agent a
-			// browser-level session too: it gets the browser-level rules.
-			a.own(p.SessionID, p.TargetInfo.Type == "browser")
-			a.mu.Lock()
-			a.targets[p.SessionID] = sessionTarget{target: p.TargetInfo.TargetID, parent: e.SessionID}
-			a.mu.Unlock()
-		}
-	case "Target.detachedFromTarget":
-		var p struct {
-			SessionID string `json:"sessionId"`
-		}
-		if jsonv2.Unmarshal(e.Params, &p) == nil && p.SessionID != "" && p.SessionID != a.browser {
-			a.endSessions(a.Leaving(e.SessionID, p.SessionID, ""))
-		}
+	if p := e.Attached; p != nil && pass {
+		// An auto-attach (filter {type: "browser"}) can hand the agent a
+		// browser-level session too: it gets the browser-level rules.
+		a.own(p.SessionID, p.TargetInfo.Type == "browser")
+		a.mu.Lock()
+		a.targets[p.SessionID] = sessionTarget{target: p.TargetInfo.TargetID, parent: e.SessionID}
+		a.mu.Unlock()
+	}
+	if d := e.Detached; d != nil && d.SessionID != a.browser {
+		a.endSessions(a.Leaving(e.SessionID, d.SessionID, ""))
 	}
 }
 
