@@ -27,6 +27,25 @@ fi
 (cd e2e && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) &
 npm_pid=$!
 go mod download
+# vet, staticcheck, dead code: outside the namespace (it downloads its
+# tools), beside the tests. Warm, it costs about 30 to 70 CPU-seconds (vet
+# and staticcheck of the packages that changed, deadcode about 17 every
+# run: scripts/lint.sh reads the tests' own race build from the cache); its
+# vet also stands in for a `go build ./...`. It starts here, at normal
+# priority, while npm ci leaves a core idle, in a process group of its own;
+# once the tests start it drops to the lowest priority (renice below), so
+# that it takes only what the tests leave idle instead of slowing their
+# bounds. Started with the tests at nice 19, it got nothing until they
+# ended and ran alone after them for about 33 s of every run
+# (docs/decisions/2026-12-07-ci-cpu.md). It prints only what it finds,
+# shown once the tests end.
+lint_log=$(mktemp)
+deploy_log=$(mktemp)
+setsid bash scripts/lint.sh >"$lint_log" 2>&1 &
+lint_pid=$!
+# The trap must not fail: under set -e a failing command in an EXIT trap
+# (kill of a lint that already ended) turns the run's status into 1.
+trap 'kill -- -"$lint_pid" 2>/dev/null || true; rm -f "$lint_log" "$deploy_log"' EXIT
 # The daemon that e2e, e2e/bench and deploy/ run as a program is built once,
 # here, while deploy/'s modules download: when each package built its own,
 # three cold builds ran at once beside the race build on a fresh machine and
@@ -34,28 +53,16 @@ go mod download
 # directory every user can read: deploy/ runs it as the image's uid).
 bin_dir=$(mktemp -d)
 chmod 755 "$bin_dir"
-trap 'rm -rf "$bin_dir"' EXIT
+trap 'kill -- -"$lint_pid" 2>/dev/null || true; rm -f "$lint_log" "$deploy_log"; rm -rf "$bin_dir"' EXIT
 go build -o "$bin_dir/cdpguard" ./cmd/cdpguard &
 build_pid=$!
 (cd deploy && go mod download) # deploy/ is its own module (Kubernetes types)
 wait "$npm_pid"
 wait "$build_pid"
 export CDPGUARD_TEST_BIN="$bin_dir/cdpguard"
-# vet, staticcheck, dead code: outside the namespace (it downloads its
-# tools), beside the tests, at the lowest CPU priority. On a fresh machine
-# it costs about 160 CPU-seconds (building staticcheck and deadcode 80,
-# staticcheck 35, vet 30, deadcode 17: vet and staticcheck read the tests'
-# own race build from the cache, scripts/lint.sh): niced, it takes what the
-# tests leave idle instead of slowing their bounds. Its vet also stands in
-# for a `go build ./...`. It prints only what it finds, shown once the
-# tests end.
-lint_log=$(mktemp)
-deploy_log=$(mktemp)
-nice -n 19 bash scripts/lint.sh >"$lint_log" 2>&1 &
-lint_pid=$!
-# The trap must not fail: under set -e a failing command in an EXIT trap
-# (kill of a lint that already ended) turns the run's status into 1.
-trap 'kill "$lint_pid" 2>/dev/null || true; rm -f "$lint_log" "$deploy_log"; rm -rf "$bin_dir"' EXIT
+# The tests start: lint (every process of its group, and what they start
+# from now on) drops to the lowest priority.
+renice -n 19 -g "$lint_pid" >/dev/null 2>&1 || true
 
 export CDPGUARD_E2E="${CDPGUARD_E2E:-1}"
 # The reader's labelled corpora are data that is never committed (one corpus
