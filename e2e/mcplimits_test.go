@@ -185,9 +185,9 @@ func stallBody(t *testing.T, base, user string) *bufio.Reader {
 }
 
 // waitReceiving waits until the guard has reserved at least want bytes
-// for what it is receiving (cdpguard_receiving_bytes), bounded at 10 s: a
-// stalled body has reached the guard, and its grace (the wait before it
-// needs a slot) started before any body posted after this returns.
+// for what it is receiving (cdpguard_receiving_bytes), bounded at 10 s:
+// the stalled bodies have reached the guard and hold their slots (a body
+// takes its slot, if one is free, before it reserves its bytes).
 func waitReceiving(t *testing.T, base string, want float64) {
 	t.Helper()
 	var got float64
@@ -200,8 +200,8 @@ func waitReceiving(t *testing.T, base string, want float64) {
 }
 
 // slowBodyRefused posts a stalled body as user, which must be refused
-// with status naming cap: a slow body needs a slot, and the stalled bodies
-// before it hold them.
+// with status naming cap: the stalled bodies before it hold the slots,
+// and without one a body has a second to arrive.
 func slowBodyRefused(t *testing.T, base, user string, status int, cap string) {
 	t.Helper()
 	resp, err := http.ReadResponse(stallBody(t, base, user), nil)

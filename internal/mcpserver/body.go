@@ -18,17 +18,19 @@ import (
 // the budget at a time.
 const bodyStep = 64 << 10
 
-// bodyGrace is how long a body is read before it needs a slot among the
-// bodies being read at once: a client's body arrives with its headers or
-// just after them, so only a slow (or stalled) body ever holds a slot, and
-// stalled bodies at the caps never hold off another user's requests. Its
-// bytes are reserved from the budget from the start either way.
-const bodyGrace = 100 * time.Millisecond
+// bodyGrace is how long a body without a slot among the bodies being
+// read at once may take to arrive. A body takes a slot when it starts, if
+// one is free; at the caps it is read without one, and refused only if it
+// has not arrived within bodyGrace. A client's body arrives with its
+// headers or just after them, so stalled bodies holding every slot hold
+// off no one's requests (issue 32). Its bytes are reserved from the
+// budget from the start either way.
+const bodyGrace = time.Second
 
 // readBody reads r's body whole before the SDK sees it, so that reading is
 // bounded: its bytes reserved from the budget, BodyTimeout for the whole
-// body, and, past bodyGrace, a slot among the bodies being read at once
-// (in all and per user). It returns a release for the reserved bytes,
+// body, and a slot among the bodies being read at once (in all and per
+// user), or, at the caps, bodyGrace to arrive without one. It returns a release for the reserved bytes,
 // called once the SDK is done with the request, or a *refusal or other
 // error to answer with.
 func (e *Endpoint) readBody(w http.ResponseWriter, r *http.Request, user string) (release func(), err error) {
@@ -114,23 +116,27 @@ func (e *Endpoint) readBody(w http.ResponseWriter, r *http.Request, user string)
 	return releaseHeld, nil
 }
 
-// slowBody is one body's place among the bodies being read at once, taken
-// once it has been read for bodyGrace.
+// slowBody is one body's place among the bodies being read at once.
 type slowBody struct {
 	mu      sync.Mutex
-	timer   *time.Timer
+	timer   *time.Timer // the grace of a body read without a slot
 	ended   bool
 	held    bool     // a slot is held, given back at end
-	refused *refusal // no slot was free: the read was cut short
+	refused *refusal // no slot was free at the grace's end: the read was cut short
 	give    func()
 }
 
-// slowBody starts the grace of a body of user: past it the body takes a
-// slot, or, at a cap, its read is cut short (rc's read deadline is now)
-// and end returns the refusal.
+// slowBody takes a slot for a body of user, in the order bodies start.
+// At the caps the body is read without one: past bodyGrace it takes one
+// freed since, or its read is cut short (rc's read deadline is now) and
+// end returns the refusal naming the cap.
 func (e *Endpoint) slowBody(rc *http.ResponseController, user string) *slowBody {
 	l := e.limits
 	s := &slowBody{give: func() { e.bodies.give(user) }}
+	if _, ok := e.bodies.take(user, l.MaxBodies, l.MaxBodiesPerUser); ok {
+		s.held = true
+		return s
+	}
 	s.timer = time.AfterFunc(bodyGrace, func() { // ends at once; end waits for it through mu
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -156,7 +162,9 @@ func (e *Endpoint) slowBody(rc *http.ResponseController, user string) *slowBody 
 // end stops the grace, gives back a slot held, and returns the refusal
 // that cut the read short, if one did. It may be called more than once.
 func (s *slowBody) end() *refusal {
-	s.timer.Stop()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.ended && s.held {

@@ -144,9 +144,9 @@ func TestSessionIdleFreesCap(t *testing.T) {
 
 // TestBodyCaps: slow bodies being read at once past the per-user cap get
 // a 429 naming it, past the total a 503, and the places are free again
-// once those bodies end; a body that arrives at once needs no place, so
-// stalled bodies at the caps hold off no one's requests (issue 32: other
-// users never notice). The deadline has a test of its own
+// once those bodies end; a body that arrives at once is read without a
+// place, so stalled bodies at the caps hold off no one's requests (issue
+// 32: other users never notice). The deadline has a test of its own
 // (TestBodyDeadline): with a deadline short enough to wait for here, a
 // loaded machine could let a stalled body's deadline pass before the
 // probes saw it holding its place.
