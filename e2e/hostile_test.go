@@ -44,9 +44,11 @@ const (
 // could take (messages and bodies stalled, sessions and users at their
 // caps), and quiet again once the attackers left; the held phase's p99
 // (the best of three windows) must stay within 1.5x the slower quiet p99
-// (plus 2 ms: one scheduling delay on a shared 2-core machine). Every attack is refused at its cap
-// naming it, and the daemon's RSS stays under the ceiling of
-// TestReceiveBounds (the other attacks' bytes are small at these caps).
+// (plus 2 ms: one scheduling delay on a shared 2-core machine), and the
+// victim's MCP session answers beside the stalled bodies. Every attack is
+// refused at its cap naming it, and the daemon's RSS stays under the
+// ceiling of TestReceiveBounds (the other attacks' bytes are small at
+// these caps).
 // The attacks' own traffic is over before the held phase: it measures
 // what the held attacks cost others, not the test's CPU sending them.
 func timedHostile(t *testing.T) {
