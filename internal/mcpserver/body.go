@@ -110,7 +110,11 @@ func (e *Endpoint) readBody(w http.ResponseWriter, r *http.Request, user string)
 		return nil, &refusal{cap: "body_bytes", status: http.StatusRequestEntityTooLarge,
 			msg: fmt.Sprintf("cdpguard: request body over %d MiB", BodyLimit>>20)}
 	}
-	_ = rc.SetReadDeadline(time.Time{}) // read whole: the SSE reply may last
+	// Read whole: the grace ends first (a late one would set the deadline
+	// again, and the server's read after the body would then cancel the
+	// request), then the SSE reply may last.
+	slow.end()
+	_ = rc.SetReadDeadline(time.Time{})
 	r.Body = io.NopCloser(bytes.NewReader(buf))
 	r.ContentLength = int64(len(buf))
 	return releaseHeld, nil
