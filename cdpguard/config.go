@@ -156,6 +156,12 @@ type Config struct {
 	// user's own plus those they create). Zero means DefaultMaxContexts;
 	// negative, no cap.
 	MaxContexts int
+	// MaxTabs caps the open tabs of all users together: each costs
+	// Chromium a renderer's memory, and one client may pose as many users.
+	// Past it a new tab is refused naming the cap (a popup closed at
+	// once); existing tabs keep working. Zero means DefaultMaxTabs;
+	// negative, no cap.
+	MaxTabs int
 	// MaxConnsPerUser caps one user's agent connections (CDP
 	// WebSockets and the MCP server's): each holds guard memory and
 	// queues. Zero means DefaultMaxConnsPerUser; negative, no cap.

@@ -49,6 +49,9 @@ const (
 	// (docs/scaling.md, "Users and browser contexts").
 	DefaultMaxUsers    = 200
 	DefaultMaxContexts = 400
+	// DefaultMaxTabs caps the open tabs of all users together: 400 small
+	// pages are about 7.9 GB of Chromium (docs/scaling.md).
+	DefaultMaxTabs = 400
 	// DefaultMaxConnsPerUser caps one user's agent connections.
 	DefaultMaxConnsPerUser = 16
 	// DefaultSessionHeaderBytes caps the session header's value (a

@@ -1,6 +1,7 @@
 package cdpguard
 
 import (
+	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/targets"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
@@ -19,11 +20,18 @@ func (g *Guard) newTargets() *targets.Record {
 		AttachMode:   func() bool { return g.attached }, // set by Attach after newGuard
 		PageAttached: g.pageAttached,
 		PageGone:     g.pageGone,
-		OverTabs: func(contextID string) (*users.User, int) {
-			if u := g.users.OwnerOfContext(contextID); u != nil && g.iso.OverTabs(u) {
-				return u, g.limits().MaxTabs
+		OverTabs: func(contextID string) (*users.User, error) {
+			u := g.users.OwnerOfContext(contextID)
+			switch {
+			case u == nil:
+				return nil, nil
+			case g.iso.OverTabs(u):
+				return u, &isolation.CapError{Cap: isolation.CapTabs, Limit: g.limits().MaxTabs, Flag: "--max-tabs-per-user"}
 			}
-			return nil, 0
+			if err := g.users.OverTabsInAll(); err != nil {
+				return u, err
+			}
+			return nil, nil
 		},
 		Notify: func(u *users.User, method string, params []byte) {
 			g.agents.Notify(func(v *users.User) bool { return v == u }, method, params)

@@ -20,6 +20,7 @@ func (g *Guard) userLimits() users.Limits {
 	return users.Limits{
 		MaxUsers:    bounds.Cap(g.cfg.MaxUsers, DefaultMaxUsers),
 		MaxContexts: bounds.Cap(g.cfg.MaxContexts, DefaultMaxContexts),
+		MaxTabs:     bounds.Cap(g.cfg.MaxTabs, DefaultMaxTabs),
 		Rate:        bounds.Cap(g.cfg.NewUsersPerSecond, DefaultNewUsersPerSecond),
 		Burst:       bounds.Cap(g.cfg.NewUsersBurst, DefaultNewUsersBurst),
 		// g.metrics is read at each call: a Supervisor swaps it after newGuard.

@@ -25,14 +25,16 @@ import (
 // 4th user is refused naming the cap, over WebSocket and over MCP, while
 // the first three keep working; an over-long header is refused and makes
 // no user, and a 256 kB header block is refused before its end; a user's
-// 3rd connection is refused while its others keep working; once a place
-// is free, a burst of new users past the rate is refused and counted. Every refusal is counted by cap in
+// 3rd connection is refused while its others keep working; past 4 tabs of
+// all users (--max-tabs) a tab is refused and a popup closed, naming the
+// cap; once a place is free, a burst of new users past the rate is
+// refused and counted. Every refusal is counted by cap in
 // cdpguard_cap_refused_total.
 func TestUserCaps(t *testing.T) {
 	parallelSuite(t)
 	h := testhosts.Start(t)
 	g := userGuard(t, func(c *cdpguard.Config) {
-		c.MaxUsers, c.SessionHeaderBytes, c.MaxConnsPerUser = 3, 64, 2
+		c.MaxUsers, c.SessionHeaderBytes, c.MaxConnsPerUser, c.MaxTabs = 3, 64, 2, 4
 		c.NewUsersPerSecond, c.NewUsersBurst = 0.001, 3
 		c.SessionIdle = time.Second // a user with no connection goes soon
 	})
@@ -117,6 +119,38 @@ func TestUserCaps(t *testing.T) {
 			t.Errorf(`cdpguard_cap_refused_total{cap="connections_per_user"} = %v, want 1`, got)
 		}
 		second.Close()
+	})
+
+	t.Run("tabs", func(t *testing.T) {
+		// Three users with a tab each, and --max-tabs=4.
+		if _, err := clients["cap-a"].CallWithin("", "Target.createTarget", map[string]any{"url": "about:blank"}, 15*time.Second); err != nil {
+			t.Fatalf("cap-a's 4th tab of 4: %v", err)
+		}
+		_, err := clients["cap-b"].CallWithin("", "Target.createTarget", map[string]any{"url": "about:blank"}, 15*time.Second)
+		if err == nil || !strings.Contains(err.Error(), "--max-tabs=4") {
+			t.Fatalf("cap-b's tab past --max-tabs: %v, want a refusal naming --max-tabs=4", err)
+		}
+		// A popup past it is closed at once, its opener's connection told.
+		b := clients["cap-b"]
+		if _, err := b.CallWithin("", "Guard.enable", nil, 15*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.CallWithin(sessions["cap-b"], "Runtime.evaluate", map[string]any{"expression": "window.open('about:blank#popup'); 1", "userGesture": true}, 15*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		ev, ok := b.WaitEvent(20*time.Second, func(m cdptest.Message) bool { return m.Method == "Guard.targetRefused" })
+		if !ok {
+			t.Fatal("no Guard.targetRefused for a popup past --max-tabs within 20 s")
+		}
+		if !strings.Contains(string(ev.Params), "--max-tabs=4") {
+			t.Errorf("Guard.targetRefused = %s, want the cap named", ev.Params)
+		}
+		if got := capRefused(t, base, "tabs_total"); got != 2 {
+			t.Errorf(`cdpguard_cap_refused_total{cap="tabs_total"} = %v, want 2`, got)
+		}
+		for _, who := range []string{"cap-a", "cap-b", "cap-c"} {
+			alive(who)
+		}
 	})
 
 	t.Run("rate", func(t *testing.T) {

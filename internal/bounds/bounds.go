@@ -146,7 +146,7 @@ func NewMetrics(reg prometheus.Registerer, cur func() Stats) *Metrics {
 		m.cutOff.WithLabelValues(k)
 	}
 	for _, k := range []string{isolation.CapTabs, isolation.CapContexts,
-		users.CapUsers, users.CapContexts, users.CapNewUsers, users.CapConnections, users.CapHeader} {
+		users.CapUsers, users.CapContexts, users.CapTabs, users.CapNewUsers, users.CapConnections, users.CapHeader} {
 		m.capped.WithLabelValues(k)
 	}
 	for _, k := range []string{"sessions_per_user", "sessions", "bodies_per_user", "bodies", "body_timeout", "body_bytes", BoundUserReceive, BoundTotalReceive} {

@@ -35,8 +35,13 @@ func (e *CapError) Error() string {
 func (e *CapError) Unwrap() error { return ErrCap }
 
 // CheckTabs returns a *CapError when u is at its tab cap (Target.createTarget,
-// /json/new, the reader's own tab).
+// /json/new, the reader's own tab), or a *users.CapError when all users
+// together hold as many tabs as they may (users.Registry.CheckTabsInAll,
+// which counts it).
 func (i *Isolator) CheckTabs(u *users.User) error {
+	if err := i.o.Users.CheckTabsInAll(); err != nil {
+		return err
+	}
 	if i.o.MaxTabs <= 0 || i.o.Users.Tabs(u) < i.o.MaxTabs {
 		return nil
 	}

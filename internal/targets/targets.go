@@ -10,6 +10,7 @@ package targets
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -63,9 +64,11 @@ type Deps struct {
 	// the guard's session, and of its end.
 	PageAttached func(targetID, sessionID string)
 	PageGone     func(targetID string)
-	// OverTabs returns the user of a browser context when that user is
-	// past the tab cap, and the cap; nil when not.
-	OverTabs func(contextID string) (u *users.User, limit int)
+	// OverTabs returns the user of a browser context when a new tab there
+	// took that user past its tab cap, or all users past theirs, and the
+	// cap's refusal (an *isolation.CapError or a *users.CapError); nil
+	// when not.
+	OverTabs func(contextID string) (u *users.User, refused error)
 	// Notify tells u's connections that sent Guard.enable.
 	Notify func(u *users.User, method string, params []byte)
 	// Evict ends every agent session on a target with a reason.
@@ -247,13 +250,16 @@ func (r *Record) markWeb(t cdpmsg.TargetInfo, changed bool) {
 // is the guard's session to it, waiting whether it is held there. It
 // reports whether the page was closed.
 func (r *Record) overCap(t cdpmsg.TargetInfo, session string, waiting bool) bool {
-	u, limit := r.d.OverTabs(t.BrowserContextID)
-	if u == nil {
+	u, err := r.d.OverTabs(t.BrowserContextID)
+	if u == nil || err == nil {
 		return false
 	}
-	err := &isolation.CapError{Cap: isolation.CapTabs, Limit: limit, Flag: "--max-tabs-per-user"}
-	r.d.OnCap(isolation.CapTabs)
-	r.d.Log.Warn("tab over the per-user cap closed", "user", clip.String(u.Key), "target", t.TargetID, "opener", t.OpenerID, "cap", limit)
+	capName := isolation.CapTabs
+	if ue, ok := errors.AsType[*users.CapError](err); ok {
+		capName = ue.Cap
+	}
+	r.d.OnCap(capName)
+	r.d.Log.Warn("tab over a tab cap closed", "user", clip.String(u.Key), "target", t.TargetID, "opener", t.OpenerID, "cap", err.Error())
 	id := t.TargetID
 	r.d.Outbox(func() {
 		_ = r.d.Browser.Send("", "Target.closeTarget", map[string]any{"targetId": id})

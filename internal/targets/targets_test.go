@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/isolation"
 	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
@@ -91,11 +92,11 @@ func newRig(attached bool) *rig {
 		AttachMode:   func() bool { return attached },
 		PageAttached: func(t, s string) { g.noted = append(g.noted, "attached "+t+" "+s) },
 		PageGone:     func(t string) { g.noted = append(g.noted, "gone "+t) },
-		OverTabs: func(string) (*users.User, int) {
+		OverTabs: func(string) (*users.User, error) {
 			if g.over != nil {
-				return g.over, 1
+				return g.over, &isolation.CapError{Cap: isolation.CapTabs, Limit: 1, Flag: "--max-tabs-per-user"}
 			}
-			return nil, 0
+			return nil, nil
 		},
 		Notify:       func(u *users.User, method string, _ []byte) { g.noted = append(g.noted, method+" "+u.Key) },
 		Evict:        func(id, reason string) { g.evicted = append(g.evicted, id+": "+reason) },

@@ -14,6 +14,21 @@ func (r *Registry) Tabs(u *User) int {
 	return n
 }
 
+// tabsInAll returns the number of live tabs (pages) in the contexts of
+// all users.
+func (r *Registry) tabsInAll() int {
+	live := r.targets.Live()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, t := range live {
+		if t.Page && r.owner[t.Context] != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // CreatedContexts returns the number of contexts u created besides the
 // primary one the guard made for it.
 func (r *Registry) CreatedContexts(u *User) int {

@@ -12,6 +12,7 @@ import (
 const (
 	CapUsers       = "users"                // users with a browser context at once
 	CapContexts    = "contexts_total"       // browser contexts of all users together
+	CapTabs        = "tabs_total"           // open tabs of all users together
 	CapNewUsers    = "new_users_rate"       // new users a second (a token bucket)
 	CapHeader      = "session_header_bytes" // length of the session header's value
 	CapConnections = "connections_per_user" // one user's agent connections
@@ -52,6 +53,10 @@ type Limits struct {
 	// MaxUsers caps the users held at once (with a context, or having one
 	// made); MaxContexts the browser contexts of all users together.
 	MaxUsers, MaxContexts int
+	// MaxTabs caps the open tabs of all users together: each is a
+	// renderer's worth of Chromium's memory, and a user key is only a
+	// header, so the per-user tab cap alone does not bound the browser.
+	MaxTabs int
 	// Rate and Burst are the token bucket of new users: Rate a second, at
 	// most Burst at once. Rate <= 0 is no cap.
 	Rate  float64
@@ -118,6 +123,42 @@ func (r *Registry) CheckContextsInAll() error {
 		l.OnCap(CapContexts)
 	}
 	return contextsCapError(l.MaxContexts)
+}
+
+// CheckTabsInAll returns a *CapError when the users' open tabs are as
+// many as all users together may have (a tab an agent asks for, /json/new,
+// the reader's tab), and tells OnCap.
+func (r *Registry) CheckTabsInAll() error {
+	n := r.tabsInAll()
+	r.mu.Lock()
+	l := r.limits
+	r.mu.Unlock()
+	if l.MaxTabs <= 0 || n < l.MaxTabs {
+		return nil
+	}
+	if l.OnCap != nil {
+		l.OnCap(CapTabs)
+	}
+	return tabsCapError(l.MaxTabs)
+}
+
+// OverTabsInAll returns a *CapError when the users' open tabs are more
+// than all users together may have: a tab that appeared past
+// CheckTabsInAll (a popup, creates that raced) is closed. It counts
+// nothing; the caller does.
+func (r *Registry) OverTabsInAll() *CapError {
+	n := r.tabsInAll()
+	r.mu.Lock()
+	l := r.limits
+	r.mu.Unlock()
+	if l.MaxTabs <= 0 || n <= l.MaxTabs {
+		return nil
+	}
+	return tabsCapError(l.MaxTabs)
+}
+
+func tabsCapError(limit int) *CapError {
+	return &CapError{Cap: CapTabs, Msg: fmt.Sprintf("tabs cap (--max-tabs=%d) reached: the browser holds as many tabs of all users as it may", limit)}
 }
 
 // CheckKey returns a *CapError naming header when value, a request's

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cdpguard/cdpguard/internal/pages"
 )
 
 // capCounts records OnCap by cap name.
@@ -183,5 +185,43 @@ func TestCheckKey(t *testing.T) {
 	}
 	if err := CheckKey("X-User", strings.Repeat("a", 1<<20), 0); err != nil {
 		t.Fatalf("no cap: %v", err)
+	}
+}
+
+// TestTabsCap: the open tabs of all users together are capped: a tab past
+// it is refused naming the cap and counted (CheckTabsInAll); one that got
+// past the check is over it (OverTabsInAll, which counts nothing); tabs
+// in no user's context do not count, and a tab's end frees its place.
+func TestTabsCap(t *testing.T) {
+	pg := pages.New()
+	r := New(&fakeContexts{}, pg, time.Minute, nil)
+	var caps capCounts
+	r.SetLimits(Limits{MaxTabs: 2, OnCap: caps.on})
+	a, b := acquire(t, r, "alice"), acquire(t, r, "bob")
+	tab := func(target, context string) { pg.Track(target, context); pg.MarkPage(target) }
+	tab("a1", a.Primary)
+	tab("human", "default") // a page in no user's context
+	if err := r.CheckTabsInAll(); err != nil {
+		t.Fatalf("1 of 2 tabs: %v", err)
+	}
+	tab("b1", b.Primary)
+	err := r.CheckTabsInAll()
+	if ce, ok := errors.AsType[*CapError](err); !ok || ce.Cap != CapTabs || !strings.Contains(err.Error(), "--max-tabs=2") || ce.Status() != http.StatusServiceUnavailable {
+		t.Fatalf("2 of 2 tabs: %v", err)
+	}
+	if r.OverTabsInAll() != nil {
+		t.Error("2 of 2 tabs is not over the cap")
+	}
+	tab("b2", b.Primary) // a popup past the check
+	if e := r.OverTabsInAll(); e == nil || e.Cap != CapTabs {
+		t.Errorf("3 of 2 tabs: %v, want over the cap", e)
+	}
+	if caps.get(CapTabs) != 1 {
+		t.Errorf("OnCap(%s) called %d times, want 1", CapTabs, caps.get(CapTabs))
+	}
+	pg.Destroyed("b2")
+	pg.Destroyed("b1")
+	if err := r.CheckTabsInAll(); err != nil {
+		t.Errorf("after two tabs ended: %v", err)
 	}
 }
