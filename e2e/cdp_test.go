@@ -8,6 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/css"
+	"github.com/chromedp/cdproto/dom"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -44,9 +49,21 @@ func newTab(t *testing.T, bctx context.Context) context.Context {
 	return tab
 }
 
-// openTab opens a new tab in the browser of bctx; cancel closes it (with
-// closeTab). It fails t if the tab does not open.
+// openTab opens a new tab in the browser of bctx, quiet (quietTab); cancel
+// closes it (with closeTab). It fails t if the tab does not open.
 func openTab(t *testing.T, bctx context.Context) (context.Context, context.CancelFunc) {
+	t.Helper()
+	tab, cancel := openClientTab(t, bctx)
+	if err := quietTab(tab); err != nil {
+		cancel()
+		t.Fatalf("open tab: %v", err)
+	}
+	return tab, cancel
+}
+
+// openClientTab opens a new tab as chromedp opens it, with every domain
+// chromedp enables (TestClients' chromedp flow: the client as it comes).
+func openClientTab(t *testing.T, bctx context.Context) (context.Context, context.CancelFunc) {
 	t.Helper()
 	tab, cancel := chromedp.NewContext(bctx)
 	// As in connect, the tab's first Do must get the tab context itself.
@@ -55,6 +72,31 @@ func openTab(t *testing.T, bctx context.Context) (context.Context, context.Cance
 		t.Fatalf("open tab: %v", err)
 	}
 	return tab, cancel
+}
+
+// quietDomains are the domains chromedp enables on every tab it attaches
+// to (Log, Network, DOM, CSS) that no test here reads through chromedp:
+// none listens to a chromedp event or queries a node (only
+// differential_chromedp_test.go and TestClients do, with chromedp as it
+// comes). Enabled, each makes Chrome report to the client everything the
+// page does in that domain (Network also keeps the response bodies for
+// it), through the guard: TestLeaks used about a tenth more CPU with them
+// (docs/decisions/2026-12-07-ci-cpu.md). CSS goes before DOM, which it
+// needs.
+var quietDomains = []cdp.Command[cdp.Empty, cdp.Empty]{css.Disable, dom.Disable, network.Disable, cdplog.Disable}
+
+// quietTab switches quietDomains off on tab. What a test proves does not
+// depend on them: the guard's Fetch layer and egress proxy decide what a
+// page may reach whatever the agent enabled.
+func quietTab(tab context.Context) error {
+	ctx, cancel := context.WithTimeout(tab, 10*time.Second)
+	defer cancel()
+	for _, cmd := range quietDomains {
+		if _, err := chromedp.Call(ctx, cmd, cdp.Empty{}); err != nil {
+			return fmt.Errorf("%s: %w", cmd.Method, err)
+		}
+	}
+	return nil
 }
 
 // tabPool lends the tabs of one browser connection to tests, one test at a

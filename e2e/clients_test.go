@@ -153,7 +153,8 @@ func TestClients(t *testing.T) {
 // chromedpFlow is the client flow of the Node scripts, with chromedp.
 func chromedpFlow(t *testing.T, url string, h *testhosts.Hosts, name string) {
 	bctx := connect(t, url)
-	tab := newTab(t, bctx)
+	tab, cancel := openClientTab(t, bctx) // chromedp as it comes: every domain it enables
+	t.Cleanup(func() { closeTab(t, cancel) })
 	t.Run("gotoAllowed", func(t *testing.T) {
 		if _, err := step(tab, 15*time.Second, chromedp.Navigate(h.PageURL("/page.html"))); err != nil {
 			t.Fatal(err)
