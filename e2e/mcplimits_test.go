@@ -33,7 +33,9 @@ func TestMCPLimits(t *testing.T) {
 	g := userGuard(t, func(c *cdpguard.Config) {
 		c.MCPMaxSessionsPerUser, c.MCPMaxSessions = 3, 6
 		c.MCPMaxBodiesPerUser, c.MCPMaxBodies = 2, 3
-		c.MCPBodyTimeout = 3 * time.Second
+		// The stalled bodies must outlast both probes' second of grace and
+		// the waits between them (a loaded run took over 3 s), then answer.
+		c.MCPBodyTimeout = 8 * time.Second
 	})
 	base := g.URL()
 	keeper := mcpConnect(t, base, "limits-keeper")
