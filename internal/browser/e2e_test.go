@@ -113,7 +113,20 @@ func openPage(t *testing.T, conn Conn) string {
 	return attached.SessionID
 }
 
-// checkBigMessages sends an 11 MB command and reads a 12 MB reply on a page.
+// bigReply and bigCommand are the sizes checkBigMessages sends and reads:
+// each spans several pipe read buffers (pipeReadBuffer, so the pipe takes
+// its bufio.ErrBufferFull path more than once) and is about a hundred
+// times a websocket's default read limit (32 KiB, so Dial's SetReadLimit
+// is what lets it through). A larger message runs the same code; the 12
+// and 11 MB used before cost these two tests about 9 more CPU-seconds
+// under -race (docs/decisions/2026-12-07-ci-cpu.md).
+const (
+	bigReply   = 3*pipeReadBuffer + 12345
+	bigCommand = 2*pipeReadBuffer + 6789
+)
+
+// checkBigMessages sends a command of bigCommand bytes and reads a reply of
+// bigReply bytes on a page.
 func checkBigMessages(t *testing.T, conn Conn) {
 	t.Helper()
 	session := openPage(t, conn)
@@ -124,15 +137,15 @@ func checkBigMessages(t *testing.T, conn Conn) {
 	}
 	var out evalResult
 	call(t, conn, 200, session, "Runtime.evaluate",
-		map[string]any{"expression": "'x'.repeat(12e6)", "returnByValue": true}, &out)
-	if s, _ := out.Result.Value.(string); len(s) != 12e6 || strings.Trim(s, "x") != "" {
-		t.Fatalf("12 MB reply: got %d bytes", len(s))
+		map[string]any{"expression": fmt.Sprintf("'x'.repeat(%d)", bigReply), "returnByValue": true}, &out)
+	if s, _ := out.Result.Value.(string); len(s) != bigReply || strings.Trim(s, "x") != "" {
+		t.Fatalf("%d-byte reply: got %d bytes", bigReply, len(s))
 	}
 	var in evalResult
 	call(t, conn, 201, session, "Runtime.evaluate",
-		map[string]any{"expression": "'" + strings.Repeat("y", 11e6) + "'.length", "returnByValue": true}, &in)
-	if n, _ := in.Result.Value.(float64); n != 11e6 {
-		t.Fatalf("11 MB command: page saw length %v", in.Result.Value)
+		map[string]any{"expression": "'" + strings.Repeat("y", bigCommand) + "'.length", "returnByValue": true}, &in)
+	if n, _ := in.Result.Value.(float64); n != bigCommand {
+		t.Fatalf("%d-byte command: page saw length %v", bigCommand, in.Result.Value)
 	}
 }
 
