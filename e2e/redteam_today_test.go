@@ -144,8 +144,10 @@ func rtDialogGrace(t *testing.T, e *rtEnv) {
 // giantLimit is the shared guard's browser-message bound
 // (Config.BrowserMessageBytes): lowered from the default 256 MiB so that a
 // message over it costs Chromium seconds, not a minute, to build; the
-// pipe's skipping is the same code at any bound.
-const giantLimit = 16 << 20
+// pipe's skipping is the same code at any bound. 4 MiB is still above every
+// other message of this suite; at 16 MiB the two 17 MiB messages cost the
+// suite about 5 more CPU-seconds (docs/decisions/2026-12-07-ci-cpu.md).
+const giantLimit = 4 << 20
 
 // rtGiantReply: mallory's page logs a string over the guard's
 // browser-message bound while she has Runtime enabled, and she evaluates
