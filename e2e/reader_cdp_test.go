@@ -220,7 +220,8 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 	t.Run("settle sees what can write a page", func(t *testing.T) {
 		// js/settle.js in the real browser: links.html has nothing that can
 		// write it after its load (the reader takes it at once); each
-		// element or attribute below can, and makes it not inert.
+		// element or attribute below can, and makes it not inert, as does
+		// a page larger than a look visits.
 		ctx, cancel := context.WithTimeout(tab, 20*time.Second)
 		defer cancel()
 		for _, add := range []string{
@@ -231,6 +232,9 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 			"document.body.append(document.createElement('iframe'))",
 			"document.body.append(document.createElement('object'))",
 			"document.head.insertAdjacentHTML('beforeend', '<meta http-equiv=\"Refresh\" content=\"60\">')",
+			// Not a writer: more elements and attributes than one look
+			// visits (inertLimit, 20,000), which bounds the look.
+			"for (let i = 0; i < 20001; i++) document.body.setAttribute('data-a' + i, '')",
 		} {
 			if _, err := chromedp.Run(ctx, chromedp.Navigate(origin+"/links.html")); err != nil {
 				t.Fatal(err)

@@ -42,6 +42,8 @@ type settleState struct {
 	Scripted  bool    `json:"scripted"` // the document has script elements
 	// Inert is whether nothing in the document can change it after its
 	// load: no script element, inline handler, frame, plugin or refresh.
+	// A document with more elements and attributes than one look visits
+	// (js/settle.js's inertLimit) is not inert, so the look stays bounded.
 	Inert bool `json:"inert"`
 	// Watched is whether the reader's MutationObserver was already watching
 	// the document (an earlier look installed it); Changes counts the DOM
