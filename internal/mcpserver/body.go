@@ -27,10 +27,20 @@ const bodyStep = 64 << 10
 // budget from the start either way.
 const bodyGrace = time.Second
 
+// graceBytes is the most of a body read without a slot: a larger one
+// needs a slot (one freed since, or it is refused naming the cap), so the
+// bodies the caps do not count hold at most what a request's headers may
+// (httpgate.MaxHeaderBytes), for bodyGrace. Reserving a whole
+// Content-Length without a slot let a client at the caps, opening 4 MiB
+// bodies that each waited out the grace, hold the byte budget every agent
+// receives from. MCP requests are a few kB.
+const graceBytes = bodyStep
+
 // readBody reads r's body whole before the SDK sees it, so that reading is
 // bounded: its bytes reserved from the budget, BodyTimeout for the whole
 // body, and a slot among the bodies being read at once (in all and per
-// user), or, at the caps, bodyGrace to arrive without one. It returns a release for the reserved bytes,
+// user), or, at the caps, bodyGrace to arrive without one if it is at
+// most graceBytes. It returns a release for the reserved bytes,
 // called once the SDK is done with the request, or a *refusal or other
 // error to answer with.
 func (e *Endpoint) readBody(w http.ResponseWriter, r *http.Request, user string) (release func(), err error) {
@@ -71,6 +81,11 @@ func (e *Endpoint) readBody(w http.ResponseWriter, r *http.Request, user string)
 	if r.ContentLength >= 0 {
 		size = r.ContentLength + 1 // +1: EOF is seen without growing
 	}
+	if size > graceBytes {
+		if refused := slow.grow(); refused != nil {
+			return nil, refused
+		}
+	}
 	if err := reserve(size); err != nil {
 		return nil, err
 	}
@@ -81,6 +96,10 @@ func (e *Endpoint) readBody(w http.ResponseWriter, r *http.Request, user string)
 				releaseHeld()
 				return nil, &refusal{cap: "body_bytes", status: http.StatusRequestEntityTooLarge,
 					msg: fmt.Sprintf("cdpguard: request body over %d MiB", BodyLimit>>20)}
+			}
+			if refused := slow.grow(); refused != nil {
+				releaseHeld()
+				return nil, refused
 			}
 			if err := reserve(bodyStep); err != nil {
 				releaseHeld()
@@ -127,6 +146,7 @@ type slowBody struct {
 	ended   bool
 	held    bool     // a slot is held, given back at end
 	refused *refusal // no slot was free at the grace's end: the read was cut short
+	take    func() *refusal
 	give    func()
 }
 
@@ -137,30 +157,45 @@ type slowBody struct {
 func (e *Endpoint) slowBody(rc *http.ResponseController, user string) *slowBody {
 	l := e.limits
 	s := &slowBody{give: func() { e.bodies.give(user) }}
-	if _, ok := e.bodies.take(user, l.MaxBodies, l.MaxBodiesPerUser); ok {
-		s.held = true
-		return s
-	}
-	s.timer = time.AfterFunc(bodyGrace, func() { // ends at once; end waits for it through mu
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.ended {
-			return
-		}
+	s.take = func() *refusal {
 		by, ok := e.bodies.take(user, l.MaxBodies, l.MaxBodiesPerUser)
 		if ok {
 			s.held = true
-			return
+			return nil
 		}
 		status, who := http.StatusServiceUnavailable, "the guard is"
 		if by == CapBodiesPerUser {
 			status, who = http.StatusTooManyRequests, "this user is"
 		}
-		s.refused = &refusal{cap: by, status: status, msg: fmt.Sprintf(
-			"cdpguard: %s reading its cap of slow MCP request bodies at once (%s); try again shortly", who, by)}
-		_ = rc.SetReadDeadline(time.Now())
+		return &refusal{cap: by, status: status, msg: fmt.Sprintf(
+			"cdpguard: %s reading its cap of slow or large MCP request bodies at once (%s); try again shortly", who, by)}
+	}
+	if s.take() == nil {
+		return s
+	}
+	s.timer = time.AfterFunc(bodyGrace, func() { // ends at once; end waits for it through mu
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.ended || s.held || s.refused != nil {
+			return
+		}
+		if s.refused = s.take(); s.refused != nil {
+			_ = rc.SetReadDeadline(time.Now())
+		}
 	})
 	return s
+}
+
+// grow is asked before a body grows past graceBytes: a body read without
+// a slot takes one freed since, or gets the refusal naming the cap.
+func (s *slowBody) grow() *refusal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held || s.ended || s.refused != nil {
+		return s.refused
+	}
+	s.refused = s.take()
+	return s.refused
 }
 
 // end stops the grace, gives back a slot held, and returns the refusal
