@@ -117,12 +117,17 @@ func TestShareWindowBoundsInflight(t *testing.T) {
 		if n := count(); n != 4 {
 			t.Errorf("%d commands of one user reached the browser at once, want the window's 4", n)
 		}
-		// Answering frees the window for the rest.
+		// Answering frees the window for the rest. The answers are
+		// injected after mu is let go: a freed slot sends the next command
+		// at once, and the fake browser calls the responder (which takes
+		// mu) holding its own lock, the one inject takes.
 		mu.Lock()
+		answers := make([]string, 0, len(held))
 		for _, e := range held {
-			h.b.inject(string(echo(e)))
+			answers = append(answers, string(echo(e)))
 		}
 		mu.Unlock()
+		h.b.inject(answers...)
 		synctest.Wait()
 		if n := count(); n != 6 {
 			t.Errorf("after the answers %d of 6 commands reached the browser", n)
