@@ -49,10 +49,31 @@ func Decode(msg []byte) (*Envelope, error) {
 	return e, nil
 }
 
+// DecodeBrowser is Decode for a message from the browser, which may hold
+// a lone UTF-16 surrogate escaped (Chrome writes a page's string cut inside
+// an emoji, "x\ud800y", so): strict JSON refuses it, and a reply or event
+// dropped for it left an agent's command unanswered for good. Such a
+// string reads as U+FFFD here; the message is forwarded as it came.
+func DecodeBrowser(msg []byte) (*Envelope, error) {
+	e := new(Envelope)
+	if err := decodeInto(msg, e, browserJSON); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// browserJSON is how the browser's JSON is read: lone surrogates, as
+// Chrome writes them, are not an error (DecodeBrowser).
+var browserJSON = jsonv2.AllowInvalidUTF8(true)
+
 // DecodeInto is Decode into a caller-owned Envelope, which is reset first.
 func DecodeInto(msg []byte, e *Envelope) error {
+	return decodeInto(msg, e)
+}
+
+func decodeInto(msg []byte, e *Envelope, opts ...jsonv2.Options) error {
 	*e = Envelope{}
-	if err := jsonv2.Unmarshal(msg, e); err != nil {
+	if err := jsonv2.Unmarshal(msg, e, opts...); err != nil {
 		return fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	if len(e.RawID) > 0 {

@@ -41,12 +41,12 @@ func (e *Envelope) DecodeSessions() {
 	switch e.Method {
 	case "Target.attachedToTarget":
 		var a Attached
-		if jsonv2.Unmarshal(e.Params, &a) == nil && a.SessionID != "" {
+		if jsonv2.Unmarshal(e.Params, &a, browserJSON) == nil && a.SessionID != "" {
 			e.Attached = &a
 		}
 	case "Target.detachedFromTarget":
 		var d Detached
-		if jsonv2.Unmarshal(e.Params, &d) == nil && d.SessionID != "" {
+		if jsonv2.Unmarshal(e.Params, &d, browserJSON) == nil && d.SessionID != "" {
 			e.Detached = &d
 		}
 	}

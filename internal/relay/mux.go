@@ -129,7 +129,7 @@ func (m *Mux) Run() error {
 			m.err = fmt.Errorf("%w: %w", ErrBrowserLost, err)
 			return m.err
 		}
-		e, err := cdpmsg.Decode(msg)
+		e, err := cdpmsg.DecodeBrowser(msg)
 		if err != nil {
 			m.log.Warn("undecodable message from browser", "err", err)
 			continue
