@@ -143,7 +143,7 @@ func (p *Pipe) Call(ctx context.Context, session target.SessionID, method string
 			return r.err
 		}
 		if res != nil && len(r.result) > 0 {
-			if err := jsonv2.Unmarshal(r.result, res); err != nil {
+			if err := jsonv2.Unmarshal(r.result, res, browserJSON); err != nil {
 				return fmt.Errorf("%s: decode result: %w", method, err)
 			}
 		}
@@ -209,7 +209,7 @@ func (p *Pipe) deliver(msg []byte) {
 		Result    jsonv2.Value       `json:"result"`
 		Error     *CDPError          `json:"error"`
 	}
-	if err := jsonv2.Unmarshal(msg, &m); err != nil {
+	if err := jsonv2.Unmarshal(msg, &m, browserJSON); err != nil {
 		return
 	}
 	if m.ID == nil {
@@ -301,6 +301,13 @@ func (p *Pipe) endCalls(session target.SessionID) {
 	}
 }
 
+// browserJSON is how the pipe reads what comes from the browser: Chrome
+// writes a page's string cut inside an emoji as a lone surrogate escape
+// ("x\ud800y"), which strict JSON refuses; read strictly, such a reply
+// never answered its call and such an event (an alert's message) never
+// reached the tools. The string reads with U+FFFD.
+var browserJSON = jsonv2.AllowInvalidUTF8(true)
+
 // decodeEvent decodes one event's params into its cdproto type
 // (*page.EventJavascriptDialogOpening, ...), as chromedp does where its
 // events enter, or into *blockEntry for the guard's own Guard.requestBlocked,
@@ -308,10 +315,10 @@ func (p *Pipe) endCalls(session target.SessionID) {
 func decodeEvent(method cdproto.MethodType, params jsonv2.Value) (any, error) {
 	if method == "Guard.requestBlocked" {
 		b := new(blockEntry)
-		if err := jsonv2.Unmarshal(params, b); err != nil {
+		if err := jsonv2.Unmarshal(params, b, browserJSON); err != nil {
 			return nil, fmt.Errorf("decode %s: %w", method, err)
 		}
 		return b, nil
 	}
-	return cdproto.UnmarshalMessage(&cdproto.Message{Method: method, Params: params})
+	return cdproto.UnmarshalMessage(&cdproto.Message{Method: method, Params: params}, browserJSON)
 }
