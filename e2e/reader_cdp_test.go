@@ -12,8 +12,10 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
 
 	"github.com/cdpguard/cdpguard/cdpguard"
+	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
 	"github.com/cdpguard/cdpguard/js"
 )
@@ -246,6 +248,30 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 			}
 			if want := add == ""; inert != want {
 				t.Errorf("links.html after %q: inert %v, want %v", add, inert, want)
+			}
+		}
+	})
+
+	t.Run("lone surrogate reaches the agent", func(t *testing.T) {
+		// Chrome writes a page's string cut inside an emoji as a lone
+		// surrogate escape; the guard read the browser's JSON strictly and
+		// dropped such a reply, so the agent's command was never answered.
+		c := cdptest.DialUser(t, g.WebSocketURL(), "surrogate", cdptest.Options{})
+		session := rawPage(t, c)
+		cmd := `{"id":900200,"sessionId":"` + session + `","method":"Runtime.evaluate","params":{"expression":"'x\\ud800y'"}}`
+		if err := c.WriteFrame(websocket.MessageText, []byte(cmd)); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m, ok := c.Next(15 * time.Second)
+			if !ok {
+				t.Fatal("no answer to an evaluate whose string holds a lone surrogate")
+			}
+			if raw := string(m.Raw); strings.Contains(raw, `"id":900200`) {
+				if !strings.Contains(raw, `x\ud800y`) {
+					t.Errorf("the answer: %s", raw)
+				}
+				return
 			}
 		}
 	})
