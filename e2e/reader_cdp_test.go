@@ -276,6 +276,27 @@ func readerCDP(t *testing.T, g *cdpguard.Guard, origin string, h *testhosts.Host
 		}
 	})
 
+	t.Run("lone surrogate in the page's text is read", func(t *testing.T) {
+		// The reader's look at the page comes back through V8, which writes
+		// a string cut inside an emoji as a lone surrogate escape; read
+		// strictly, the whole read failed.
+		ctx, cancel := context.WithTimeout(tab, 20*time.Second)
+		defer cancel()
+		if _, err := chromedp.Run(ctx, chromedp.Navigate(origin+"/links.html")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelector('p').textContent = 'SURROGATEMARKER cut inside an emoji \ud83d here'; 1`)); err != nil {
+			t.Fatal(err)
+		}
+		r, err := guardRead(tab, map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.Text, "SURROGATEMARKER") {
+			t.Errorf("the read lacks the paragraph:\n%s", r.Text)
+		}
+	})
+
 	t.Run("empty page note", func(t *testing.T) {
 		r, err := guardRead(tab, map[string]any{"url": origin + "/empty.html"})
 		if err != nil {

@@ -62,6 +62,23 @@ func DecodeBrowser(msg []byte) (*Envelope, error) {
 	return e, nil
 }
 
+// UnmarshalBrowser decodes JSON the browser wrote (an event's params, a
+// reply's result) into v with lone UTF-16 surrogates allowed, as
+// DecodeBrowser reads the message around it: Chrome writes a page's string
+// cut inside an emoji so, and a strict decode skipped the whole event or
+// reply, so one page's title could make a user's target list unreadable,
+// or a tab's change unseen by the guard.
+func UnmarshalBrowser(data []byte, v any) error {
+	return jsonv2.Unmarshal(data, v, browserJSON)
+}
+
+// MarshalBrowser encodes v, which holds values the browser wrote (raw JSON
+// kept from a reply or event), as UnmarshalBrowser reads them: a lone
+// surrogate escape in a kept value is written back as it came.
+func MarshalBrowser(v any) ([]byte, error) {
+	return jsonv2.Marshal(v, browserJSON)
+}
+
 // browserJSON is how the browser's JSON is read: lone surrogates, as
 // Chrome writes them, are not an error (DecodeBrowser).
 var browserJSON = jsonv2.AllowInvalidUTF8(true)

@@ -251,7 +251,7 @@ func scrubGuardScript(result, errRaw []byte) ([]byte, []byte) {
 	var r struct {
 		Source string `json:"scriptSource"`
 	}
-	if jsonv2.Unmarshal(result, &r) != nil {
+	if cdpmsg.UnmarshalBrowser(result, &r) != nil {
 		return result, errRaw
 	}
 	for _, s := range []string{js.Controls, js.ControlsUpdate, js.Read} { // js.ReadyState is too common a line

@@ -300,7 +300,7 @@ func (c *Controls) OnContextCreated(e *cdpmsg.Envelope) {
 			} `json:"auxData"`
 		} `json:"context"`
 	}
-	if !strings.Contains(string(e.Params), c.d.World) || jsonv2.Unmarshal(e.Params, &p) != nil || p.Context.Name != c.d.World {
+	if !strings.Contains(string(e.Params), c.d.World) || cdpmsg.UnmarshalBrowser(e.Params, &p) != nil || p.Context.Name != c.d.World {
 		return
 	}
 	c.contextCreated(e.SessionID, p.Context.AuxData.FrameID, p.Context.ID, p.Context.UniqueID)
@@ -315,7 +315,7 @@ func (c *Controls) OnContextDestroyed(e *cdpmsg.Envelope) {
 		ID       int64  `json:"executionContextId"`
 		UniqueID string `json:"executionContextUniqueId"`
 	}
-	if jsonv2.Unmarshal(e.Params, &p) == nil {
+	if cdpmsg.UnmarshalBrowser(e.Params, &p) == nil {
 		c.contextDestroyed(e.SessionID, p.ID, p.UniqueID)
 	}
 }
@@ -347,7 +347,7 @@ func (c *Controls) OnFrameNavigated(e *cdpmsg.Envelope) {
 			URL string `json:"url"`
 		} `json:"frame"`
 	}
-	if jsonv2.Unmarshal(e.Params, &p) == nil && p.Frame.ID != "" {
+	if cdpmsg.UnmarshalBrowser(e.Params, &p) == nil && p.Frame.ID != "" {
 		c.FrameNavigated(e.SessionID, p.Frame.ID, p.Frame.URL)
 	}
 }

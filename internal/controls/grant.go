@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
@@ -30,7 +31,7 @@ func (c *Controls) bindingCalled(session string, params []byte) {
 		Payload   string `json:"payload"`
 		ContextID int64  `json:"executionContextId"`
 	}
-	if jsonv2.Unmarshal(params, &p) != nil || p.Name != c.binding {
+	if cdpmsg.UnmarshalBrowser(params, &p) != nil || p.Name != c.binding {
 		return
 	}
 	now := time.Now()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/js"
 )
 
@@ -96,7 +97,7 @@ func drawn(res jsonv2.Value) error {
 			Value bool `json:"value"`
 		} `json:"result"`
 	}
-	if jsonv2.Unmarshal(res, &r) != nil || !r.Result.Value {
+	if cdpmsg.UnmarshalBrowser(res, &r) != nil || !r.Result.Value {
 		return errNotDrawn
 	}
 	return nil

@@ -4,8 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp/jsonv2"
-
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/js"
 )
 
@@ -75,7 +74,7 @@ func (c *Controls) recoverWorld(ctx context.Context, r recoveryAsk) {
 		var w struct {
 			ID int64 `json:"executionContextId"`
 		}
-		if err = jsonv2.Unmarshal(res, &w); err == nil {
+		if err = cdpmsg.UnmarshalBrowser(res, &w); err == nil {
 			id = w.ID
 			c.d.Worlds.MadeIn(r.target, r.target, id)
 			_, err = c.d.Browser.Call(cctx, r.session, "Runtime.evaluate", map[string]any{"expression": js.Controls, "contextId": id})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/js"
 )
 
@@ -66,7 +67,7 @@ func (c *Controls) repairWorld(ctx context.Context, r repairAsk) {
 	if err == nil {
 		var res jsonv2.Value
 		if res, err = c.d.Browser.Call(cctx, r.session, "Page.getFrameTree", nil); err == nil {
-			err = jsonv2.Unmarshal(res, &tree)
+			err = cdpmsg.UnmarshalBrowser(res, &tree)
 		}
 	}
 	c.mu.Lock()

@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 )
 
 // DefaultGrace is how long an agent that listens for dialogs has to answer
@@ -238,7 +238,7 @@ func (h *Handler) Opening(sessionID string, params []byte) {
 		Type string `json:"type"`
 		URL  string `json:"url"`
 	}
-	if err := jsonv2.Unmarshal(params, &ev); err != nil {
+	if err := cdpmsg.UnmarshalBrowser(params, &ev); err != nil {
 		h.log.Warn("unreadable dialog event; dismissing", "err", err)
 	}
 	d := &dialog{typ: ev.Type, url: ev.URL}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cdpguard/cdpguard/internal/ascii"
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 )
@@ -46,7 +47,7 @@ func (h *Handler) Navigating(sessionID string, params []byte) {
 		URL            string `json:"url"`
 		NavigationType string `json:"navigationType"`
 	}
-	if jsonv2.Unmarshal(params, &ev) != nil || ev.URL == "" {
+	if cdpmsg.UnmarshalBrowser(params, &ev) != nil || ev.URL == "" {
 		return
 	}
 	if ev.NavigationType == "sameDocument" || ev.NavigationType == "historySameDocument" {
@@ -73,7 +74,7 @@ func (h *Handler) Navigated(sessionID string, params []byte) {
 			ParentID string `json:"parentId"`
 		} `json:"frame"`
 	}
-	if jsonv2.Unmarshal(params, &ev) != nil || ev.Frame.ParentID != "" {
+	if cdpmsg.UnmarshalBrowser(params, &ev) != nil || ev.Frame.ParentID != "" {
 		return
 	}
 	h.mu.Lock()

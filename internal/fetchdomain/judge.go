@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp/jsonv2"
-
 	"github.com/cdpguard/cdpguard/internal/ascii"
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/grants"
@@ -178,12 +176,12 @@ func EnableParams() map[string]any {
 // e2e/sigkill_test.go).
 func (j *Judge) Paused(sessionID string, params []byte) {
 	var rp requestPaused
-	if err := jsonv2.Unmarshal(params, &rp); err != nil || rp.RequestID == "" {
+	if err := cdpmsg.UnmarshalBrowser(params, &rp); err != nil || rp.RequestID == "" {
 		// Fail closed: answer whatever request id can still be read.
 		var id struct {
 			RequestID string `json:"requestId"`
 		}
-		if jsonv2.Unmarshal(params, &id) != nil || id.RequestID == "" {
+		if cdpmsg.UnmarshalBrowser(params, &id) != nil || id.RequestID == "" {
 			j.log.Error("unreadable Fetch.requestPaused; cannot answer it", "err", err)
 			return
 		}

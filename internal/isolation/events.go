@@ -24,7 +24,7 @@ func (i *Isolator) Event(c *Conn, a Agent, e *cdpmsg.Envelope) bool {
 		var p struct {
 			TargetInfo cdpmsg.TargetInfo `json:"targetInfo"`
 		}
-		if jsonv2.Unmarshal(e.Params, &p) != nil {
+		if cdpmsg.UnmarshalBrowser(e.Params, &p) != nil {
 			return false
 		}
 		t := p.TargetInfo
@@ -44,7 +44,7 @@ func (i *Isolator) Event(c *Conn, a Agent, e *cdpmsg.Envelope) bool {
 		var p struct {
 			TargetID string `json:"targetId"`
 		}
-		return jsonv2.Unmarshal(e.Params, &p) == nil && i.o.Users.OwnsTarget(c.User, p.TargetID) && i.o.Users.NotWeb(p.TargetID) == ""
+		return cdpmsg.UnmarshalBrowser(e.Params, &p) == nil && i.o.Users.OwnsTarget(c.User, p.TargetID) && i.o.Users.NotWeb(p.TargetID) == ""
 	case firewall.EvTargetAttached:
 		p := e.Attached
 		if p == nil {
@@ -69,7 +69,7 @@ func (i *Isolator) Event(c *Conn, a Agent, e *cdpmsg.Envelope) bool {
 			SessionID string `json:"sessionId"`
 			TargetID  string `json:"targetId"`
 		}
-		if jsonv2.Unmarshal(e.Params, &p) != nil || !a.Owns(p.SessionID) {
+		if cdpmsg.UnmarshalBrowser(e.Params, &p) != nil || !a.Owns(p.SessionID) {
 			return false
 		}
 		if rule == firewall.EvSessionDetached {
@@ -109,20 +109,20 @@ func hideAttached(params []byte) []byte {
 // it cannot read come back unchanged.
 func setTargetInfoField(params []byte, key string, raw jsonv2.Value) []byte {
 	var p map[string]jsonv2.Value
-	if jsonv2.Unmarshal(params, &p) != nil {
+	if cdpmsg.UnmarshalBrowser(params, &p) != nil {
 		return params
 	}
 	var ti map[string]jsonv2.Value
-	if jsonv2.Unmarshal(p["targetInfo"], &ti) != nil {
+	if cdpmsg.UnmarshalBrowser(p["targetInfo"], &ti) != nil {
 		return params
 	}
 	ti[key] = raw
-	b, err := jsonv2.Marshal(ti)
+	b, err := cdpmsg.MarshalBrowser(ti)
 	if err != nil {
 		return params
 	}
 	p["targetInfo"] = b
-	out, err := jsonv2.Marshal(p)
+	out, err := cdpmsg.MarshalBrowser(p)
 	if err != nil {
 		return params
 	}

@@ -178,7 +178,7 @@ func (i *Isolator) target(c *Conn, a Agent, cmd relay.Command, scope firewall.Sc
 			var r struct {
 				WindowID int64 `json:"windowId"`
 			}
-			if id != "" && len(errRaw) == 0 && jsonv2.Unmarshal(result, &r) == nil {
+			if id != "" && len(errRaw) == 0 && cdpmsg.UnmarshalBrowser(result, &r) == nil {
 				i.o.Users.AddWindow(id, r.WindowID)
 			}
 			return result, errRaw
@@ -212,7 +212,7 @@ func (i *Isolator) window(ctx context.Context, u *users.User, cmd relay.Command)
 		var r struct {
 			WindowID int64 `json:"windowId"`
 		}
-		if err == nil && jsonv2.Unmarshal(res, &r) == nil {
+		if err == nil && cdpmsg.UnmarshalBrowser(res, &r) == nil {
 			i.o.Users.AddWindow(t, r.WindowID)
 			if r.WindowID == w {
 				return relay.Verdict{}
@@ -259,7 +259,7 @@ func (i *Isolator) createContext(u *users.User, cmd relay.Command) relay.Verdict
 		var r struct {
 			BrowserContextID string `json:"browserContextId"`
 		}
-		if len(errRaw) == 0 && jsonv2.Unmarshal(result, &r) == nil && r.BrowserContextID != "" {
+		if len(errRaw) == 0 && cdpmsg.UnmarshalBrowser(result, &r) == nil && r.BrowserContextID != "" {
 			i.o.Users.AddContext(u, r.BrowserContextID)
 		}
 		return result, errRaw

@@ -382,3 +382,25 @@ func TestNotWebRefusal(t *testing.T) {
 		t.Errorf("a web target refused: %q", msg)
 	}
 }
+
+// TestListingLoneSurrogate: a page's title that Chrome writes with a lone
+// UTF-16 surrogate (a string cut inside an emoji) does not make the target
+// list unreadable, neither for the page's user nor for another user.
+func TestListingLoneSurrogate(t *testing.T) {
+	w := newWorld(t)
+	reply := fmt.Sprintf(`{"targetInfos":[
+		{"targetId":"A1","type":"page","title":"a\ud83d","url":"http://a.test/","attached":true,"browserContextId":%q},
+		{"targetId":"B1","type":"page","title":"b\ud800c","url":"http://b.test/","attached":true,"browserContextId":%q}]}`,
+		w.alice.Primary, w.bob.Primary)
+	v := w.cmd(t, "Target.getTargets", `{}`)
+	res, errRaw := v.OnReply([]byte(reply), nil)
+	var got struct {
+		TargetInfos []cdpmsg.TargetInfo `json:"targetInfos"`
+	}
+	if errRaw != nil || cdpmsg.UnmarshalBrowser(res, &got) != nil {
+		t.Fatalf("reply %s %s", res, errRaw)
+	}
+	if len(got.TargetInfos) != 1 || got.TargetInfos[0].TargetID != "A1" {
+		t.Errorf("getTargets filtered to %+v; want alice's A1", got.TargetInfos)
+	}
+}

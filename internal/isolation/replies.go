@@ -19,26 +19,26 @@ func (i *Isolator) filterTargets(c *Conn) func(result, errRaw []byte) ([]byte, [
 		var r struct {
 			TargetInfos []map[string]jsonv2.Value `json:"targetInfos"`
 		}
-		if err := jsonv2.Unmarshal(result, &r); err != nil {
+		if err := cdpmsg.UnmarshalBrowser(result, &r); err != nil {
 			return nil, replyError("Target.getTargets", "unreadable reply")
 		}
 		kept := []map[string]jsonv2.Value{}
 		for _, t := range r.TargetInfos {
 			var ctxID string
-			_ = jsonv2.Unmarshal(t["browserContextId"], &ctxID)
+			_ = cdpmsg.UnmarshalBrowser(t["browserContextId"], &ctxID)
 			var typ, url string
-			_ = jsonv2.Unmarshal(t["type"], &typ)
-			_ = jsonv2.Unmarshal(t["url"], &url)
+			_ = cdpmsg.UnmarshalBrowser(t["type"], &typ)
+			_ = cdpmsg.UnmarshalBrowser(t["url"], &url)
 			if ctxID != "" && i.o.Users.OwnsContext(c.User, ctxID) && firewall.NotWeb(typ, url) == "" {
 				var id string
-				_ = jsonv2.Unmarshal(t["targetId"], &id)
+				_ = cdpmsg.UnmarshalBrowser(t["targetId"], &id)
 				if !c.isAttached(id) {
 					t["attached"] = jsonv2.Value("false")
 				}
 				kept = append(kept, t)
 			}
 		}
-		out, err := jsonv2.Marshal(map[string]any{"targetInfos": kept})
+		out, err := cdpmsg.MarshalBrowser(map[string]any{"targetInfos": kept})
 		if err != nil {
 			return nil, replyError("Target.getTargets", "cannot filter targets")
 		}
@@ -56,7 +56,7 @@ func (i *Isolator) filterContexts(u *users.User) func(result, errRaw []byte) ([]
 		var r struct {
 			BrowserContextIDs []string `json:"browserContextIds"`
 		}
-		if err := jsonv2.Unmarshal(result, &r); err != nil {
+		if err := cdpmsg.UnmarshalBrowser(result, &r); err != nil {
 			return nil, replyError("Target.getBrowserContexts", "unreadable reply")
 		}
 		kept := []string{}

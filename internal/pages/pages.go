@@ -19,8 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp/jsonv2"
-
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 )
 
@@ -209,7 +207,7 @@ func (r *Registry) frameEvent(e *cdpmsg.Envelope, attached bool) {
 		FrameID string `json:"frameId"`
 		Reason  string `json:"reason"`
 	}
-	if jsonv2.Unmarshal(e.Params, &p) != nil || p.FrameID == "" {
+	if cdpmsg.UnmarshalBrowser(e.Params, &p) != nil || p.FrameID == "" {
 		return
 	}
 	r.mu.Lock()

@@ -6,8 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp/jsonv2"
-
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/reader"
 	"github.com/cdpguard/cdpguard/js"
@@ -82,7 +81,7 @@ func (r *Reader) navigateAndWait(ctx context.Context, session, url string) (load
 		LoaderID  string `json:"loaderId"`
 		ErrorText string `json:"errorText"`
 	}
-	if err := jsonv2.Unmarshal(res, &nav); err != nil {
+	if err := cdpmsg.UnmarshalBrowser(res, &nav); err != nil {
 		return false, fmt.Errorf("navigate: %w", err)
 	}
 	if nav.ErrorText != "" {
@@ -129,7 +128,7 @@ func (r *Reader) mainFrame(ctx context.Context, session string) (frameInfo, erro
 			Frame frameInfo `json:"frame"`
 		} `json:"frameTree"`
 	}
-	if err := jsonv2.Unmarshal(res, &t); err != nil {
+	if err := cdpmsg.UnmarshalBrowser(res, &t); err != nil {
 		return frameInfo{}, fmt.Errorf("frame tree: %w", err)
 	}
 	return t.FrameTree.Frame, nil

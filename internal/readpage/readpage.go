@@ -191,7 +191,7 @@ func (r *Reader) Command(ctx context.Context, cmd relay.Command, owns func(targe
 			Type     string `json:"type"`
 		} `json:"targetInfo"`
 	}
-	if err := jsonv2.Unmarshal(res, &ti); err != nil {
+	if err := cdpmsg.UnmarshalBrowser(res, &ti); err != nil {
 		return refusal(cmd.Method, err.Error())
 	}
 	t := ti.TargetInfo
@@ -268,7 +268,7 @@ func (r *Reader) openTab(ctx context.Context, u User) (string, error) {
 	var c struct {
 		TargetID string `json:"targetId"`
 	}
-	if err := jsonv2.Unmarshal(res, &c); err != nil {
+	if err := cdpmsg.UnmarshalBrowser(res, &c); err != nil {
 		return "", fmt.Errorf("open a reader tab: %w", err)
 	}
 	if err := r.d.AwaitSetup(ctx, c.TargetID); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/reader"
 	"github.com/cdpguard/cdpguard/js"
 )
@@ -95,7 +96,7 @@ func (r *Reader) inWorld(ctx context.Context, session, frameID, method string, p
 	var w struct {
 		ID int64 `json:"executionContextId"`
 	}
-	if err := jsonv2.Unmarshal(res, &w); err != nil {
+	if err := cdpmsg.UnmarshalBrowser(res, &w); err != nil {
 		return fmt.Errorf("reader world: %w", err)
 	}
 	r.d.WorldMade(frameID, w.ID)
@@ -117,13 +118,13 @@ func (r *Reader) inWorld(ctx context.Context, session, frameID, method string, p
 			Text string `json:"text"`
 		} `json:"exceptionDetails"`
 	}
-	if err := jsonv2.Unmarshal(res, &v); err != nil {
+	if err := cdpmsg.UnmarshalBrowser(res, &v); err != nil {
 		return fmt.Errorf("read the page: %w", err)
 	}
 	if v.ExceptionDetails != nil {
 		return fmt.Errorf("read the page: script failed: %s", v.ExceptionDetails.Text)
 	}
-	if err := jsonv2.Unmarshal(v.Result.Value, out); err != nil {
+	if err := cdpmsg.UnmarshalBrowser(v.Result.Value, out); err != nil {
 		return fmt.Errorf("read the page: %w", err)
 	}
 	return nil

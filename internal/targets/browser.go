@@ -24,7 +24,7 @@ func (r *Record) LearnBrowser(ctx context.Context) {
 	var p struct {
 		TargetInfo cdpmsg.TargetInfo `json:"targetInfo"`
 	}
-	if jsonv2.Unmarshal(res, &p) == nil && p.TargetInfo.Type == "browser" && p.TargetInfo.TargetID != "" {
+	if cdpmsg.UnmarshalBrowser(res, &p) == nil && p.TargetInfo.Type == "browser" && p.TargetInfo.TargetID != "" {
 		r.browser.Store(&p.TargetInfo.TargetID)
 	}
 }
@@ -76,7 +76,7 @@ func (r *Record) SessionTarget(ctx context.Context, a *relay.Agent, sessionID st
 	var p struct {
 		TargetInfo cdpmsg.TargetInfo `json:"targetInfo"`
 	}
-	if err := jsonv2.Unmarshal(res, &p); err != nil {
+	if err := cdpmsg.UnmarshalBrowser(res, &p); err != nil {
 		return ""
 	}
 	return p.TargetInfo.TargetID

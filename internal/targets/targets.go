@@ -178,7 +178,7 @@ func (r *Record) Changed(e *cdpmsg.Envelope, created bool) {
 	var p struct {
 		TargetInfo cdpmsg.TargetInfo `json:"targetInfo"`
 	}
-	if jsonv2.Unmarshal(e.Params, &p) != nil {
+	if cdpmsg.UnmarshalBrowser(e.Params, &p) != nil {
 		return
 	}
 	r.d.Pages.Track(p.TargetInfo.TargetID, p.TargetInfo.BrowserContextID)
@@ -197,7 +197,7 @@ func (r *Record) Destroyed(e *cdpmsg.Envelope) {
 	var p struct {
 		TargetID string `json:"targetId"`
 	}
-	if jsonv2.Unmarshal(e.Params, &p) != nil {
+	if cdpmsg.UnmarshalBrowser(e.Params, &p) != nil {
 		return
 	}
 	r.targetEnded(p.TargetID)
@@ -215,7 +215,7 @@ func (r *Record) Crashed(e *cdpmsg.Envelope) {
 		Status    string `json:"status"`
 		ErrorCode int    `json:"errorCode"`
 	}
-	if err := jsonv2.Unmarshal(e.Params, &p); err != nil || p.TargetID == "" {
+	if err := cdpmsg.UnmarshalBrowser(e.Params, &p); err != nil || p.TargetID == "" {
 		r.d.Log.Error("unreadable Target.targetCrashed", "err", err)
 		return
 	}
@@ -368,7 +368,7 @@ func (r *Record) List(ctx context.Context) ([]cdpmsg.TargetInfo, error) {
 	var l struct {
 		TargetInfos []cdpmsg.TargetInfo `json:"targetInfos"`
 	}
-	if err := jsonv2.Unmarshal(res, &l); err != nil {
+	if err := cdpmsg.UnmarshalBrowser(res, &l); err != nil {
 		return nil, err
 	}
 	return l.TargetInfos, nil

@@ -317,3 +317,16 @@ func TestSlowAttachInterceptionCloses(t *testing.T) {
 		t.Fatalf("writes %q, want the tab closed", g.b.list())
 	}
 }
+
+// TestChangedLoneSurrogate: a tab that turns into something other than web
+// content evicts its agents even when its title holds a lone UTF-16
+// surrogate, as Chrome writes a page's title cut inside an emoji (a strict
+// decode skipped the whole event).
+func TestChangedLoneSurrogate(t *testing.T) {
+	g := newRig(false)
+	g.r.Attached(attached("T1", "page", true))
+	g.r.Changed(&cdpmsg.Envelope{Params: []byte(`{"targetInfo":{"targetId":"T1","type":"page","title":"x\ud83d","url":"chrome://settings","browserContextId":"C"}}`)}, false)
+	if len(g.evicted) != 1 || !strings.Contains(g.evicted[0], "no longer web content") {
+		t.Fatalf("evicted %q", g.evicted)
+	}
+}

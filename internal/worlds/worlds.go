@@ -22,8 +22,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/chromedp/cdproto/cdp/jsonv2"
-
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 )
@@ -143,7 +141,7 @@ func (w *Worlds) OnFrameNavigated(e *cdpmsg.Envelope) {
 			ID string `json:"id"`
 		} `json:"frame"`
 	}
-	if jsonv2.Unmarshal(e.Params, &p) == nil && p.Frame.ID != "" {
+	if cdpmsg.UnmarshalBrowser(e.Params, &p) == nil && p.Frame.ID != "" {
 		w.frameGone(p.Frame.ID)
 	}
 }
@@ -158,7 +156,7 @@ func (w *Worlds) OnFrameDetached(e *cdpmsg.Envelope) {
 		FrameID string `json:"frameId"`
 		Reason  string `json:"reason"`
 	}
-	if jsonv2.Unmarshal(e.Params, &p) == nil && p.FrameID != "" && p.Reason != "swap" {
+	if cdpmsg.UnmarshalBrowser(e.Params, &p) == nil && p.FrameID != "" && p.Reason != "swap" {
 		w.frameGone(p.FrameID)
 	}
 }
@@ -180,7 +178,7 @@ func (w *Worlds) Hide(e *cdpmsg.Envelope) bool {
 				Name string `json:"name"`
 			} `json:"context"`
 		}
-		if jsonv2.Unmarshal(e.Params, &p) != nil {
+		if cdpmsg.UnmarshalBrowser(e.Params, &p) != nil {
 			return true // unreadable and naming a guard world: keep it back
 		}
 		if !w.IsName(p.Context.Name) {
@@ -194,7 +192,7 @@ func (w *Worlds) Hide(e *cdpmsg.Envelope) bool {
 		var p struct {
 			ID int64 `json:"executionContextId"`
 		}
-		if jsonv2.Unmarshal(e.Params, &p) != nil {
+		if cdpmsg.UnmarshalBrowser(e.Params, &p) != nil {
 			return false
 		}
 		k := worldKey(e.SessionID, p.ID)
@@ -216,7 +214,7 @@ func (w *Worlds) Hide(e *cdpmsg.Envelope) bool {
 				FrameID string `json:"frameId"`
 			} `json:"executionContextAuxData"`
 		}
-		if jsonv2.Unmarshal(e.Params, &p) != nil {
+		if cdpmsg.UnmarshalBrowser(e.Params, &p) != nil {
 			return false
 		}
 		w.mu.Lock()
