@@ -137,7 +137,10 @@ func TestLaunchErrors(t *testing.T) {
 }
 
 // TestChromeDiesWithParent SIGKILLs a process that launched Chrome and checks
-// that Chrome's whole tree is gone within 2 s. In "pipe closed" Chrome sees
+// that Chrome's whole tree goes. The wait is a hang bound, not a speed
+// target: without Pdeathsig Chrome outlives its parent for good, while its
+// children take their time to see the browser gone (a loaded CI run saw
+// the GPU and network processes alive 2 s after it). In "pipe closed" Chrome sees
 // its pipe close as well; in "pipe held open" another process keeps the pipe
 // open, so only Pdeathsig can end Chrome (this case fails without it).
 func TestChromeDiesWithParent(t *testing.T) {
@@ -147,6 +150,10 @@ func TestChromeDiesWithParent(t *testing.T) {
 		t.Run(name, func(t *testing.T) { testChromeDiesWithParent(t, hold) })
 	}
 }
+
+// treeGoneBound bounds the wait for Chrome's tree to go after its parent
+// was killed: a hang guard (a quiet machine: well under 1 s).
+const treeGoneBound = 30 * time.Second
 
 func testChromeDiesWithParent(t *testing.T, hold bool) {
 	dir := t.TempDir()
@@ -199,8 +206,8 @@ func testChromeDiesWithParent(t *testing.T, hold bool) {
 	}
 	_ = helper.Wait()
 	start := time.Now()
-	if left := waitTreeGone(r.chrome, dir, 2*time.Second); len(left) > 0 {
-		t.Fatalf("%d of %d chrome processes alive 2s after their parent was SIGKILLed: %q", len(left), len(before), left)
+	if left := waitTreeGone(r.chrome, dir, treeGoneBound); len(left) > 0 {
+		t.Fatalf("%d of %d chrome processes alive %v after their parent was SIGKILLed: %q", len(left), len(before), treeGoneBound, left)
 	}
 	t.Logf("%d chrome processes gone %v after the parent died", len(before), time.Since(start))
 }
