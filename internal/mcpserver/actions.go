@@ -107,7 +107,7 @@ func callOn(ctx context.Context, t *tab, obj runtime.RemoteObjectID, fn string, 
 		return errors.New(exceptionText(res.ExceptionDetails))
 	}
 	if out != nil && res.Result != nil && len(res.Result.Value) > 0 {
-		return jsonv2.Unmarshal(res.Result.Value, out)
+		return jsonv2.Unmarshal(res.Result.Value, out, browserJSON)
 	}
 	return nil
 }
@@ -364,7 +364,7 @@ func pageText(ctx context.Context, t *tab) (string, error) {
 		Text string `json:"text"`
 	}
 	if res.Result != nil && len(res.Result.Value) > 0 {
-		if err := jsonv2.Unmarshal(res.Result.Value, &v); err != nil {
+		if err := jsonv2.Unmarshal(res.Result.Value, &v, browserJSON); err != nil {
 			return "", err
 		}
 	}

@@ -275,7 +275,7 @@ func remoteText(a *runtime.RemoteObject) string {
 	}
 	if len(a.Value) > 0 {
 		var s string
-		if jsonv2.Unmarshal(a.Value, &s) == nil {
+		if jsonv2.Unmarshal(a.Value, &s, browserJSON) == nil {
 			return s
 		}
 		return string(a.Value)

@@ -253,7 +253,7 @@ func waitLoaded(ctx context.Context, t *tab, limit time.Duration) {
 			return
 		}
 		var done bool
-		if res.Result != nil && jsonv2.Unmarshal(res.Result.Value, &done) == nil && done {
+		if res.Result != nil && jsonv2.Unmarshal(res.Result.Value, &done, browserJSON) == nil && done {
 			return
 		}
 		select {

@@ -276,7 +276,7 @@ func axString(v *accessibility.Value) string {
 		return ""
 	}
 	var s string
-	if jsonv2.Unmarshal(v.Value, &s) == nil {
+	if jsonv2.Unmarshal(v.Value, &s, browserJSON) == nil {
 		return s
 	}
 	return strings.Trim(string(v.Value), `"`)
