@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,26 +63,7 @@ func TestReceiveBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var peak atomic.Int64
-	peak.Store(base0)
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() { // samples the daemon's RSS until stop
-		defer close(sampled)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				if n, err := procstat.RSS(pid); err == nil && n > peak.Load() {
-					peak.Store(n)
-				}
-			}
-		}
-	}()
-	defer func() { close(stop); <-sampled }()
+	peak := samplePeakRSS(t, pid) // until the test ends
 
 	users := make([]string, 0, recvSameUser+recvOtherUsers)
 	for range recvSameUser {
@@ -114,7 +94,7 @@ func TestReceiveBounds(t *testing.T) {
 			t.Errorf("connection %d (%s) ended without a reason naming a receive bound: %q", i, users[i], r)
 		}
 	}
-	t.Logf("cut off by bound: %v; RSS %d MiB before, peak %d MiB", byBound, base0>>20, peak.Load()>>20)
+	t.Logf("cut off by bound: %v; RSS %d MiB before, peak %d MiB", byBound, base0>>20, peak()>>20)
 	defer func() {
 		if t.Failed() {
 			t.Logf("daemon log:\n%s", srv.out)
@@ -139,8 +119,8 @@ func TestReceiveBounds(t *testing.T) {
 	// through before the collector frees them, and 60 MiB of slack (a run
 	// peaked at 101 MiB over the start); the stalled bytes alone were
 	// 168 MiB, read whole twice that.
-	if grew := peak.Load() - base0; grew > 2*recvTotal+60<<20 {
-		t.Errorf("the daemon's RSS grew by %d MiB (peak %d MiB), over the ceiling of %d MiB", grew>>20, peak.Load()>>20, (2*recvTotal+60<<20)>>20)
+	if grew := peak() - base0; grew > 2*recvTotal+60<<20 {
+		t.Errorf("the daemon's RSS grew by %d MiB (peak %d MiB), over the ceiling of %d MiB", grew>>20, peak()>>20, (2*recvTotal+60<<20)>>20)
 	}
 }
 
