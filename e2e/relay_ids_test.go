@@ -216,28 +216,26 @@ func (w *lostWatch) see(m cdptest.Message) {
 // too: the guard may have closed it) and the session detached.
 func (w *lostWatch) close(t *testing.T, c *cdptest.Client, target string, id int) {
 	t.Helper()
-	b, _ := json.Marshal(map[string]any{"id": id, "method": "Target.closeTarget", "params": map[string]any{"targetId": target}})
-	if err := c.WriteFrame(websocket.MessageText, b); err != nil {
-		t.Fatal(err)
-	}
-	answered := false
-	readUntil(t, c, "the close and the detach", func(m cdptest.Message) bool {
-		w.see(m)
-		answered = answered || answers(m, id, "")
-		return answered && w.detached
-	})
+	w.endSession(t, c, id, "Target.closeTarget", map[string]any{"targetId": target}, "the close and the detach")
 }
 
 // detach detaches w's session with id and reads until it is answered
 // and the session detached.
 func (w *lostWatch) detach(t *testing.T, c *cdptest.Client, id int) {
 	t.Helper()
-	b, _ := json.Marshal(map[string]any{"id": id, "method": "Target.detachFromTarget", "params": map[string]any{"sessionId": w.session}})
+	w.endSession(t, c, id, "Target.detachFromTarget", map[string]any{"sessionId": w.session}, "the detach")
+}
+
+// endSession sends the command that ends w's session and reads until it
+// is answered and the session detached.
+func (w *lostWatch) endSession(t *testing.T, c *cdptest.Client, id int, method string, params map[string]any, what string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
 	if err := c.WriteFrame(websocket.MessageText, b); err != nil {
 		t.Fatal(err)
 	}
 	answered := false
-	readUntil(t, c, "the detach", func(m cdptest.Message) bool {
+	readUntil(t, c, what, func(m cdptest.Message) bool {
 		w.see(m)
 		answered = answered || answers(m, id, "")
 		return answered && w.detached
