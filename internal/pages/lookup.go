@@ -77,3 +77,24 @@ func (r *Registry) IsPage(targetID string) bool {
 	t := r.targets[targetID]
 	return t != nil && t.page && !t.gone
 }
+
+// Page returns the page of targetID, made when the registry first heard
+// of the target; a destroyed one is still answered for Keep, so that a
+// late event finds it. nil for a target the registry never heard of.
+func (r *Registry) Page(targetID string) *Page {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.targets[targetID]
+}
+
+// PageOfSession returns the page on which sessionID is the guard's
+// session, nil for any other session (an agent's, a worker's, a page
+// already destroyed).
+func (r *Registry) PageOfSession(sessionID string) *Page {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id, ok := r.sessions[sessionID]; ok {
+		return r.targets[id]
+	}
+	return nil
+}

@@ -10,6 +10,12 @@
 // the grant scopes, the controls, the reader and the dialog handler read
 // it through the small interfaces each of them declares.
 //
+// Each target is one Page (page.go), which also holds every feature's
+// record of that page in a Slot the feature declares (the dialog state,
+// the guard's worlds, the controls' badge, the reader's tab, the setup
+// under way): a feature asks the page instead of keeping a map by target
+// id, and the page's end (Destroyed) ends all of them in one place.
+//
 // Its lock is a leaf: no method calls out while holding it, so any other
 // component's lock may be held while calling it (docs/decisions/
 // 2026-12-02-page-registry.md).
@@ -18,6 +24,8 @@ package pages
 import (
 	"sync"
 	"time"
+
+	"github.com/chromedp/cdproto/target"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 )
@@ -34,22 +42,10 @@ type Registry struct {
 	now func() time.Time
 
 	mu       sync.Mutex
-	targets  map[string]*target // target id → what is known of it; destroyed ones kept for Keep
-	sessions map[string]string  // the guard's session on a page → the page's target id
-	frames   map[string]string  // subframe id → the page target that holds it
-	gone     []destroyed        // destroyed targets, oldest first
-}
-
-// target is what the registry knows of one target.
-type target struct {
-	context string // browser context as Chrome last reported it; "" unknown
-	session string // the guard's session on it, for a page the guard set up
-	page    bool   // a page (a tab): counted against the per-user tab cap
-	notWeb  string // why it is not web content (firewall.NotWeb); "" web content
-	gone    bool   // destroyed, kept for late events
-	// setup is closed when the guard's setup of the target ended (setup.go);
-	// nil until its end or a wait for it.
-	setup chan struct{}
+	targets  map[string]*Page  // target id → what is known of it; destroyed ones kept for Keep
+	sessions map[string]string // the guard's session on a page → the page's target id
+	frames   map[string]string // subframe id → the page target that holds it
+	gone     []destroyed       // destroyed targets, oldest first
 }
 
 type destroyed struct {
@@ -67,17 +63,17 @@ type Target struct {
 func New() *Registry {
 	return &Registry{
 		now:      time.Now,
-		targets:  map[string]*target{},
+		targets:  map[string]*Page{},
 		sessions: map[string]string{},
 		frames:   map[string]string{},
 	}
 }
 
 // rec returns targetID's record, creating it; the caller holds r.mu.
-func (r *Registry) rec(targetID string) *target {
+func (r *Registry) rec(targetID string) *Page {
 	t := r.targets[targetID]
 	if t == nil {
-		t = &target{}
+		t = &Page{id: target.ID(targetID)}
 		r.targets[targetID] = t
 	}
 	return t
@@ -90,9 +86,10 @@ func (r *Registry) Track(targetID, contextID string) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.prune(r.now())
+	dropped := r.prune(r.now())
 	r.rec(targetID).context = contextID
+	r.mu.Unlock()
+	endAll(dropped)
 }
 
 // MarkPage records that a target is a page (a tab).
@@ -141,16 +138,22 @@ func (r *Registry) Attached(targetID, sessionID string) {
 
 // Destroyed ends a target (Target.targetDestroyed): its session and
 // subframes are forgotten at once, its context, page and web marks are kept
-// for Keep so that late events about it are still attributed.
+// for Keep so that late events about it are still attributed. The page's
+// end follows, after the registry's lock is let go: every feature's record
+// on it (Slot) is ended here, in one place, on the caller's goroutine.
 func (r *Registry) Destroyed(targetID string) {
 	if targetID == "" {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	now := r.now()
-	r.prune(now)
+	dropped := r.prune(now)
 	t := r.rec(targetID)
+	defer func() {
+		r.mu.Unlock()
+		endAll(dropped)
+		t.end()
+	}()
 	if t.session != "" {
 		delete(r.sessions, t.session)
 		t.session = ""
@@ -166,10 +169,12 @@ func (r *Registry) Destroyed(targetID string) {
 	}
 }
 
-// prune drops the targets destroyed longer than Keep ago; the caller holds
-// r.mu. Every target event calls it (Track, Destroyed), so no goroutine
+// prune drops the targets destroyed longer than Keep ago and returns
+// them, for the caller to end (a record a late event put on a page after
+// its end is ended with the page's drop) once it let go of r.mu, which it
+// holds. Every target event calls it (Track, Destroyed), so no goroutine
 // is needed and the kept targets are those destroyed within about Keep.
-func (r *Registry) prune(now time.Time) {
+func (r *Registry) prune(now time.Time) (dropped []*Page) {
 	n := 0
 	for _, d := range r.gone {
 		if now.Sub(d.at) <= Keep {
@@ -177,11 +182,20 @@ func (r *Registry) prune(now time.Time) {
 		}
 		if t := r.targets[d.id]; t != nil && t.gone {
 			delete(r.targets, d.id)
+			dropped = append(dropped, t)
 		}
 		n++
 	}
 	if n > 0 {
 		r.gone = append(r.gone[:0], r.gone[n:]...)
+	}
+	return dropped
+}
+
+// endAll ends pages dropped by prune; the caller holds no lock.
+func endAll(dropped []*Page) {
+	for _, p := range dropped {
+		p.end()
 	}
 }
 
