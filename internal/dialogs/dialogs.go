@@ -16,10 +16,12 @@ package dialogs
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/pages"
 )
 
 // DefaultGrace is how long an agent that listens for dialogs has to answer
@@ -31,12 +33,14 @@ type Sender interface {
 	Send(sessionID, method string, params any) error
 }
 
-// Pages tells which page a session of the guard's is on
-// (internal/pages.Registry). It never calls back into the handler, so it
-// is asked under Handler.mu.
+// Pages tells which page a session of the guard's is on, and holds each
+// page's dialog state (internal/pages.Registry). It never calls back into
+// the handler, so it is asked under Handler.mu.
 type Pages interface {
 	// TargetOf returns the page target of the guard's session sessionID.
 	TargetOf(sessionID string) (targetID string, ok bool)
+	// Page returns the page of targetID, nil for one never seen.
+	Page(targetID string) *pages.Page
 }
 
 // state is where a dialog is in its life.
@@ -61,10 +65,14 @@ type dialog struct {
 	gone  bool   // Chrome said it closed (Closed), whoever answered it
 }
 
-// page is the dialog state of one target.
+// page is the dialog state of one target, held on its page (Handler.slot).
+// Its fields are under Handler.mu.
 type page struct {
 	session string  // the guard's session on the target
 	cur     *dialog // the latest dialog, nil before the first
+	// listeners are the agents' sessions with Page events enabled on the
+	// target (Listen): the dialog waits for their answer.
+	listeners []listener
 	// navURL is the URL of the page's latest cross-document navigation
 	// (Navigating), "" before one.
 	navURL string
@@ -90,28 +98,80 @@ type Handler struct {
 	log    *slog.Logger
 	now    func() time.Time
 
-	wg        sync.WaitGroup // answers being sent by timers
-	mu        sync.Mutex     // taken before the page registry's lock (Pages)
-	closed    bool
-	byTarget  map[string]*page      // target id → state
-	listeners map[listener]string   // an agent's session with Page enabled → target id
-	graces    map[any]time.Duration // owners with a grace of their own (SetOwnerGrace)
-	human     bool                  // a human may answer: every dialog gets the grace (SetHuman)
-	onAnswer  func(sessionID, typ, why string)
-	call      Caller // SetCaller; nil: answers are only sent
+	// slot holds each page's dialog state on the page; its end (the
+	// target destroyed) stops the page's pending answer.
+	slot *pages.Slot[*page]
+
+	wg       sync.WaitGroup // answers being sent by timers
+	mu       sync.Mutex     // taken before the page registry's lock (Pages) and the slot's
+	closed   bool
+	graces   map[any]time.Duration // owners with a grace of their own (SetOwnerGrace)
+	human    bool                  // a human may answer: every dialog gets the grace (SetHuman)
+	onAnswer func(sessionID, typ, why string)
+	call     Caller // SetCaller; nil: answers are only sent
 }
 
 // New returns a Handler whose listening agents get grace to answer; pages
 // places the guard's sessions.
-func New(send Sender, pages Pages, grace time.Duration, log *slog.Logger) *Handler {
+func New(send Sender, pgs Pages, grace time.Duration, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{
-		sender: send, pages: pages, grace: grace, log: log, now: time.Now,
-		byTarget: map[string]*page{}, listeners: map[listener]string{},
+	h := &Handler{
+		sender: send, pages: pgs, grace: grace, log: log, now: time.Now,
 		graces: map[any]time.Duration{},
 	}
+	h.slot = pages.NewSlot(h.ended)
+	return h
+}
+
+// ended stops the pending answer of a destroyed page (the page's end).
+func (h *Handler) ended(_ *pages.Page, p *page) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p.stop()
+}
+
+// stop stops the pending answer of p's dialog; the caller holds h.mu.
+func (p *page) stop() {
+	if p.cur != nil && p.cur.timer != nil {
+		p.cur.timer.Stop()
+	}
+}
+
+// rec returns target's dialog state, nil when it has none. The caller
+// holds h.mu.
+func (h *Handler) rec(target string) *page {
+	p, _ := h.slot.Get(h.pages.Page(target))
+	return p
+}
+
+// ensure returns target's dialog state, making it (with the guard's
+// session sessionID) on first use; nil when the page registry does not
+// know the target. The caller holds h.mu.
+func (h *Handler) ensure(target, sessionID string) *page {
+	pg := h.pages.Page(target)
+	if pg == nil {
+		return nil
+	}
+	p, _ := h.slot.LoadOrStore(pg, &page{session: sessionID})
+	if p.session == "" { // made by a listener before the guard's session was named
+		p.session = sessionID
+	}
+	return p
+}
+
+// listening returns the page owner's session sessionID listens on and
+// its target, nil when none. The caller holds h.mu.
+func (h *Handler) listening(l listener) (target string, rec *page) {
+	h.slot.Range(func(pg *pages.Page, p *page) bool {
+		if slices.Contains(p.listeners, l) {
+			target, rec = string(pg.ID()), p
+			return false
+		}
+		return true
+	})
+	return target, rec
 }
 
 // Grace returns the grace period agents get.
@@ -122,27 +182,18 @@ func (h *Handler) Grace() time.Duration { return h.grace }
 func (h *Handler) Attach(sessionID, targetID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if p := h.byTarget[targetID]; p != nil {
+	if p := h.ensure(targetID, sessionID); p != nil {
 		p.session = sessionID
-	} else {
-		h.byTarget[targetID] = &page{session: sessionID}
 	}
 }
 
-// Forget drops a destroyed target and stops its pending answer.
+// Forget drops a target's dialog state and its listeners and stops its
+// pending answer, as the page's end does.
 func (h *Handler) Forget(targetID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if p := h.byTarget[targetID]; p != nil {
-		if p.cur != nil && p.cur.timer != nil {
-			p.cur.timer.Stop()
-		}
-		delete(h.byTarget, targetID)
-	}
-	for l, t := range h.listeners {
-		if t == targetID {
-			delete(h.listeners, l)
-		}
+	if p, ok := h.slot.Delete(h.pages.Page(targetID)); ok {
+		p.stop()
 	}
 }
 
@@ -152,10 +203,13 @@ func (h *Handler) Listen(owner any, sessionID, targetID string, on bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	l := listener{owner, sessionID}
+	if _, p := h.listening(l); p != nil {
+		p.listeners = slices.DeleteFunc(p.listeners, func(x listener) bool { return x == l })
+	}
 	if on && targetID != "" {
-		h.listeners[l] = targetID
-	} else {
-		delete(h.listeners, l)
+		if p := h.ensure(targetID, ""); p != nil {
+			p.listeners = append(p.listeners, l)
+		}
 	}
 }
 
@@ -169,15 +223,12 @@ func (h *Handler) SetOwnerGrace(owner any, d time.Duration) {
 	h.graces[owner] = d
 }
 
-// graceFor is the wait of target's dialogs: the longest of its listeners'
+// graceFor is the wait of p's dialogs: the longest of its listeners'
 // graces, and the handler's with a human. The caller holds h.mu.
 // flag names where it comes from, for the guard's reasons.
-func (h *Handler) graceFor(target string) (g time.Duration, found bool, flag string) {
+func (h *Handler) graceFor(p *page) (g time.Duration, found bool, flag string) {
 	flag = "--dialog-grace"
-	for l, t := range h.listeners {
-		if t != target {
-			continue
-		}
+	for _, l := range p.listeners {
 		found = true
 		og, ok := h.graces[l.owner]
 		if !ok {
@@ -202,11 +253,10 @@ func (h *Handler) ForgetOwner(owner any) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.graces, owner)
-	for l := range h.listeners {
-		if l.owner == owner {
-			delete(h.listeners, l)
-		}
-	}
+	h.slot.Range(func(_ *pages.Page, p *page) bool {
+		p.listeners = slices.DeleteFunc(p.listeners, func(l listener) bool { return l.owner == owner })
+		return true
+	})
 }
 
 // targetOf returns the target of the guard's session; a session the page
@@ -219,16 +269,16 @@ func (h *Handler) targetOf(sessionID string) string {
 	return sessionID
 }
 
-// pageOf returns the page of the guard's session, creating it for a
-// session Attach never named. The caller holds h.mu.
-func (h *Handler) pageOf(sessionID string) (string, *page) {
-	target := h.targetOf(sessionID)
-	p := h.byTarget[target]
-	if p == nil {
-		p = &page{session: sessionID}
-		h.byTarget[target] = p
+// pageOf returns the dialog state of the guard's session's page, making it
+// for a session Attach never named; a session the page registry does not
+// place gets a state of its own for this dialog only (no agent listens
+// there, so it is answered at once, or after the grace with a human). The
+// caller holds h.mu.
+func (h *Handler) pageOf(sessionID string) *page {
+	if p := h.ensure(h.targetOf(sessionID), sessionID); p != nil {
+		return p
 	}
-	return target, p
+	return &page{session: sessionID}
 }
 
 // Opening takes a Page.javascriptDialogOpening event on the guard's session
@@ -247,12 +297,10 @@ func (h *Handler) Opening(sessionID string, params []byte) {
 		h.mu.Unlock()
 		return
 	}
-	target, p := h.pageOf(sessionID)
-	if p.cur != nil && p.cur.timer != nil {
-		p.cur.timer.Stop()
-	}
+	p := h.pageOf(sessionID)
+	p.stop()
 	p.cur = d
-	grace, listened, flag := h.graceFor(target)
+	grace, listened, flag := h.graceFor(p)
 	d.grace, d.flag = grace, flag
 	wait := grace > 0 && listened && h.now().Sub(p.unanswered) >= grace
 	if wait {
@@ -292,7 +340,7 @@ func (h *Handler) expire(p *page, d *dialog) {
 func (h *Handler) Closed(sessionID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	p := h.byTarget[h.targetOf(sessionID)]
+	p := h.rec(h.targetOf(sessionID))
 	if p == nil || p.cur == nil {
 		return
 	}
@@ -330,13 +378,9 @@ func (h *Handler) answer(sessionID string, d *dialog) {
 func (h *Handler) Claim(owner any, sessionID string) (done func(ok bool), late string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	target, ok := h.listeners[listener{owner, sessionID}]
-	if !ok {
-		return nil, "" // a session the guard cannot place: Chrome decides
-	}
-	p := h.byTarget[target]
+	_, p := h.listening(listener{owner, sessionID})
 	if p == nil || p.cur == nil {
-		return nil, ""
+		return nil, "" // a session the guard cannot place: Chrome decides
 	}
 	d := p.cur
 	switch d.state {
@@ -379,11 +423,10 @@ func (h *Handler) Claim(owner any, sessionID string) (done func(ok bool), late s
 func (h *Handler) Close() {
 	h.mu.Lock()
 	h.closed = true
-	for _, p := range h.byTarget {
-		if p.cur != nil && p.cur.timer != nil {
-			p.cur.timer.Stop()
-		}
-	}
+	h.slot.Range(func(_ *pages.Page, p *page) bool {
+		p.stop()
+		return true
+	})
 	h.mu.Unlock()
 	h.wg.Wait()
 }

@@ -1,6 +1,8 @@
 package dialogs
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -8,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/cdpguard/cdpguard/internal/pages"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -40,6 +44,18 @@ type sessions map[string]string
 func (s sessions) TargetOf(session string) (string, bool) {
 	t, ok := s[session]
 	return t, ok
+}
+
+// testRegistry holds the pages of testPages; each Handler keeps its state
+// on them in a slot of its own, so tests do not see each other's.
+var testRegistry = pages.New()
+
+func (s sessions) Page(target string) *pages.Page {
+	if !slices.Contains(slices.Collect(maps.Values(s)), target) {
+		return nil // not a page: SX in TestUnplacedSession
+	}
+	testRegistry.Track(target, "C")
+	return testRegistry.Page(target)
 }
 
 func ev(typ string) []byte {

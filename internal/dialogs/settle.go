@@ -3,6 +3,8 @@ package dialogs
 import (
 	"context"
 	"time"
+
+	"github.com/cdpguard/cdpguard/internal/pages"
 )
 
 // settleWait bounds how long an agent's detach, Page.disable or hang-up
@@ -22,11 +24,14 @@ const whyLeft = "an agent listening on the page stopped listening (Page.disable,
 func (h *Handler) SettleOwner(ctx context.Context, owner any) {
 	h.mu.Lock()
 	var targets []string
-	for l, t := range h.listeners {
-		if l.owner == owner {
-			targets = append(targets, t)
+	h.slot.Range(func(pg *pages.Page, p *page) bool {
+		for _, l := range p.listeners {
+			if l.owner == owner {
+				targets = append(targets, string(pg.ID()))
+			}
 		}
-	}
+		return true
+	})
 	h.mu.Unlock()
 	for _, t := range targets {
 		h.settle(ctx, t)
@@ -37,9 +42,9 @@ func (h *Handler) SettleOwner(ctx context.Context, owner any) {
 // on, if it does.
 func (h *Handler) settleSession(ctx context.Context, owner any, sessionID string) {
 	h.mu.Lock()
-	target, ok := h.listeners[listener{owner, sessionID}]
+	target, p := h.listening(listener{owner, sessionID})
 	h.mu.Unlock()
-	if ok {
+	if p != nil {
 		h.settle(ctx, target)
 	}
 }
@@ -60,7 +65,7 @@ func (h *Handler) settle(ctx context.Context, target string) {
 	defer tick.Stop()
 	for {
 		h.mu.Lock()
-		p := h.byTarget[target]
+		p := h.rec(target)
 		if h.closed || p == nil || p.cur == nil || p.cur.gone {
 			h.mu.Unlock()
 			return

@@ -56,7 +56,7 @@ func (h *Handler) Navigating(sessionID string, params []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	target := h.targetOf(sessionID)
-	if p := h.byTarget[target]; p != nil && ev.FrameID == target { // a page's main frame id is its target id
+	if p := h.rec(target); p != nil && ev.FrameID == target { // a page's main frame id is its target id
 		p.navURL, p.committed = ev.URL, false
 	}
 }
@@ -80,7 +80,7 @@ func (h *Handler) Navigated(sessionID string, params []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	target := h.targetOf(sessionID)
-	if p := h.byTarget[target]; p != nil && ev.Frame.ID == target {
+	if p := h.rec(target); p != nil && ev.Frame.ID == target {
 		p.committed = true
 	}
 }
@@ -128,7 +128,7 @@ func (h *Handler) unstick(ctx context.Context, call Caller, sessionID string) {
 	h.mu.Lock()
 	var dest string
 	settled := false
-	if p := h.byTarget[h.targetOf(sessionID)]; p != nil {
+	if p := h.rec(h.targetOf(sessionID)); p != nil {
 		dest = p.navURL
 		settled = p.committed || (p.cur != nil && p.cur.gone)
 	}
