@@ -98,3 +98,14 @@ func (r *Registry) PageOfSession(sessionID string) *Page {
 	}
 	return nil
 }
+
+// Ensure returns the page of targetID, making it if the registry had not
+// heard of the target yet (a target event with no context); nil for "".
+func (r *Registry) Ensure(targetID string) *Page {
+	if targetID == "" {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rec(targetID)
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/isolation"
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
@@ -44,6 +45,8 @@ type Pages interface {
 	Destroyed(targetID string)
 	SetupDone(targetID string)
 	AwaitSetup(ctx context.Context, targetID string) error
+	// Ensure returns the target's page, which holds its setup under way.
+	Ensure(targetID string) *pages.Page
 }
 
 // Deps are what the record takes from the guard.
@@ -88,15 +91,17 @@ type Record struct {
 	d       Deps
 	browser atomic.Pointer[string] // the browser's own target id (browser.go)
 
-	mu     sync.Mutex
-	setups map[string]*running // target id → its setup under way
+	// setups holds each target's setup under way on its page; the page's
+	// end (Target.targetDestroyed) ends the setup's wait.
+	setups *pages.Slot[*running]
+	mu     sync.Mutex // a replaced setup's end against the new one's start
 
 	enforceBound, slowAfter time.Duration
 }
 
 // New returns a record fed by the guard's root session's target events.
 func New(d Deps) *Record {
-	return &Record{d: d, enforceBound: enforceBound, slowAfter: slowAfter}
+	return &Record{d: d, setups: pages.NewSlot(func(_ *pages.Page, run *running) { run.cancel() }), enforceBound: enforceBound, slowAfter: slowAfter}
 }
 
 // Attached keeps the record of a target the root session's auto-attach
@@ -132,17 +137,15 @@ func (r *Record) Attached(e *cdpmsg.Envelope) {
 	// loop, so that a Target.targetDestroyed read after this event ends it.
 	ctx, cancel := context.WithCancel(r.d.Ctx)
 	run := &running{cancel: cancel}
+	pg := r.d.Pages.Ensure(t.TargetID)
 	r.mu.Lock()
-	if r.setups == nil {
-		r.setups = make(map[string]*running)
-	}
-	if old := r.setups[t.TargetID]; old != nil {
+	if old, ok := r.setups.Get(pg); ok {
 		old.cancel()
 	}
-	r.setups[t.TargetID] = run
+	r.setups.Set(pg, run)
 	r.mu.Unlock()
 	r.d.Go(func() {
-		defer r.endSetup(t.TargetID, run)
+		defer r.endSetup(pg, run)
 		r.setup(ctx, a)
 	})
 }
@@ -152,24 +155,13 @@ type running struct{ cancel context.CancelFunc }
 
 // endSetup forgets run, unless a newer setup of the same target replaced
 // it, and ends its context.
-func (r *Record) endSetup(targetID string, run *running) {
+func (r *Record) endSetup(pg *pages.Page, run *running) {
 	r.mu.Lock()
-	if r.setups[targetID] == run {
-		delete(r.setups, targetID)
+	if cur, ok := r.setups.Get(pg); ok && cur == run {
+		r.setups.Delete(pg)
 	}
 	r.mu.Unlock()
 	run.cancel()
-}
-
-// targetEnded ends the wait of targetID's setup, if one is under way.
-func (r *Record) targetEnded(targetID string) {
-	r.mu.Lock()
-	run := r.setups[targetID]
-	delete(r.setups, targetID)
-	r.mu.Unlock()
-	if run != nil {
-		run.cancel()
-	}
 }
 
 // Changed keeps the record of a target discovery reported, created (a new
@@ -192,7 +184,8 @@ func (r *Record) Changed(e *cdpmsg.Envelope, created bool) {
 }
 
 // Destroyed ends the record of a target: its observers first, then the
-// page registry, which keeps the target's context a while for late events.
+// page registry, which keeps the target's context a while for late events
+// and ends the page's records (the wait of its setup under way, setups).
 func (r *Record) Destroyed(e *cdpmsg.Envelope) {
 	var p struct {
 		TargetID string `json:"targetId"`
@@ -200,7 +193,6 @@ func (r *Record) Destroyed(e *cdpmsg.Envelope) {
 	if cdpmsg.UnmarshalBrowser(e.Params, &p) != nil {
 		return
 	}
-	r.targetEnded(p.TargetID)
 	r.d.PageGone(p.TargetID)
 	r.d.Pages.Destroyed(p.TargetID)
 }
