@@ -136,21 +136,14 @@ func (s *Slot[T]) Delete(p *Page) (v T, ok bool) {
 	return v, ok
 }
 
-// Range calls f with each page's record until f returns false; f runs
-// without the slot's lock, on a copy taken first.
+// Range calls f with each page's record until f returns false. f runs
+// under the slot's lock (no copy: Range is on hot paths), so it must not
+// call the slot's methods.
 func (s *Slot[T]) Range(f func(p *Page, v T) bool) {
 	s.mu.Lock()
-	type pv struct {
-		p *Page
-		v T
-	}
-	all := make([]pv, 0, len(s.vals))
+	defer s.mu.Unlock()
 	for p, v := range s.vals {
-		all = append(all, pv{p, v})
-	}
-	s.mu.Unlock()
-	for _, x := range all {
-		if !f(x.p, x.v) {
+		if !f(p, v) {
 			return
 		}
 	}

@@ -5,11 +5,13 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
@@ -30,6 +32,19 @@ type Deps struct {
 	// the session's target when Command looked it up ("" when not) and
 	// Note's done; its verdict is Command's.
 	Pass func(a *relay.Agent, sessionID, target string, ids []int64, done func()) relay.Verdict
+	// Pages is the page registry (internal/pages), on whose pages the
+	// worlds' ids are kept; nil: a registry of the worlds' own, which knows
+	// only the pages MadeIn names.
+	Pages Pages
+}
+
+// Pages is the page registry as the worlds use it: the page of a target,
+// made for a page MadeIn names (Ensure), and of a subframe (PageOf). Its
+// lock is a leaf, taken under Worlds.mu.
+type Pages interface {
+	Page(targetID string) *pages.Page
+	Ensure(targetID string) *pages.Page
+	PageOf(frameID string) string
 }
 
 // Command refuses an agent command that names one of the guard's isolated
@@ -132,14 +147,17 @@ func (w *Worlds) anyMade(ids []int64) bool {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, m := range w.made {
-		for _, id := range ids {
-			if m[id] {
-				return true
+	found := false
+	w.each(func(_ *pages.Page, on *madeOn) bool {
+		for _, m := range on.worlds {
+			if slices.Contains(ids, m.id) {
+				found = true
+				return false
 			}
 		}
-	}
-	return false
+		return true
+	})
+	return found
 }
 
 // madeInTarget reports whether any of ids is a guard world's context in the
@@ -147,8 +165,19 @@ func (w *Worlds) anyMade(ids []int64) bool {
 func (w *Worlds) madeInTarget(target string, ids []int64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, id := range ids {
-		if w.made[target][id] {
+	in := func(on *madeOn) bool {
+		for _, m := range on.worlds {
+			if (m.frame == target || m.onPage) && slices.Contains(ids, m.id) {
+				return true
+			}
+		}
+		return false
+	}
+	if on, ok := w.made.Get(w.deps.Pages.Page(target)); ok && in(on) {
+		return true
+	}
+	for _, m := range w.loose.worlds {
+		if m.frame == target && slices.Contains(ids, m.id) {
 			return true
 		}
 	}

@@ -11,19 +11,22 @@
 // Runtime.executionContextsCleared, Debugger.scriptParsed and
 // Debugger.scriptFailedToParse; on the guard's own page sessions
 // (OnFrameNavigated, OnFrameDetached) Page.frameNavigated and
-// Page.frameDetached; and, through PageGone, a
-// page target's Target.targetDestroyed.
+// Page.frameDetached. The context ids of a page's guard worlds are a record
+// on its page (internal/pages), which the page's end
+// (Target.targetDestroyed) forgets.
 package worlds
 
 import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/pages"
 )
 
 // Worlds is the guard's isolated worlds: their names (random per guard
@@ -33,26 +36,42 @@ import (
 type Worlds struct {
 	deps Deps
 
-	mu    sync.Mutex
+	// made holds, on each page, the guard's worlds there (madeOn); its
+	// end forgets them.
+	made *pages.Slot[*madeOn]
+
+	mu    sync.Mutex // before the page registry's lock and made's
 	names [][]byte
 	// seen holds, per agent session, the context ids of guard worlds whose
 	// executionContextCreated was kept from that agent, so that the matching
 	// executionContextDestroyed is kept from it too.
 	seen map[string]bool
-	// made holds, per frame, the context ids of the guard's worlds there:
-	// Debugger.scriptParsed names a script's context by id and frame only.
-	// A page's ids are also recorded under its target id (its main frame
-	// id), where Command looks them up.
-	made map[string]map[int64]bool
-	// owner holds the page of each subframe in made, so that forgetting the
-	// subframe also forgets its ids under the page.
-	owner map[string]string
+	// loose are the worlds made in a frame whose page the registry could
+	// not tell (none when every world is made on a known page).
+	loose madeOn
+}
+
+// madeOn is the guard's worlds on one page, under Worlds.mu: a few per
+// frame (one per feature), so a list.
+type madeOn struct{ worlds []made }
+
+// made is one guard world: its frame and context id. Debugger.scriptParsed
+// names a script's context by id and frame only; Command looks ids up on a
+// page, where a world counts when it is in the main frame (frame is the
+// page's target id) or was recorded with its page (onPage).
+type made struct {
+	frame  string
+	id     int64
+	onPage bool
 }
 
 // New returns a Worlds with no world yet; d wires Command to the rest of
 // the guard.
 func New(d Deps) *Worlds {
-	return &Worlds{deps: d, seen: map[string]bool{}, made: map[string]map[int64]bool{}, owner: map[string]string{}}
+	if d.Pages == nil {
+		d.Pages = pages.New() // no page known but those MadeIn names
+	}
+	return &Worlds{deps: d, seen: map[string]bool{}, made: pages.NewSlot[*madeOn](nil)}
 }
 
 // NewName returns a fresh random world name for purpose and hides it.
@@ -83,18 +102,40 @@ func (w *Worlds) IsName(s string) bool {
 func (w *Worlds) MadeIn(target, frameID string, contextID int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.add(frameID, contextID)
-	if target != "" && target != frameID {
-		w.add(target, contextID)
-		w.owner[frameID] = target
+	m := made{frame: frameID, id: contextID, onPage: target != "" && target != frameID}
+	on := &w.loose
+	if pg := w.pageOfFrame(target, frameID); pg != nil {
+		on, _ = w.made.LoadOrStore(pg, &madeOn{})
+	}
+	if !slices.Contains(on.worlds, m) {
+		on.worlds = append(on.worlds, m)
 	}
 }
 
-func (w *Worlds) add(frameID string, contextID int64) {
-	if w.made[frameID] == nil {
-		w.made[frameID] = map[int64]bool{}
+// pageOfFrame returns the page of frameID, a frame of page target ("" when
+// the caller does not know): a page's main frame id is its target id, a
+// subframe's page is the registry's. nil when none is known. The caller
+// holds w.mu.
+func (w *Worlds) pageOfFrame(target, frameID string) *pages.Page {
+	if target != "" {
+		return w.deps.Pages.Ensure(target)
 	}
-	w.made[frameID][contextID] = true
+	if pg := w.deps.Pages.Page(frameID); pg != nil {
+		return pg
+	}
+	if t := w.deps.Pages.PageOf(frameID); t != "" {
+		return w.deps.Pages.Page(t)
+	}
+	return nil
+}
+
+// each calls f with every page's worlds (and the loose ones, page nil)
+// until it returns false. The caller holds w.mu.
+func (w *Worlds) each(f func(pg *pages.Page, on *madeOn) bool) {
+	if !f(nil, &w.loose) {
+		return
+	}
+	w.made.Range(f)
 }
 
 // frameGone forgets the worlds of a frame that no longer exists or that
@@ -105,29 +146,25 @@ func (w *Worlds) add(frameID string, contextID int64) {
 func (w *Worlds) frameGone(frameID string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if page, ok := w.owner[frameID]; ok {
-		for id := range w.made[frameID] {
-			delete(w.made[page], id)
+	w.each(func(pg *pages.Page, on *madeOn) bool {
+		main := pg != nil && string(pg.ID()) == frameID
+		on.worlds = slices.DeleteFunc(on.worlds, func(m made) bool { return m.frame == frameID })
+		if main { // a new document in the main frame: none of the page's ids is its own now
+			for i := range on.worlds {
+				on.worlds[i].onPage = false
+			}
 		}
-		if len(w.made[page]) == 0 {
-			delete(w.made, page)
-		}
-		delete(w.owner, frameID)
-	}
-	delete(w.made, frameID)
+		return true
+	})
 }
 
-// PageGone forgets the worlds of a destroyed page and of all its frames.
+// PageGone forgets the worlds of a page and of all its frames, as the
+// page's end does (internal/pages).
 func (w *Worlds) PageGone(target string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for f, page := range w.owner {
-		if page == target {
-			delete(w.made, f)
-			delete(w.owner, f)
-		}
-	}
-	delete(w.made, target)
+	w.made.Delete(w.deps.Pages.Page(target))
+	w.loose.worlds = slices.DeleteFunc(w.loose.worlds, func(m made) bool { return m.frame == target })
 }
 
 // OnFrameNavigated learns of Page.frameNavigated on one of the guard's own
@@ -219,7 +256,13 @@ func (w *Worlds) Hide(e *cdpmsg.Envelope) bool {
 		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		return w.made[p.AuxData.FrameID][p.ContextID]
+		found := false
+		w.each(func(_ *pages.Page, on *madeOn) bool {
+			found = slices.Contains(on.worlds, made{frame: p.AuxData.FrameID, id: p.ContextID}) ||
+				slices.Contains(on.worlds, made{frame: p.AuxData.FrameID, id: p.ContextID, onPage: true})
+			return !found
+		})
+		return found
 	}
 	return false
 }

@@ -2,11 +2,13 @@ package worlds
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
@@ -87,18 +89,30 @@ func TestFrameDetached(t *testing.T) {
 		w.MadeIn("T", f, int64(10+i))
 		w.OnFrameDetached(ev("S", "Page.frameDetached", `{"frameId":"`+f+`","reason":"remove"}`))
 	}
-	if len(w.made) != 1 || len(w.made["T"]) != 1 || !w.made["T"][1] || len(w.owner) != 0 {
-		t.Fatalf("after 100 iframes came and went: made %v, owner %v; want only the main frame's world", w.made, w.owner)
+	if got := w.all(); len(got) != 1 || got[0] != (made{frame: "T", id: 1}) {
+		t.Fatalf("after 100 iframes came and went: made %v; want only the main frame's world", got)
 	}
 	w.MadeIn("T", "FS", 50)
 	w.OnFrameDetached(ev("S", "Page.frameDetached", `{"frameId":"FS","reason":"swap"}`))
-	if !w.made["FS"][50] || !w.madeInTarget("T", []int64{50}) {
+	if !slices.Contains(w.all(), made{frame: "FS", id: 50, onPage: true}) || !w.madeInTarget("T", []int64{50}) {
 		t.Fatal("a swapped frame's worlds were forgotten")
 	}
 	w.PageGone("T")
-	if len(w.made) != 0 || len(w.owner) != 0 {
-		t.Fatalf("after the page's end: made %v, owner %v", w.made, w.owner)
+	if got := w.all(); len(got) != 0 {
+		t.Fatalf("after the page's end: made %v", got)
 	}
+}
+
+// all returns every world w knows, on any page.
+func (w *Worlds) all() []made {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []made
+	w.each(func(_ *pages.Page, on *madeOn) bool {
+		out = append(out, on.worlds...)
+		return true
+	})
+	return out
 }
 
 // TestCommand: a command naming a guard world's context id, by any
@@ -160,5 +174,29 @@ func TestCommand(t *testing.T) {
 	}
 	if v := New(Deps{}).Command(context.Background(), nil, cmd("S1", `{"contextId":4}`)); v.Refuse != "" {
 		t.Errorf("without worlds: %s", v.Refuse)
+	}
+}
+
+// TestPageEndForgets: the worlds of a page, made by the controls (with
+// the page) and by the reader (a frame only: its page is the registry's),
+// are forgotten by the page's end in the page registry, with no call to
+// PageGone; another page's are kept.
+func TestPageEndForgets(t *testing.T) {
+	reg := pages.New()
+	for _, id := range []string{"T", "U"} {
+		reg.Track(id, "C")
+		reg.Attached(id, "S"+id)
+	}
+	reg.OnFrameAttached(ev("ST", "Page.frameAttached", `{"frameId":"F","parentFrameId":"T"}`))
+	w := New(Deps{Pages: reg})
+	w.MadeIn("T", "T", 1)
+	w.MadeIn("", "F", 2) // the reader's: its page from the registry
+	w.MadeIn("U", "U", 3)
+	if !w.anyMade([]int64{2}) || w.madeInTarget("U", []int64{2}) {
+		t.Fatal("the reader's subframe world is not recorded, or on another page")
+	}
+	reg.Destroyed("T")
+	if w.anyMade([]int64{1, 2}) || !w.anyMade([]int64{3}) {
+		t.Fatalf("after T's end: %v", w.all())
 	}
 }
