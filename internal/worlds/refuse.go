@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
