@@ -54,8 +54,8 @@ func (g *Guard) pageAttached(targetID, sessionID string) {
 
 // pageGone is pageAttached's end: the target was destroyed (the page
 // registry forgets it after them, and its page's end ends the records the
-// features keep on it: the dialog state, the guard's worlds, the setup).
+// features keep on it: the dialog state, the guard's worlds, the
+// controls' badge, the setup).
 func (g *Guard) pageGone(targetID string) {
 	g.rd.PageGone(targetID)
-	g.ctl.PageGone(targetID)
 }

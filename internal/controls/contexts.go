@@ -13,7 +13,7 @@ import "time"
 func (c *Controls) contextCreated(session, frameID string, id int64, uniq string) {
 	target, ok := c.d.Pages.TargetOf(session)
 	c.mu.Lock()
-	p := c.pages[target]
+	p := c.rec(target)
 	if !ok || p == nil {
 		c.mu.Unlock()
 		return
@@ -30,7 +30,7 @@ func (c *Controls) contextCreated(session, frameID string, id int64, uniq string
 			p.explain.contextAfter = true
 		}
 		p.recover.changed()
-		c.dirty[target] = true
+		p.dirty = true
 	}
 	c.mu.Unlock()
 	c.d.Worlds.MadeIn(target, frameID, id)
@@ -58,7 +58,7 @@ func (c *Controls) contextGone(session string, match func(int64, string) bool) {
 	target, _ := c.d.Pages.TargetOf(session)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := c.pages[target]
+	p := c.rec(target)
 	if p == nil {
 		return
 	}
@@ -92,7 +92,7 @@ func (c *Controls) contextGone(session string, match func(int64, string) bool) {
 	if mainGone {
 		p.ctxID, p.ctxUniq = 0, ""
 		p.recover.changed()
-		c.dirty[target] = true
+		p.dirty = true
 		c.poke()
 	}
 }

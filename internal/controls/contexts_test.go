@@ -17,7 +17,7 @@ func TestControlsContextsByUniqueID(t *testing.T) {
 	c.contextCreated("S", "T", 4, "old.1")
 	c.contextCreated("S", "T", 4, "new.2") // the new process numbers from 1 too
 	c.contextDestroyed("S", 4, "old.1")    // late, from the old process
-	p := c.pages["T"]
+	p := c.state("T")
 	if p.ctxID != 4 || p.ctxUniq != "new.2" || p.worlds[4] != "T" {
 		t.Fatalf("a late destroyed event of the old process took the new context: ctx %d %q, worlds %v", p.ctxID, p.ctxUniq, p.worlds)
 	}
@@ -34,8 +34,8 @@ func TestControlsContextsByUniqueID(t *testing.T) {
 	}
 	p.recover = recovery{}
 	c.contextGone("S", func(int64, string) bool { return true })
-	if p.ctxID != 0 || !c.dirty["T"] {
-		t.Fatalf("cleared: ctx %d, dirty %v", p.ctxID, c.dirty["T"])
+	if p.ctxID != 0 || !c.isDirty("T") {
+		t.Fatalf("cleared: ctx %d, dirty %v", p.ctxID, c.isDirty("T"))
 	}
 	r := c.needsRecovery("T", p)
 	if r == nil || c.needsRecovery("T", p) != nil {
@@ -54,7 +54,7 @@ func TestRecoveryKeepsTaint(t *testing.T) {
 	if c.taint.refusal("T", 4) != "" {
 		t.Fatal("setup: the Cleared did not forget the taint")
 	}
-	p := c.pages["T"]
+	p := c.state("T")
 	if !p.recover.tainted[4] {
 		t.Fatal("the forgotten tainted context is not remembered for recovery")
 	}
@@ -96,7 +96,7 @@ func TestLateEventsAfterPageGone(t *testing.T) {
 	c.contextCreated("S", "T", 3, "late.1")
 	c.FrameNavigated("S", "T", "http://a.test/")
 	c.DialogAnswered("S", "alert", "late")
-	if len(c.pages) != 0 || len(c.dirty) != 0 {
-		t.Errorf("late events on a destroyed page's session left pages %v, dirty %v", c.pages, c.dirty)
+	if n, dirty := c.count(); n != 0 || dirty != 0 {
+		t.Errorf("late events on a destroyed page's session left %d pages, %d dirty", n, dirty)
 	}
 }

@@ -40,6 +40,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/internal/quiet"
 	"github.com/cdpguard/cdpguard/js"
 )
@@ -90,6 +91,10 @@ type Pages interface {
 	TargetOf(sessionID string) (targetID string, ok bool)
 	// PageOf returns the page target of a subframe, "" when unknown.
 	PageOf(frameID string) string
+	// Page returns the page of a target, which holds the controls' state
+	// of it; Ensure makes it for a page being set up.
+	Page(targetID string) *pages.Page
+	Ensure(targetID string) *pages.Page
 }
 
 // Deps is what the controls need from the guard.
@@ -123,14 +128,16 @@ type Controls struct {
 	dbg     debuggers       // agents' debugger sessions (agents.go)
 	wake    chan struct{}
 
-	mu    sync.Mutex       // before dbg.mu and the Deps' own locks (Pages)
-	pages map[string]*page // page target id → its state
-	dirty map[string]bool  // targets whose state changed since the last push
+	// recs holds each page's state on the page (internal/pages); the
+	// page's end forgets it and its taints (ended).
+	recs *pages.Slot[*page]
+	mu   sync.Mutex // before dbg.mu and the Deps' own locks (Pages, recs)
 }
 
 // page is what the guard knows and shows about one page target.
 type page struct {
 	session string
+	dirty   bool // changed since the last push
 	ctxID   int64            // the controls world's context in the main frame; 0: none yet
 	ctxUniq string           // ctxID's uniqueId; "" when it was recovered (recover.go)
 	worlds  map[int64]string // every controls context of the target → its frame
@@ -206,14 +213,29 @@ func New(ctx context.Context, d Deps) *Controls {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Controls{
+	c := &Controls{
 		d:       d,
 		ctx:     ctx,
 		binding: firewall.ReservedPrefix + hex.EncodeToString(b),
 		wake:    make(chan struct{}, 1),
-		pages:   map[string]*page{},
-		dirty:   map[string]bool{},
 	}
+	c.recs = pages.NewSlot(c.ended)
+	return c
+}
+
+// rec returns page target's state, nil when the controls do not know the
+// page. The caller holds c.mu.
+func (c *Controls) rec(target string) *page {
+	p, _ := c.recs.Get(c.d.Pages.Page(target))
+	return p
+}
+
+// ended forgets the taints of a destroyed page (its page's end: its state
+// went with it).
+func (c *Controls) ended(pg *pages.Page, _ *page) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.taint.gone(string(pg.ID()), func(int64) bool { return true })
 }
 
 // World returns the controls world's name ("" when off).
@@ -232,7 +254,7 @@ func (c *Controls) Session(target string) string {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p := c.pages[target]; p != nil {
+	if p := c.rec(target); p != nil {
 		return p.session
 	}
 	return ""
@@ -249,9 +271,7 @@ func (c *Controls) SetupPage(targetID, session string) {
 		return
 	}
 	c.mu.Lock()
-	if c.pages[targetID] == nil {
-		c.pages[targetID] = newPage(session)
-	}
+	c.recs.LoadOrStore(c.d.Pages.Ensure(targetID), newPage(session))
 	c.mu.Unlock()
 	for _, cmd := range []struct {
 		method string
@@ -268,15 +288,14 @@ func (c *Controls) SetupPage(targetID, session string) {
 	}
 }
 
-// PageGone forgets a destroyed page.
+// PageGone forgets a page, as its end in the page registry does.
 func (c *Controls) PageGone(targetID string) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.pages, targetID)
-	delete(c.dirty, targetID)
+	c.recs.Delete(c.d.Pages.Page(targetID))
 	c.taint.gone(targetID, func(int64) bool { return true })
 }
 
@@ -364,7 +383,7 @@ func (c *Controls) FrameNavigated(session, frameID, frameURL string) {
 	}
 	target, _ := c.d.Pages.TargetOf(session)
 	c.mu.Lock()
-	p := c.pages[target]
+	p := c.rec(target)
 	if p == nil {
 		c.mu.Unlock()
 		return
@@ -393,7 +412,7 @@ func (c *Controls) FrameNavigated(session, frameID, frameURL string) {
 				p.explain = nil
 			}
 		}
-		c.dirty[target] = true
+		p.dirty = true
 	}
 	c.mu.Unlock()
 	for _, id := range live {
@@ -420,10 +439,10 @@ func (c *Controls) Blocked(frameID, rawURL, reason string, topLevel bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	target := frameID
-	p := c.pages[target]
+	p := c.rec(target)
 	if p == nil {
 		target = c.d.Pages.PageOf(frameID) // a subframe
-		p = c.pages[target]
+		p = c.rec(target)
 	}
 	if p == nil {
 		return
@@ -441,7 +460,7 @@ func (c *Controls) Blocked(frameID, rawURL, reason string, topLevel bool) {
 	if len(p.recent) > recentBlocks {
 		p.recent = p.recent[len(p.recent)-recentBlocks:]
 	}
-	c.dirty[target] = true
+	p.dirty = true
 	c.poke()
 }
 
@@ -462,9 +481,9 @@ func (c *Controls) DialogAnswered(session, typ, why string) {
 // noteOn shows a line on a page's badge (a declined dialog, a refused grant).
 func (c *Controls) noteOn(target, note string) {
 	c.mu.Lock()
-	if p := c.pages[target]; p != nil {
+	if p := c.rec(target); p != nil {
 		p.note = note
-		c.dirty[target] = true
+		p.dirty = true
 	}
 	c.mu.Unlock()
 	c.poke()

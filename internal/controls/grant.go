@@ -37,7 +37,7 @@ func (c *Controls) bindingCalled(session string, params []byte) {
 	now := time.Now()
 	target, _ := c.d.Pages.TargetOf(session)
 	c.mu.Lock()
-	pg := c.pages[target]
+	pg := c.rec(target)
 	var why string
 	var x *explained
 	switch {

@@ -86,3 +86,34 @@ func marshal(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// state returns page target's state (nil when none), read as the controls
+// do, under c.mu.
+func (c *Controls) state(target string) *page {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rec(target)
+}
+
+// isDirty reports whether target's state changed since the last push.
+func (c *Controls) isDirty(target string) bool {
+	p := c.state(target)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return p != nil && p.dirty
+}
+
+// count returns how many pages the controls keep state of, and how many
+// of them changed since the last push.
+func (c *Controls) count() (n, dirty int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recs.Range(func(_ *pages.Page, p *page) bool {
+		n++
+		if p.dirty {
+			dirty++
+		}
+		return true
+	})
+	return n, dirty
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/js"
 )
 
@@ -30,12 +31,20 @@ func (c *Controls) flush(ctx context.Context) {
 	var pushes []push
 	var recoveries []recoveryAsk
 	var repairs []repairAsk
-	for target := range c.dirty {
-		p := c.pages[target]
-		delete(c.dirty, target)
-		if p == nil {
-			continue
+	type changed struct {
+		target string
+		p      *page
+	}
+	var dirty []changed
+	c.recs.Range(func(pg *pages.Page, p *page) bool {
+		if p.dirty {
+			p.dirty = false
+			dirty = append(dirty, changed{string(pg.ID()), p})
 		}
+		return true
+	})
+	for _, d := range dirty {
+		target, p := d.target, d.p
 		if p.ctxID == 0 {
 			if r := c.needsRecovery(target, p); r != nil {
 				recoveries = append(recoveries, *r)
@@ -108,7 +117,7 @@ func drawn(res jsonv2.Value) error {
 func (c *Controls) pushed(p push, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	pg := c.pages[p.target]
+	pg := c.rec(p.target)
 	if pg == nil || pg.ctxID != p.ctxID || pg.ctxUniq != p.ctxUniq {
 		return
 	}
@@ -129,7 +138,7 @@ func (c *Controls) pushed(p push, err error) {
 	}
 	c.d.Log.Log(context.Background(), level, "controls push failed", "target", p.target, "tries", pg.failedPushes, "err", err)
 	if pg.failedPushes <= pushRetries {
-		c.dirty[p.target] = true
+		pg.dirty = true
 		c.poke()
 	}
 }

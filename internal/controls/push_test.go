@@ -91,10 +91,10 @@ func TestNotDrawnIsRepaired(t *testing.T) {
 	for range 3 {
 		c.flush(context.Background())
 	}
-	p := c.pages["T"]
-	if !b.script || !p.explain.committed || b.pushes != 2 || b.explained[1] != true || p.failedPushes != 0 || c.dirty["T"] {
+	p := c.state("T")
+	if !b.script || !p.explain.committed || b.pushes != 2 || b.explained[1] != true || p.failedPushes != 0 || c.isDirty("T") {
 		t.Fatalf("not repaired: script %v, committed %v, pushes %d (explained %v), failed %d, dirty %v",
-			b.script, p.explain.committed, b.pushes, b.explained, p.failedPushes, c.dirty["T"])
+			b.script, p.explain.committed, b.pushes, b.explained, p.failedPushes, c.isDirty("T"))
 	}
 }
 
@@ -107,7 +107,7 @@ func TestNotDrawnOtherDocument(t *testing.T) {
 	for range 3 {
 		c.flush(context.Background())
 	}
-	p := c.pages["T"]
+	p := c.state("T")
 	if !b.script || p.explain.committed || b.pushes != 2 || b.explained[1] != false {
 		t.Fatalf("script %v, committed %v, pushes %d (explained %v)", b.script, p.explain.committed, b.pushes, b.explained)
 	}

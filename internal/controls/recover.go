@@ -82,14 +82,14 @@ func (c *Controls) recoverWorld(ctx context.Context, r recoveryAsk) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := c.pages[r.target]
+	p := c.rec(r.target)
 	if p == nil {
 		return
 	}
 	p.recover.busy = false
 	if err != nil {
 		c.d.Log.Debug("controls world recovery failed", "target", r.target, "err", err)
-		c.dirty[r.target] = true // tried again on a later round, up to recoverTries
+		p.dirty = true // tried again on a later round, up to recoverTries
 		c.poke()
 		return
 	}
@@ -103,6 +103,6 @@ func (c *Controls) recoverWorld(ctx context.Context, r recoveryAsk) {
 	if p.recover.tainted[id] {
 		c.taint.mark(r.target, []int64{id})
 	}
-	c.dirty[r.target] = true
+	p.dirty = true
 	c.poke()
 }

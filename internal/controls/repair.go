@@ -72,7 +72,7 @@ func (c *Controls) repairWorld(ctx context.Context, r repairAsk) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := c.pages[r.target]
+	p := c.rec(r.target)
 	if p == nil || p.ctxID != r.ctxID || p.ctxUniq != r.ctxUniq {
 		return // the page moved on: its new context is pushed anew
 	}
@@ -87,6 +87,6 @@ func (c *Controls) repairWorld(ctx context.Context, r repairAsk) {
 		p.commit()
 	}
 	p.failedPushes = 0
-	c.dirty[r.target] = true
+	p.dirty = true
 	c.poke()
 }

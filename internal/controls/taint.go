@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/cdpguard/cdpguard/internal/pages"
 )
 
 // worldTaintWindow bounds how long an agent command naming a context id
@@ -192,12 +194,13 @@ func (c *Controls) Named(a Agent, session, target string, ids []int64) {
 		}
 	}
 	c.mu.Lock()
-	if p := c.pages[target]; target != "" && p != nil {
+	if p := c.rec(target); target != "" && p != nil {
 		live(target, p)
 	} else if target == "" {
-		for t, p := range c.pages {
-			live(t, p)
-		}
+		c.recs.Range(func(pg *pages.Page, p *page) bool {
+			live(string(pg.ID()), p)
+			return true
+		})
 	}
 	c.mu.Unlock()
 	for _, t := range hit {
