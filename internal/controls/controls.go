@@ -137,7 +137,7 @@ type Controls struct {
 // page is what the guard knows and shows about one page target.
 type page struct {
 	session string
-	dirty   bool // changed since the last push
+	dirty   bool             // changed since the last push
 	ctxID   int64            // the controls world's context in the main frame; 0: none yet
 	ctxUniq string           // ctxID's uniqueId; "" when it was recovered (recover.go)
 	worlds  map[int64]string // every controls context of the target → its frame
