@@ -15,9 +15,11 @@
 // FrameNavigated): Runtime.executionContextCreated,
 // Runtime.executionContextDestroyed, Runtime.executionContextsCleared,
 // Runtime.bindingCalled, Page.frameNavigated; and, from the guard's wiring,
-// a page's attachment (SetupPage), a page target's creation (WindowOpened)
-// and destruction (PageGone), a blocked request (Blocked) and a dialog the
-// guard answered (DialogAnswered).
+// a page's attachment (SetupPage), a page target's creation (WindowOpened),
+// a blocked request (Blocked) and a dialog the guard answered
+// (DialogAnswered). Each page's state is a record on its page in the page
+// registry (internal/pages): the page's end (Target.targetDestroyed)
+// forgets it.
 //
 // A nil *Controls is the controls switched off: every method is safe on it
 // and does nothing, except that AgentCommand still keeps the guard's own
