@@ -84,11 +84,22 @@ type User interface {
 	Context() string
 }
 
-// Pages knows the guard's own session on each page (internal/pages.Registry).
+// Pages knows the guard's own session on each page and the end of its
+// setup (internal/pages.Registry).
 type Pages interface {
 	// SessionOf returns the guard's session on page targetID, "" when the
 	// guard has none (not set up, or destroyed).
 	SessionOf(targetID string) string
+	// AwaitSetup waits until the guard's setup on a new target ended.
+	AwaitSetup(ctx context.Context, targetID string) error
+}
+
+// Worlds records the reader's isolated worlds among the guard's, which
+// are hidden from agents (internal/worlds.Worlds).
+type Worlds interface {
+	// MadeIn records a context of World made in frameID of page target
+	// ("": the page of the frame is not known here).
+	MadeIn(target, frameID string, contextID int64)
 }
 
 // Deps is what a Reader needs of the guard.
@@ -98,13 +109,9 @@ type Deps struct {
 	Users   Users
 	Pages   Pages
 	// World is the name of the reader's isolated world, which the guard
-	// hides from agents.
-	World string
-	// WorldMade records a context of World made in frameID, so that the
-	// guard hides it from agents.
-	WorldMade func(frameID string, contextID int64)
-	// AwaitSetup waits until the guard's setup on a new target ended.
-	AwaitSetup func(ctx context.Context, targetID string) error
+	// hides from agents; each context of it is recorded in Worlds.
+	World  string
+	Worlds Worlds
 	// SearchURL marks pages under it as search results (--search-url).
 	SearchURL string
 	// Ready reports whether the guard serves (GET /read answers 503
@@ -271,7 +278,7 @@ func (r *Reader) openTab(ctx context.Context, u User) (string, error) {
 	if err := cdpmsg.UnmarshalBrowser(res, &c); err != nil {
 		return "", fmt.Errorf("open a reader tab: %w", err)
 	}
-	if err := r.d.AwaitSetup(ctx, c.TargetID); err != nil {
+	if err := r.d.Pages.AwaitSetup(ctx, c.TargetID); err != nil {
 		return "", err
 	}
 	return c.TargetID, nil

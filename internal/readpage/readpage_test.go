@@ -195,18 +195,28 @@ type fixture struct {
 
 func newFixture(t *testing.T, d Deps) *fixture {
 	f := &fixture{b: newBrowser(t), us: &users{}, pg: pages.New(), pol: &fakePolicy{}}
-	d.Browser, d.Policy, d.Users, d.Pages, d.World = f.b, f.pol, f.us, f.pg, "reader-world"
-	d.WorldMade = func(frame string, id int64) { f.worlds = append(f.worlds, fmt.Sprintf("%s/%d", frame, id)) }
-	d.AwaitSetup = func(_ context.Context, target string) error {
-		f.pg.Attached(target, "S-"+target) // the guard's setup attached to it
-		return nil
-	}
+	d.Browser, d.Policy, d.Users, d.Pages, d.World = f.b, f.pol, f.us, setupPages{f.pg}, "reader-world"
+	d.Worlds = f
 	if d.SettleTimeout == 0 {
 		d.SettleTimeout = -1
 	}
 	f.r = New(d)
 	f.b.r = f.r
 	return f
+}
+
+// setupPages is the page registry whose setup of a new target attaches
+// the guard's session to it at once.
+type setupPages struct{ *pages.Registry }
+
+func (p setupPages) AwaitSetup(_ context.Context, target string) error {
+	p.Attached(target, "S-"+target) // the guard's setup attached to it
+	return nil
+}
+
+// MadeIn records the reader's worlds as the guard's would.
+func (f *fixture) MadeIn(_, frame string, id int64) {
+	f.worlds = append(f.worlds, fmt.Sprintf("%s/%d", frame, id))
 }
 
 func command(t *testing.T, session string, browserLevel bool, params any) relay.Command {

@@ -99,7 +99,7 @@ func (r *Reader) inWorld(ctx context.Context, session, frameID, method string, p
 	if err := cdpmsg.UnmarshalBrowser(res, &w); err != nil {
 		return fmt.Errorf("reader world: %w", err)
 	}
-	r.d.WorldMade(frameID, w.ID)
+	r.d.Worlds.MadeIn("", frameID, w.ID)
 	if method == "Runtime.evaluate" {
 		params["contextId"] = w.ID
 	} else {
