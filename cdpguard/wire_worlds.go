@@ -10,7 +10,7 @@ import (
 // newWorlds wires the guard's isolated worlds (internal/worlds) to the
 // session look-up and the controls' taint of commands naming a context.
 func (g *Guard) newWorlds() *worlds.Worlds {
-	return worlds.New(worlds.Deps{Target: g.targets.SessionTarget, Note: g.noteNamed, Pass: g.passNamed, Pages: g.pages})
+	return worlds.New(worlds.Deps{Sessions: g.targets, Note: g.noteNamed, Pass: g.passNamed, Pages: g.pages})
 }
 
 // worldCommand refuses an agent command that reaches one of the guard's

@@ -19,10 +19,9 @@ import (
 // nil: Command then looks up no target (and refuses a command naming a
 // guard world's id anywhere) and notes nothing.
 type Deps struct {
-	// Target returns the page target of an agent's session, "" when it
-	// cannot tell. Only commands naming an id the guard made in some
-	// frame pay for it.
-	Target func(ctx context.Context, a *relay.Agent, sessionID string) string
+	// Sessions places an agent's sessions. Only commands naming an id the
+	// guard made in some frame pay for it.
+	Sessions Sessions
 	// Note is told the context ids an agent's command names before they
 	// are checked, and returns what ends the note (nil for nothing): the
 	// controls taint a context of theirs created while a command naming
@@ -36,6 +35,13 @@ type Deps struct {
 	// worlds' ids are kept; nil: a registry of the worlds' own, which knows
 	// only the pages MadeIn names.
 	Pages Pages
+}
+
+// Sessions places an agent's sessions (internal/targets.Record).
+type Sessions interface {
+	// SessionTarget returns the target of an agent's session, "" when it
+	// cannot tell.
+	SessionTarget(ctx context.Context, a *relay.Agent, sessionID string) string
 }
 
 // Pages is the page registry as the worlds use it: the page of a target,
@@ -72,8 +78,8 @@ func (w *Worlds) Command(ctx context.Context, a *relay.Agent, cmd relay.Command)
 		return w.pass(a, cmd.SessionID, "", ids, done)
 	}
 	target := ""
-	if w.deps.Target != nil {
-		target = w.deps.Target(ctx, a, cmd.SessionID)
+	if w.deps.Sessions != nil {
+		target = w.deps.Sessions.SessionTarget(ctx, a, cmd.SessionID)
 	}
 	if target == "" || w.madeInTarget(target, ids) {
 		if done != nil {

@@ -120,11 +120,11 @@ func (w *Worlds) all() []made {
 // whose page is unknown; the same id on another page passes; Note is told
 // the ids before the check and its done ends a refused command's note.
 func TestCommand(t *testing.T) {
-	targets := map[string]string{"S1": "T1", "S2": "T2"}
+	targets := sessions{"S1": "T1", "S2": "T2"}
 	var noted [][]int64
 	var ended, passed int
 	w := New(Deps{
-		Target: func(_ context.Context, _ *relay.Agent, session string) string { return targets[session] },
+		Sessions: targets,
 		Note: func(_ *relay.Agent, _ string, ids []int64) func() {
 			noted = append(noted, ids)
 			return func() { ended++ }
@@ -199,4 +199,11 @@ func TestPageEndForgets(t *testing.T) {
 	if w.anyMade([]int64{1, 2}) || !w.anyMade([]int64{3}) {
 		t.Fatalf("after T's end: %v", w.all())
 	}
+}
+
+// sessions places agent sessions on targets.
+type sessions map[string]string
+
+func (s sessions) SessionTarget(_ context.Context, _ *relay.Agent, session string) string {
+	return s[session]
 }
