@@ -104,6 +104,15 @@ const (
 	chromeLineMax = 120  // a byline, dateline or credit is shorter
 )
 
+// authorBoxName matches the names of an author box or profile: the
+// prose about the writer under (or beside) a post, which can be longer
+// than a short post.
+var authorBoxName = regexp.MustCompile(`author-?(box|bio|info|profile|card|details|block)|about-?(the-?)?author|(^|[^a-z])bio([^a-z]|$)|profile`)
+
+// authorBoxMax is the text under which a block named as an author box is
+// left out.
+const authorBoxMax = 1500
+
 // linkyShare is the share of a block's text in links above which it is a
 // link list (related stories, tags), not prose.
 const linkyShare = 0.8
@@ -167,6 +176,12 @@ func boilerplate(n *html.Node, dominant float64) bool {
 	}
 	if text < boilerMax && boilerName.MatchString(name) && !(adOnlyName(name) && holdsProse(n)) {
 		return true
+	}
+	if text < authorBoxMax && authorBoxName.MatchString(name) {
+		return true // an author box or profile, however long its prose
+	}
+	if text < 2*boilerTextMax && postAsideText.MatchString(ownText(n)) {
+		return true // a blog's footer under its post ("leave a response")
 	}
 	if text < boilerTextMax {
 		t := innerText(n)

@@ -48,9 +48,23 @@ func Extract(p Page) (string, error) {
 	unwrapForms(fresh)
 	body := findBody(fresh)
 	var cluster *html.Node
+	var under *post
 	clusterProse := 0
 	if body != nil {
 		cluster, clusterProse, _ = proseCluster(body)
+		under = findPost(fresh, body, p.Title)
+	}
+	// headlineFirst returns text, or the post under the page's headline
+	// when text lies elsewhere: a short post loses on prose to the author
+	// box or the responses under it, which hold no part of it.
+	headlineFirst := func(text string) (string, error) {
+		if under == nil || holdsPost(text, under) {
+			return text, nil
+		}
+		if alt, err := postText(p, base); err != nil || alt != "" {
+			return alt, err
+		}
+		return text, nil
 	}
 	parser := readability.NewParser()
 	parser.DisableJSONLD = true
@@ -64,14 +78,20 @@ func Extract(p Page) (string, error) {
 			main := narrow(art.Node)
 			clean(main, p.Title)
 			if text := dropChromeLines(writeText(main, base, false)); len(text) >= minMainChars {
-				return text, nil
+				return headlineFirst(text)
 			}
 		}
 	}
 	if cluster != nil {
 		clean(cluster, p.Title)
 		if text := dropChromeLines(writeText(cluster, base, false)); len(text) >= minMainChars {
-			return text, nil
+			return headlineFirst(text)
+		}
+	}
+	// A post under the page's headline, too short to stand out.
+	if under != nil {
+		if alt, err := postText(p, base); err != nil || alt != "" {
+			return alt, err
 		}
 	}
 	// No main content stands out: the whole body, chrome left out.
