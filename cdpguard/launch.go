@@ -215,7 +215,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		OnAnswer:            g.metrics.Decision,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
 		Grants:              g.scopes.ForFrame,
-		IsPage:              g.pages.IsPage,
+		Pages:               g.pages,
 		Self:                g.isSelfHost,
 		NetErrors:           g.proxy != nil, // the proxy's failed connections fail as Chrome's network errors
 	})

@@ -81,16 +81,22 @@ type Options struct {
 	// replaces Policy and Instructions. It is called once per request, so
 	// it must be cheap and must not block.
 	Rules func(frameID string) (*policy.Policy, string)
-	// IsPage, if set, reports whether frameID is a live page target's id:
-	// a page's main frame has its target's id, so a Document request in it
-	// is a top-level navigation (answered with the explanation page). It is
-	// the page registry's (internal/pages); unset, no request is top-level.
-	IsPage func(frameID string) bool
+	// Pages, if set, is the page registry (internal/pages): a page's main
+	// frame has its target's id, so a Document request in a live page's is
+	// a top-level navigation (answered with the explanation page); unset,
+	// no request is top-level.
+	Pages Pages
 	// NetErrors pauses the responses of allowed http:// requests too, and
 	// fails one the egress proxy marks as a connection it could not make
 	// with the network error Chrome shows for it direct (neterror.go). Set
 	// it when the browser's traffic goes through the egress proxy.
 	NetErrors bool
+}
+
+// Pages tells the live pages (internal/pages.Registry).
+type Pages interface {
+	// IsPage reports whether frameID is a live page target's id.
+	IsPage(frameID string) bool
 }
 
 // ReasonSelf is the reason of a request refused because it is addressed to
@@ -303,7 +309,7 @@ func (j *Judge) answer(p pause) {
 		}
 		return
 	}
-	top := rp.ResourceType == "Document" && j.opts.IsPage != nil && j.opts.IsPage(rp.FrameID)
+	top := rp.ResourceType == "Document" && j.opts.Pages != nil && j.opts.Pages.IsPage(rp.FrameID)
 	b := Block{URL: rp.Request.URL, Reason: d.Reason, ResourceType: rp.ResourceType, FrameID: rp.FrameID, TopLevel: top}
 	j.log.Debug("request blocked", "url", b.URL, "reason", b.Reason, "type", b.ResourceType, "topLevel", top, "redirect", rp.RedirectedRequestID != "")
 	if j.opts.OnBlock != nil {

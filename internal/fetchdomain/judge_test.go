@@ -89,9 +89,12 @@ func newJudge(t *testing.T, s Sender, opts Options) (*Judge, func()) {
 }
 
 // isPage is the page registry of a test with one live page, target.
-func isPage(target string) func(string) bool {
-	return func(frameID string) bool { return frameID == target }
-}
+func isPage(target string) Pages { return onePage(target) }
+
+// onePage is a registry whose one live page is itself.
+type onePage string
+
+func (p onePage) IsPage(frameID string) bool { return frameID == string(p) }
 
 func TestAnswers(t *testing.T) {
 	cases := []struct {
@@ -114,7 +117,7 @@ func TestAnswers(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := &fakeSender{}
 			if c.top {
-				c.opts.IsPage = isPage(c.frame)
+				c.opts.Pages = isPage(c.frame)
 			}
 			j, stop := newJudge(t, s, c.opts)
 			defer stop()
@@ -354,7 +357,7 @@ func TestSelfRefused(t *testing.T) {
 		s := &fakeSender{}
 		opts := Options{Policy: p, Self: self}
 		if c.top {
-			opts.IsPage = isPage(c.frame)
+			opts.Pages = isPage(c.frame)
 		}
 		j, stop := newJudge(t, s, opts)
 		j.Paused("S", paused("R1", c.url, c.typ, c.frame, nil))
