@@ -214,7 +214,7 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		OnBlock:             g.onBlock,
 		OnAnswer:            g.metrics.Decision,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
-		Grants:              g.scopes.ForFrame,
+		Grants:              g.scopes,
 		Pages:               g.pages,
 		Self:                g.isSelfHost,
 		NetErrors:           g.proxy != nil, // the proxy's failed connections fail as Chrome's network errors

@@ -65,11 +65,11 @@ type Options struct {
 	// cannot be read): Paused runs on the browser connection's read loop,
 	// where a send can block behind another writer. It must not block.
 	ReadLoopSender Sender
-	// Grants, if set, returns the session grants of the user whose tab a
-	// request's frame belongs to (nil: none). They are consulted only for
-	// requests the policy refuses, and never override a --block entry
+	// Grants, if set, holds the session grants of the user whose tab a
+	// request's frame belongs to. They are consulted only for requests the
+	// policy refuses, and never override a --block entry
 	// (grants.Set.Decide).
-	Grants func(frameID string) *grants.Set
+	Grants Grants
 	// Self, if set, reports whether host (normalised, as policy.Decision
 	// has it) and port are the guard itself (every address of the host on
 	// one of its ports, selfaddr.Set). Such requests are refused whatever
@@ -91,6 +91,13 @@ type Options struct {
 	// with the network error Chrome shows for it direct (neterror.go). Set
 	// it when the browser's traffic goes through the egress proxy.
 	NetErrors bool
+}
+
+// Grants are the users' session grants (internal/scopes.Table).
+type Grants interface {
+	// ForFrame returns the grants of the user whose tab frameID belongs
+	// to (nil: none).
+	ForFrame(frameID string) *grants.Set
 }
 
 // Pages tells the live pages (internal/pages.Registry).
@@ -351,7 +358,7 @@ func (j *Judge) decide(p *policy.Policy, url, frameID string) policy.Decision {
 	}
 	d := p.Decide(url)
 	if !d.Allowed && j.opts.Grants != nil && frameID != "" {
-		d = j.opts.Grants(frameID).Decide(d)
+		d = j.opts.Grants.ForFrame(frameID).Decide(d)
 	}
 	if d.Allowed && j.opts.Self != nil && d.Host != "" {
 		if port, ok := selfaddr.URLPort(url); ok && j.opts.Self(d.Host, port) {
