@@ -182,10 +182,10 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	}
 	g.metrics = newMetrics(func() *Guard { return g })
 	g.pages = pages.New()
-	g.targets = g.newTargets()
-	g.worlds = g.newWorlds()
 	g.users = users.New(userContexts{g}, g.pages, cfg.SessionIdle, log)
 	g.users.SetLimits(g.userLimits())
+	g.targets = g.newTargets()
+	g.worlds = g.newWorlds()
 	g.scopes = g.newScopes()
 	g.iso = g.newIsolator()
 	g.mcp = g.newMCP()

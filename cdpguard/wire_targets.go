@@ -37,9 +37,9 @@ func (g *Guard) newTargets() *targets.Record {
 			g.agents.Notify(func(v *users.User) bool { return v == u }, method, params)
 		},
 		Evict:        g.agents.Evict,
-		WindowOpened: func() { g.ctl.WindowOpened() },                                // g.ctl is built in start, after the record
-		OwnerKey:     func(id string) (string, bool) { return g.users.OwnerKey(id) }, // g.users is made after the record
-		OnCap:        func(c string) { g.metrics.Bounds.Capped(c) },                  // read at each call: a Supervisor swaps g.metrics
+		WindowOpened: func() { g.ctl.WindowOpened() }, // g.ctl is built in start, after the record
+		Owners:       g.users,
+		OnCap:        func(c string) { g.metrics.Bounds.Capped(c) }, // read at each call: a Supervisor swaps g.metrics
 		OnCrash:      func() { g.metrics.RendererCrashes.Inc() },
 		Log:          g.log,
 	})

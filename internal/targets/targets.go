@@ -36,6 +36,12 @@ type Browser interface {
 	Send(sessionID, method string, params any) error
 }
 
+// Owners is the users registry as the record's logs name a target's user.
+type Owners interface {
+	// OwnerKey returns the user key of a target.
+	OwnerKey(targetID string) (string, bool)
+}
+
 // Pages is the page registry (internal/pages) as the record feeds it.
 type Pages interface {
 	Track(targetID, contextID string)
@@ -78,8 +84,8 @@ type Deps struct {
 	Evict func(targetID, reason string)
 	// WindowOpened is told of a new page (the controls' quiet window).
 	WindowOpened func()
-	// OwnerKey returns the user key of a target, for logs.
-	OwnerKey func(targetID string) (string, bool)
+	// Owners tells the user of a target, for logs (internal/users).
+	Owners Owners
 	// OnCap counts a cap that closed a target; OnCrash a crashed renderer.
 	OnCap   func(cap string)
 	OnCrash func()
@@ -212,7 +218,7 @@ func (r *Record) Crashed(e *cdpmsg.Envelope) {
 		return
 	}
 	r.d.OnCrash()
-	user, _ := r.d.OwnerKey(p.TargetID)
+	user, _ := r.d.Owners.OwnerKey(p.TargetID)
 	r.d.Log.Warn("renderer crashed; closing the tab", "target", p.TargetID, "user", clip.String(user), "status", p.Status, "errorCode", p.ErrorCode)
 	r.d.Outbox(func() { _ = r.d.Browser.Send("", "Target.closeTarget", map[string]any{"targetId": p.TargetID}) })
 }

@@ -84,6 +84,11 @@ type rig struct {
 	evicted []string
 }
 
+// alice owns every target.
+type alice struct{}
+
+func (alice) OwnerKey(string) (string, bool) { return "alice", true }
+
 func newRig(attached bool) *rig {
 	g := &rig{b: &fakeBrowser{}, pages: pages.New()}
 	g.r = New(Deps{
@@ -101,7 +106,7 @@ func newRig(attached bool) *rig {
 		Notify:       func(u *users.User, method string, _ []byte) { g.noted = append(g.noted, method+" "+u.Key) },
 		Evict:        func(id, reason string) { g.evicted = append(g.evicted, id+": "+reason) },
 		WindowOpened: func() { g.noted = append(g.noted, "window") },
-		OwnerKey:     func(string) (string, bool) { return "alice", true },
+		Owners:       alice{},
 		OnCap:        func(c string) { g.noted = append(g.noted, "cap "+c) },
 		OnCrash:      func() { g.noted = append(g.noted, "crash") },
 		Log:          slog.New(slog.DiscardHandler),
