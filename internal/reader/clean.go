@@ -192,7 +192,7 @@ func boilerplate(n *html.Node, dominant float64) bool {
 	if inTable(n) {
 		return false // data cells are often set smaller than prose
 	}
-	if fs := fontSize(n); dominant > 0 && fs > 0 && fs < 0.85*dominant && text < smallMax && attr(n, attrBox) != "" {
+	if fs := fontSize(n); dominant > 0 && fs > 0 && fs < 0.85*dominant && text < smallMax && attr(n, attrBox) != "" && headingLevel(n) == 0 {
 		return true
 	}
 	return false
