@@ -27,11 +27,11 @@ func (g *Guard) newRuleStage() *rules.Stage {
 			}
 			return g.mux
 		},
-		Decide:        g.decideFor,
-		SessionTarget: g.targets.SessionTarget,
-		Blocked:       g.notifyBlock,
-		Files:         g.files,
-		Read:          g.guardRead,
+		Decide:   g.decideFor,
+		Sessions: g.targets,
+		Blocked:  g.notifyBlock,
+		Files:    g.files,
+		Read:     g.guardRead,
 		PolicyView: func(u *users.User) any {
 			return g.policyViewFor(u.Key, g.scopes.OfUser(u))
 		},
@@ -39,7 +39,7 @@ func (g *Guard) newRuleStage() *rules.Stage {
 			return g.dialogs.Command(ctx, a, a.Name(), cmd, action, func() string { return g.targets.SessionTarget(ctx, a, cmd.SessionID) })
 		},
 		ControlsRefusal: func(kind firewall.ControlsRule, params []byte) string { return g.ctl.Refusal(kind, params) },
-		Targets:         g.users.Targets,
+		Users:           g.users,
 		Log:             g.log,
 	})
 }

@@ -39,8 +39,8 @@ type Deps struct {
 	// Decide judges a URL an agent of u names: the policy of u's group,
 	// then u's session grants, then the guard's own addresses.
 	Decide func(u *users.User, url string) policy.Decision
-	// SessionTarget returns the target of an agent's session, or "".
-	SessionTarget func(ctx context.Context, a *relay.Agent, sessionID string) string
+	// Sessions places an agent's sessions (internal/targets.Record).
+	Sessions Sessions
 	// Blocked tells the connections of user key of a refused request
 	// (Guard.requestBlocked).
 	Blocked func(key string, b fetchdomain.Block)
@@ -53,9 +53,21 @@ type Deps struct {
 	Dialogs func(ctx context.Context, a *relay.Agent, cmd relay.Command, action firewall.Action) relay.Verdict
 	// ControlsRefusal applies the controls' column (Rule.Controls).
 	ControlsRefusal func(kind firewall.ControlsRule, params []byte) string
+	// Users lists a user's targets (internal/users.Registry).
+	Users Users
+	Log   *slog.Logger
+}
+
+// Sessions places an agent's sessions.
+type Sessions interface {
+	// SessionTarget returns the target of an agent's session, or "".
+	SessionTarget(ctx context.Context, a *relay.Agent, sessionID string) string
+}
+
+// Users lists the users' targets.
+type Users interface {
 	// Targets returns u's targets.
-	Targets func(u *users.User) []string
-	Log     *slog.Logger
+	Targets(u *users.User) []string
 }
 
 // Stage applies a command's row.
@@ -142,7 +154,7 @@ func (s *Stage) closeOwnTargets(ctx context.Context, st *admission.Agent) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	for _, id := range s.d.Targets(st.User) {
+	for _, id := range s.d.Users.Targets(st.User) {
 		if _, err := b.Call(ctx, "", "Target.closeTarget", map[string]any{"targetId": id}); err != nil {
 			s.d.Log.Debug("Browser.close: closing target failed", "target", id, "err", err)
 		}
@@ -265,7 +277,7 @@ func (s *Stage) refusedNavigation(ctx context.Context, a *relay.Agent, st *admis
 	frame := p.FrameID
 	if frame == "" {
 		// A page's main frame id is its target id.
-		frame = s.d.SessionTarget(ctx, a, cmd.SessionID)
+		frame = s.d.Sessions.SessionTarget(ctx, a, cmd.SessionID)
 	}
 	s.d.Log.Warn("navigation refused", "url", clip.String(p.URL), "reason", reason)
 	s.d.Blocked(st.User.Key, fetchdomain.Block{URL: p.URL, Reason: reason, ResourceType: "Document", FrameID: frame, TopLevel: p.FrameID == ""})

@@ -42,6 +42,12 @@ type rig struct {
 	st      *admission.Agent
 }
 
+// onT1 places every session on T1; every user has T1 and T2.
+type onT1 struct{}
+
+func (onT1) SessionTarget(context.Context, *relay.Agent, string) string { return "T1" }
+func (onT1) Targets(*users.User) []string                               { return []string{"T1", "T2"} }
+
 func newRig() *rig {
 	r := &rig{b: &browser{}}
 	r.stage = New(Deps{
@@ -52,10 +58,10 @@ func newRig() *rig {
 			}
 			return policy.Decision{Reason: `host is not in the allowlist`}
 		},
-		SessionTarget: func(context.Context, *relay.Agent, string) string { return "T1" },
-		Blocked:       func(_ string, b fetchdomain.Block) { r.blocked = append(r.blocked, b) },
-		Targets:       func(*users.User) []string { return []string{"T1", "T2"} },
-		Log:           slog.New(slog.DiscardHandler),
+		Sessions: onT1{},
+		Blocked:  func(_ string, b fetchdomain.Block) { r.blocked = append(r.blocked, b) },
+		Users:    onT1{},
+		Log:      slog.New(slog.DiscardHandler),
 	})
 	r.st = &admission.Agent{User: &users.User{Key: "alice"}}
 	return r
