@@ -8,7 +8,6 @@ import (
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/relay"
-	"github.com/cdpguard/cdpguard/internal/users"
 )
 
 // newAgents wires agent admission (internal/admission) to the guard:
@@ -23,7 +22,7 @@ func (g *Guard) newAgents() *admission.Set {
 		Intercept: func(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
 			return g.countRefusal(cmd, g.intercept(ctx, a, st, cmd))
 		},
-		Touch: func(u *users.User) { g.users.Touch(u) },
+		Users: g.users,
 		Bounds: func() relay.Bounds {
 			b := g.limits().Relay()
 			b.Elsewhere = g.receiveBudget().Held // one budget: what is being received counts too
@@ -44,7 +43,6 @@ func (g *Guard) newAgents() *admission.Set {
 		Ctx:             g.ctx,
 		Mux:             func() *relay.Mux { return g.mux },
 		Acquire:         g.acquireUser,
-		Release:         func(u *users.User) { g.users.Release(u) }, // g.users is made after the set
 		MaxConnsPerUser: g.maxConnsPerUser,
 	})
 }

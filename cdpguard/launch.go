@@ -173,6 +173,9 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	g.closed.done = make(chan struct{})
 	g.hosts = hosts
 	g.ep.self = selfaddr.New()
+	g.pages = pages.New()
+	g.users = users.New(userContexts{g}, g.pages, cfg.SessionIdle, log)
+	g.users.SetLimits(g.userLimits())
 	g.agents = g.newAgents()
 	g.pol = g.newPolicyState(rules, sum)
 	g.about.id = hex.EncodeToString(id)
@@ -181,9 +184,6 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	g.metrics = newMetrics(func() *Guard { return g })
-	g.pages = pages.New()
-	g.users = users.New(userContexts{g}, g.pages, cfg.SessionIdle, log)
-	g.users.SetLimits(g.userLimits())
 	g.targets = g.newTargets()
 	g.worlds = g.newWorlds()
 	g.scopes = g.newScopes()

@@ -39,14 +39,24 @@ type Spec struct {
 	User     *users.User // the user Entry.Admit holds
 }
 
+// Users is the users registry (internal/users.Registry) as admission
+// uses it.
+type Users interface {
+	// Touch records a user's activity for idle disposal.
+	Touch(u *users.User)
+	// Release lets go of a user Acquire held.
+	Release(u *users.User)
+}
+
 // Deps are what admitting an agent takes from the guard.
 type Deps struct {
 	// Filter reports whether event e reaches agent a.
 	Filter func(st *Agent, a *relay.Agent, e *cdpmsg.Envelope) bool
 	// Intercept judges one agent command (the command pipeline).
 	Intercept func(ctx context.Context, a *relay.Agent, st *Agent, cmd relay.Command) relay.Verdict
-	// Touch records a user's activity for idle disposal.
-	Touch func(*users.User)
+	// Users records a user's activity for idle disposal (Touch) and lets
+	// go of a user an admission held (Release): the users registry.
+	Users Users
 	// Bounds are the relay's byte bounds.
 	Bounds func() relay.Bounds
 	// Metrics is read at each admission: a Supervisor swaps the guard's
@@ -72,9 +82,8 @@ type Deps struct {
 	// once the guard started.
 	Mux func() *relay.Mux
 	// Acquire holds the user of key (making their browser context on
-	// first use); Release lets go of it.
+	// first use); Users.Release lets go of it.
 	Acquire func(ctx context.Context, key string) (*users.User, error)
-	Release func(*users.User)
 	// MaxConnsPerUser, read at each admission, caps one user's agent
 	// connections (<= 0, or nil: no cap); a connection past it is refused
 	// with a *users.CapError and counted (Metrics).
@@ -134,7 +143,7 @@ func (set *Set) touch(st *Agent) {
 	now := time.Now().Unix()
 	if st.lastTouch.Load() != now {
 		st.lastTouch.Store(now)
-		set.deps.Touch(st.User)
+		set.deps.Users.Touch(st.User)
 	}
 }
 

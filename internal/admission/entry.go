@@ -78,7 +78,7 @@ func (e *Entry) Hold(ctx context.Context, key string) error {
 	}
 	share, unshare, ok := e.set.shares.TryAcquire(key, limit)
 	if !ok {
-		e.set.deps.Release(u)
+		e.set.deps.Users.Release(u)
 		e.set.deps.Metrics().Capped(users.CapConnections)
 		return &users.CapError{Cap: users.CapConnections, Msg: fmt.Sprintf("connections cap (--max-connections-per-user=%d) reached: this user has as many connections as one user may", limit)}
 	}
@@ -90,7 +90,7 @@ func (e *Entry) Hold(ctx context.Context, key string) error {
 func (e *Entry) letGo() {
 	if e.u != nil && e.a == nil {
 		e.unshare()
-		e.set.deps.Release(e.u)
+		e.set.deps.Users.Release(e.u)
 		e.u, e.share, e.unshare = nil, nil, nil
 	}
 }
@@ -134,7 +134,7 @@ func (e *Entry) Serve(clean func(error) error) error {
 	}
 	err := clean(e.a.Serve(e.set.deps.Ctx))
 	e.set.Drop(e.a)
-	e.set.deps.Release(e.u)
+	e.set.deps.Users.Release(e.u)
 	e.set.deps.Log.Info("agent disconnected", "remote", e.s.Name, "user", clip.String(e.s.Key), "err", err)
 	return err
 }

@@ -23,6 +23,9 @@ type entryRig struct {
 	acquireErr        error
 }
 
+func (r *entryRig) Touch(*users.User)   {}
+func (r *entryRig) Release(*users.User) { r.release++ }
+
 func (r *entryRig) set() *Set {
 	return New(Deps{
 		Ready: func() bool { return r.ready },
@@ -33,9 +36,9 @@ func (r *entryRig) set() *Set {
 			r.acquired++
 			return &users.User{Key: "alice"}, r.acquireErr
 		},
-		Release: func(*users.User) { r.release++ },
-		OnDrop:  func(*relay.Agent) {},
-		Log:     slog.New(slog.DiscardHandler),
+		Users:  r,
+		OnDrop: func(*relay.Agent) {},
+		Log:    slog.New(slog.DiscardHandler),
 	})
 }
 
