@@ -99,7 +99,7 @@ func (g *Guard) gate() httpgate.Gate {
 func (g *Guard) newDevtoolsJSON() *devtoolsjson.Handler {
 	return devtoolsjson.New(devtoolsjson.Deps{
 		Browser:              muxCaller{g},
-		Targets:              g.targets.List,
+		Targets:              g.targets,
 		Version:              func() browser.Version { return g.about.version },
 		BrowserID:            func() string { return g.about.id },
 		KeyOf:                g.keyOf,

@@ -35,11 +35,16 @@ type Refused struct{ Err error }
 func (e *Refused) Error() string { return e.Err.Error() }
 func (e *Refused) Unwrap() error { return e.Err }
 
+// Targets lists the browser's targets (internal/targets.Record).
+type Targets interface {
+	List(ctx context.Context) ([]cdpmsg.TargetInfo, error)
+}
+
 // Deps is what the handlers need from the guard.
 type Deps struct {
 	Browser Caller
 	// Targets lists the browser's targets.
-	Targets func(ctx context.Context) ([]cdpmsg.TargetInfo, error)
+	Targets Targets
 	// Version is what /json/version says about the browser; BrowserID
 	// the id in its /devtools/browser/<id> URL.
 	Version   func() browser.Version
@@ -143,7 +148,7 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	ts, err := h.d.Targets(ctx)
+	ts, err := h.d.Targets.List(ctx)
 	if err != nil {
 		http.Error(w, "cdpguard: "+err.Error(), http.StatusBadGateway)
 		return

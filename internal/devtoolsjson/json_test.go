@@ -23,17 +23,22 @@ func (c *calls) Call(_ context.Context, _, method string, _ any) (jsonv2.Value, 
 
 // handler is a Handler over a browser with alice's page P1 (context C1), a
 // chrome:// page of hers P2, and bob's page P3 (context C3).
+// threePages lists alice's P1 and P2 and bob's P3.
+type threePages struct{}
+
+func (threePages) List(context.Context) ([]cdpmsg.TargetInfo, error) {
+	return []cdpmsg.TargetInfo{
+		{TargetID: "P1", Type: "page", URL: "https://a.test/", BrowserContextID: "C1"},
+		{TargetID: "P2", Type: "page", URL: "chrome://settings/", BrowserContextID: "C1"},
+		{TargetID: "P3", Type: "page", URL: "https://b.test/", BrowserContextID: "C3"},
+	}, nil
+}
+
 func handler(c *calls, open func(ctx context.Context, key string) (string, func(), error)) *Handler {
 	owner := map[string]string{"C1": "alice", "C3": "bob", "P1": "alice", "P2": "alice", "P3": "bob"}
 	return New(Deps{
-		Browser: c,
-		Targets: func(context.Context) ([]cdpmsg.TargetInfo, error) {
-			return []cdpmsg.TargetInfo{
-				{TargetID: "P1", Type: "page", URL: "https://a.test/", BrowserContextID: "C1"},
-				{TargetID: "P2", Type: "page", URL: "chrome://settings/", BrowserContextID: "C1"},
-				{TargetID: "P3", Type: "page", URL: "https://b.test/", BrowserContextID: "C3"},
-			}, nil
-		},
+		Browser:       c,
+		Targets:       threePages{},
 		Version:       func() browser.Version { return browser.Version{Browser: "Chrome/1"} },
 		BrowserID:     func() string { return "ID" },
 		KeyOf:         func(h http.Header) (string, error) { return h.Get("X-User"), nil },
