@@ -302,10 +302,10 @@ func (g *Guard) setupBrowserSession(ctx context.Context) error {
 // filter decides on (it runs on the read loop and must not send itself).
 func (g *Guard) newIsolator() *isolation.Isolator {
 	return isolation.New(isolation.Options{
-		Users:         g.users,
-		Browser:       muxCaller{g},
-		ContextParams: g.scopes.ContextParams,
-		BrowserTarget: g.targets.BrowserTarget,
+		Users:   g.users,
+		Browser: muxCaller{g},
+		Scopes:  g.scopes,
+		Targets: g.targets,
 		Undo: func(parent, child string, waiting bool) {
 			g.fx.Add(func() {
 				if waiting {

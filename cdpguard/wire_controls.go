@@ -22,7 +22,7 @@ func (g *Guard) startControls() {
 		Grants:         ctlGrants{g},
 		World:          g.worlds.NewName("controls"),
 		Pages:          g.pages,
-		OwnerOf:        g.users.OwnerKey,
+		Owners:         g.users,
 		ExplainBlocked: g.cfg.BlockedNavigation != "error",
 		Go:             g.goWaited,
 		Log:            g.log,

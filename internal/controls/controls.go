@@ -99,6 +99,13 @@ type Pages interface {
 	Ensure(targetID string) *pages.Page
 }
 
+// Owners tells the user of a page.
+type Owners interface {
+	// OwnerKey returns the user key of target's page; known is false when
+	// the page is no user's (a human's own tab).
+	OwnerKey(target string) (user string, known bool)
+}
+
 // Deps is what the controls need from the guard.
 type Deps struct {
 	Browser Caller
@@ -109,9 +116,8 @@ type Deps struct {
 	World string
 	// Pages places the guard's page sessions and subframes.
 	Pages Pages
-	// OwnerOf returns the user key of target's page; known is false when
-	// the page is no user's (a human's own tab).
-	OwnerOf func(target string) (user string, known bool)
+	// Owners tells the user of a page (internal/users).
+	Owners Owners
 	// ExplainBlocked is true when a blocked main-frame navigation is
 	// answered with the explanation page (the only page with a button).
 	ExplainBlocked bool

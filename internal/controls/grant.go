@@ -60,8 +60,8 @@ func (c *Controls) bindingCalled(session string, params []byte) {
 	if why == "" {
 		// Only what can reach this page's button counts: its user's input
 		// and debugger, and anyone's window moves (internal/quiet). Lock
-		// order: c.mu, then OwnerOf's and c.dbg.mu (leaves).
-		owner, known := c.d.OwnerOf(target)
+		// order: c.mu, then the Owners' and c.dbg.mu (leaves).
+		owner, known := c.d.Owners.OwnerKey(target)
 		why = c.input.Busy(owner, known, now)
 		if why == "" {
 			why = c.dbg.debugging(owner, known)

@@ -45,6 +45,11 @@ func (w *fakeWorlds) MadeIn(target, frameID string, id int64) {
 	}
 }
 
+// noOwners: every page is a human's own.
+type noOwners struct{}
+
+func (noOwners) OwnerKey(string) (string, bool) { return "", false }
+
 // nopBrowser answers every command with an empty result.
 type nopBrowser struct{}
 
@@ -63,7 +68,7 @@ func newTest(t *testing.T) *Controls {
 		Worlds:  &fakeWorlds{},
 		Pages:   pages.New(),
 		World:   "cdpguard_controls_test",
-		OwnerOf: func(string) (string, bool) { return "", false },
+		Owners:  noOwners{},
 		Go:      func(f func()) { f() },
 		Log:     slog.New(slog.DiscardHandler),
 	})

@@ -31,7 +31,7 @@ func (i *Isolator) Event(c *Conn, a Agent, e *cdpmsg.Envelope) bool {
 		if t.Type == "browser" {
 			// Only the browser's own target (Puppeteer's browser.target()),
 			// not the browser targets of other agents' sessions.
-			return t.TargetID != "" && t.TargetID == i.o.BrowserTarget()
+			return t.TargetID != "" && t.TargetID == i.o.Targets.BrowserTarget()
 		}
 		if !i.o.Users.OwnsContext(c.User, t.BrowserContextID) || firewall.NotWeb(t.Type, t.URL) != "" {
 			return false
@@ -86,7 +86,7 @@ func (i *Isolator) Event(c *Conn, a Agent, e *cdpmsg.Envelope) bool {
 // id of its own, where attaching to the browser target keeps the browser's
 // id: without this Puppeteer lists a second browser target.
 func (i *Isolator) sameBrowserTarget(params []byte) []byte {
-	id := i.o.BrowserTarget()
+	id := i.o.Targets.BrowserTarget()
 	if id == "" {
 		return params
 	}

@@ -37,6 +37,22 @@ type Agent interface {
 	IsBrowserSession(sessionID string) bool
 }
 
+// Scopes makes the params of users' browser contexts.
+type Scopes interface {
+	// ContextParams returns the Target.createBrowserContext params a
+	// user's own new context gets: the agent's params with the guard's
+	// proxy settings (an agent's own never get this far: the firewall
+	// table refuses them). An error refuses the command with its text.
+	ContextParams(u *users.User, in map[string]jsonv2.Value) (map[string]any, error)
+}
+
+// Targets knows the browser's own target.
+type Targets interface {
+	// BrowserTarget returns the browser's own target id, or "" while it
+	// is not known (cdpguard learns it at start-up).
+	BrowserTarget() string
+}
+
 // Options wires an Isolator to the guard.
 type Options struct {
 	// Users owns who owns what.
@@ -44,14 +60,10 @@ type Options struct {
 	// Browser answers Browser.getWindowForTarget for window ids not
 	// learned yet.
 	Browser Browser
-	// ContextParams returns the Target.createBrowserContext params a user's
-	// own new context gets: the agent's params with the guard's proxy
-	// settings (an agent's own never get this far: the firewall table
-	// refuses them). An error refuses the command with its text.
-	ContextParams func(u *users.User, in map[string]jsonv2.Value) (map[string]any, error)
-	// BrowserTarget returns the browser's own target id, or "" while it is
-	// not known (cdpguard learns it at start-up).
-	BrowserTarget func() string
+	// Scopes gives a user's own new context its params (internal/scopes).
+	Scopes Scopes
+	// Targets knows the browser's own target (internal/targets).
+	Targets Targets
 	// Undo releases and detaches an agent's auto-attachment to a target it
 	// may not hold: Runtime.runIfWaitingForDebugger on child when waiting,
 	// then Target.detachFromTarget of child on parent. It is called from
@@ -247,7 +259,7 @@ func (i *Isolator) createContext(u *users.User, cmd relay.Command) relay.Verdict
 	if err := unmarshalParams(cmd.Params, &in); err != nil {
 		return refusal(cmd.Method, "unreadable params: "+err.Error())
 	}
-	out, err := i.o.ContextParams(u, in)
+	out, err := i.o.Scopes.ContextParams(u, in)
 	if err != nil {
 		return refusal(cmd.Method, err.Error())
 	}

@@ -79,6 +79,19 @@ type world struct {
 	browserTgtID string
 }
 
+// ContextParams gives a user's context the agent's params and a proxy.
+func (w *world) ContextParams(_ *users.User, in map[string]jsonv2.Value) (map[string]any, error) {
+	out := map[string]any{}
+	for k, v := range in {
+		out[k] = v
+	}
+	out["proxyServer"] = "http://127.0.0.1:1"
+	return out, nil
+}
+
+// BrowserTarget is the browser's own target id, once set.
+func (w *world) BrowserTarget() string { return w.browserTgtID }
+
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	pg := pages.New()
@@ -97,16 +110,9 @@ func newWorld(t *testing.T) *world {
 	w.iso = New(Options{
 		Users:   w.reg,
 		Browser: w.br,
-		ContextParams: func(_ *users.User, in map[string]jsonv2.Value) (map[string]any, error) {
-			out := map[string]any{}
-			for k, v := range in {
-				out[k] = v
-			}
-			out["proxyServer"] = "http://127.0.0.1:1"
-			return out, nil
-		},
-		BrowserTarget: func() string { return w.browserTgtID },
-		Undo:          func(p, c string, wait bool) { w.undone = append(w.undone, undo{p, c, wait}) },
+		Scopes:  w,
+		Targets: w,
+		Undo:    func(p, c string, wait bool) { w.undone = append(w.undone, undo{p, c, wait}) },
 	})
 	w.conn = NewConn(w.alice)
 	w.agent = fakeAgent{owned: map[string]bool{"SA": true, "SA1": true}, browser: map[string]bool{"SA": true}}
