@@ -123,13 +123,17 @@ const linkyShare = 0.8
 // clearly smaller than the article's, where bylines, dates and credits
 // sit), and the headline when it repeats the title (the reader's header
 // carries the title).
-func clean(root *html.Node, title string) {
+//
+// A listing (a shop's results) keeps its cards, linked names and all: it
+// reports whether root is one (see listing).
+func clean(root *html.Node, title string) (cards bool) {
+	cards = listing(root)
 	dominant := dominantFontSize(root)
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {
 		for c := n.FirstChild; c != nil; {
 			next := c.NextSibling
-			if c.Type == html.ElementNode && boilerplate(c, dominant) {
+			if c.Type == html.ElementNode && boilerplate(c, dominant, cards) {
 				n.RemoveChild(c)
 			} else if c.Type == html.ElementNode {
 				walk(c)
@@ -140,11 +144,12 @@ func clean(root *html.Node, title string) {
 	dropRelatedSections(root) // first: a wrapper the walk empties would widen a section
 	walk(root)
 	dropHeadline(root, title)
+	return cards
 }
 
 // boilerplate reports whether the element n is chrome inside the main
 // content.
-func boilerplate(n *html.Node, dominant float64) bool {
+func boilerplate(n *html.Node, dominant float64, cards bool) bool {
 	switch n.DataAtom {
 	case atom.Figcaption:
 		return true
@@ -164,10 +169,10 @@ func boilerplate(n *html.Node, dominant float64) bool {
 	if text == 0 {
 		return false
 	}
-	if text < linkyMax && float64(links) > linkyShare*float64(text) && !proseBlock[n.DataAtom] {
+	if !cards && text < linkyMax && float64(links) > linkyShare*float64(text) && !proseBlock[n.DataAtom] {
 		return true
 	}
-	if teaserBlock(n) {
+	if !cards && teaserBlock(n) {
 		return true // other stories: a linked title, a line of summary
 	}
 	name := strings.ToLower(attr(n, "class") + " " + attr(n, "id"))

@@ -429,8 +429,7 @@ func postText(pg Page, base *url.URL) (string, error) {
 	if top == nil {
 		return "", nil
 	}
-	clean(top, pg.Title)
-	text := dropChromeLines(writeText(top, base, false))
+	text := written(top, pg.Title, base)
 	if n := utf8.RuneCountInString(text); n < postMin || 2*n < p.prose {
 		return "", nil // cleaning left little of it: not a post to trust
 	}

@@ -76,15 +76,13 @@ func Extract(p Page) (string, error) {
 		// the reader's own: then it took a side box for the article.
 		if _, _, prose := proseCluster(art.Node); cluster == nil || float64(prose) >= clusterShare*float64(clusterProse) || prose >= clusterMinProse || teaserList(cluster) {
 			main := narrow(art.Node)
-			clean(main, p.Title)
-			if text := dropChromeLines(writeText(main, base, false)); len(text) >= minMainChars {
+			if text := written(main, p.Title, base); len(text) >= minMainChars {
 				return headlineFirst(text)
 			}
 		}
 	}
 	if cluster != nil {
-		clean(cluster, p.Title)
-		if text := dropChromeLines(writeText(cluster, base, false)); len(text) >= minMainChars {
+		if text := written(cluster, p.Title, base); len(text) >= minMainChars {
 			return headlineFirst(text)
 		}
 	}
@@ -103,6 +101,15 @@ func Extract(p Page) (string, error) {
 	}
 	unwrapForms(fresh)
 	return writeText(body, base, true), nil
+}
+
+// written cleans the main content n and writes it, chrome lines left
+// out; a listing's lines without letters (its prices) stay.
+func written(n *html.Node, title string, base *url.URL) string {
+	if clean(n, title) {
+		return writeText(n, base, false)
+	}
+	return dropChromeLines(writeText(n, base, false))
 }
 
 // narrow returns the prose cluster under n when it holds nearly all of
