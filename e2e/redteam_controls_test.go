@@ -39,6 +39,7 @@ func timedRedTeamControls(t *testing.T) {
 	run("background-tab", rcBackgroundTab)
 	run("other-window", rcOtherWindow)
 	run("move-under-pointer", rcMoveUnderPointer)
+	run("move-while-blocked", rcMoveWhileBlocked)
 	run("debugger-pause", rcDebuggerPause)
 	run("switch-document", rcSwitchDocument)
 	run("history-back", rcHistoryBack)
@@ -193,6 +194,45 @@ func rcMoveUnderPointer(ctx context.Context, t *testing.T, e *rcEnv) {
 		t.Logf("the click at %v did not reach the moved button", target)
 	}
 	t.Logf("guard: %q", got)
+}
+
+// rcMoveWhileBlocked: the button first sits, armed, where the human will
+// click; then the page shows it elsewhere and blocks its main thread, so
+// that no timer can see where it is; the human's click is queued; the page
+// puts the button back under the pointer in the same task that ends the
+// block, and the queued click is hit-tested there. A check that samples the
+// button's place with a timer never saw it move (a fresh-clone run at load
+// 27 let move-under-pointer through the same way: its timer starved).
+func rcMoveWhileBlocked(ctx context.Context, t *testing.T, e *rcEnv) {
+	v := e.victim(t, "rc-move-blocked")
+	p := e.explain(ctx, t, v, false)
+	time.Sleep(rcQuiet)
+	target := headed.Point{X: 300, Y: 200}
+	dx, dy := target.X-p.at.X, target.Y-p.at.Y
+	for i := 0; i < 2; i++ {
+		e.agentEval(ctx, t, p, fmt.Sprintf(`document.documentElement.style.transform = 'translate(%fpx, %fpx)', 1`, dx, dy))
+		n, err := headed.FindNode(ctx, e.chrome.Direct, p.human, headed.ByTag("button", "Allow "+v.name))
+		rcMust(t, "find the moved button", err)
+		at, err := headed.Center(ctx, e.chrome.Direct, p.human, n.BackendNodeID)
+		rcMust(t, "centre of the moved button", err)
+		dx, dy = dx+target.X-at.X, dy+target.Y-at.Y
+	}
+	time.Sleep(rcArm) // armed under the pointer
+	// Home, drawn; then 3 s of a blocked main thread; then back.
+	e.agentEval(ctx, t, p, fmt.Sprintf(`(() => {
+		const root = document.documentElement.style;
+		root.transform = '';
+		requestAnimationFrame(() => setTimeout(() => {
+			const end = performance.now() + 3000;
+			while (performance.now() < end) {}
+			root.transform = 'translate(%fpx, %fpx)';
+		}, 0));
+		return 1;
+	})()`, dx, dy))
+	time.Sleep(time.Second)
+	n := len(e.log.about(p.target))
+	rcMust(t, "human click", headed.DispatchClick(ctx, e.chrome.Direct, p.human, target))
+	t.Logf("guard: %q", e.decided(t, p, n, 2*time.Second))
 }
 
 // rcDebuggerPause: the human clicks 250 ms after the explanation page's tab

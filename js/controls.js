@@ -118,25 +118,64 @@
     setTimeout(() => { b.disabled = false; mine(); }, ARM_MS);
     // Only the button on show counts: one drawn afresh retires this one.
     let at = where(b);
+    // Where the button was drawn. A timer cannot tell: a page that blocks
+    // its main thread shows the button elsewhere for as long as it blocks,
+    // and puts it back under the pointer in the task that ends the block,
+    // before the queued click is hit-tested (e2e RedTeamControls/
+    // move-while-blocked). An observer whose root is a small square at the
+    // button's centre is told, for each frame the browser draws, whether the
+    // button covers that square; the click handler takes the records not yet
+    // delivered. Until the first record the button is not placed.
+    let placed = false, place = null;
+    const onPlace = (es) => {
+      for (const x of es) {
+        if (x.isIntersecting && !placed) shownAt = Math.max(shownAt, x.time);
+        placed = x.isIntersecting;
+      }
+    };
+    const watchPlace = () => {
+      if (place) place.disconnect();
+      place = null;
+      placed = false;
+      const r = b.getBoundingClientRect();
+      const W = document.documentElement.clientWidth, H = document.documentElement.clientHeight;
+      const cx = Math.round(r.left + r.width / 2), cy = Math.round(r.top + r.height / 2);
+      try {
+        place = new IntersectionObserver((es) => {
+          if (b !== allowBtn) return place && place.disconnect();
+          onPlace(es);
+        }, { rootMargin: `${1 - cy}px ${cx + 1 - W}px ${cy + 1 - H}px ${1 - cx}px`, threshold: 0 });
+        place.observe(b);
+      } catch (_) { place = null; } // never placed: a click is not a decision
+    };
+    watchPlace();
     const iv = setInterval(() => {
-      if (b !== allowBtn) return clearInterval(iv);
+      if (b !== allowBtn) { clearInterval(iv); return place && place.disconnect(); }
       const w = where(b);
-      if (w !== at) { at = w; rearm(); }
+      if (w !== at) { at = w; rearm(); watchPlace(); }
     }, 100);
     // Intersection Observer v2: is the button shown, uncovered and opaque?
     // A click on a button something else hides is not a decision.
-    try {
+    let io = null;
+    const onVisible = (es) => {
       // The arming clock restarts each time it comes into view.
-      const io = new IntersectionObserver((es) => {
+      for (const x of es) {
+        if (x.isVisible && visible !== true) shownAt = Math.max(shownAt, x.time);
+        visible = x.isVisible;
+      }
+    };
+    try {
+      io = new IntersectionObserver((es) => {
         if (b !== allowBtn) return io.disconnect();
-        const v = es[es.length - 1].isVisible;
-        if (v && visible !== true) shownAt = performance.now();
-        visible = v;
+        onVisible(es);
       },
         { trackVisibility: true, delay: 100 });
       io.observe(b);
     } catch (_) { visible = null; }
     b.addEventListener('click', (e) => {
+      // What was drawn up to the click, not yet delivered to the callbacks.
+      if (place) onPlace(place.takeRecords());
+      if (io) onVisible(io.takeRecords());
       const ua = navigator.userActivation;
       const payload = {
         action: 'allow',
@@ -146,7 +185,7 @@
         active: !!(ua && ua.isActive),
         // The click's own time, not now: a debugger can pause this handler
         // until any "now" is late enough.
-        armed: document.visibilityState === 'visible' && where(b) === at && e.timeStamp - shownAt >= ARM_MS,
+        armed: document.visibilityState === 'visible' && placed && where(b) === at && e.timeStamp - shownAt >= ARM_MS,
         visible,
       };
       const ok = payload.trusted && payload.active && payload.armed;
