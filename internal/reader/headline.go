@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -43,7 +44,6 @@ const (
 type leaf struct {
 	n            *html.Node
 	text, links  int
-	key          string // the first postKeyChars letters and digits
 	norm         string // all its letters and digits, lower case
 	box          box
 	headingLevel int
@@ -130,10 +130,6 @@ func leaves(root *html.Node) []leaf {
 		l := &out[idx]
 		l.text, l.links = text, links
 		l.norm = alnum(own.String())
-		l.key = l.norm
-		if utf8.RuneCountInString(l.key) > postKeyChars {
-			l.key = string([]rune(l.key)[:postKeyChars])
-		}
 		l.box = boxOf(n)
 	}
 	walk(root)
@@ -213,17 +209,16 @@ func ogTitle(n *html.Node) string {
 
 // post is the text under the page's headline, in its column, up to what
 // ends it: a heading of the headline's level or above (the next post), a
-// block to the side of the headline's column, a block named or marked as
-// an author box, profile, responses footer, side bar or widget, or
-// postSkipMax characters of links in a row.
+// block to the side of the headline's column, the responses, a footer or
+// a complementary block (endsPost), or postSkipMax characters of links in
+// a row; author boxes and post footers inside it are left out
+// (postAside).
 type post struct {
 	head, last *html.Node
 	leaves     []leaf // the body's, the headline at start
 	start      int
 	drop       []*html.Node // author boxes, post footers: not its text
 	prose      int          // characters of its blocks that are not link lists
-	key        string       // its first block's key
-	norm       string       // its blocks' letters and digits, in order
 }
 
 // findPost returns the post under the page's headline, or nil when the
@@ -247,7 +242,6 @@ func findPost(doc, body *html.Node, title string) *post {
 	col := boxOf(h)
 	lvl := headingLevel(h)
 	p := &post{head: h, leaves: ls, start: start}
-	var norm strings.Builder
 	skippedLinks := 0
 	for _, l := range ls[start+1:] {
 		if contains(h, l.n) {
@@ -272,17 +266,12 @@ func findPost(doc, body *html.Node, title string) *post {
 			continue
 		}
 		skippedLinks = 0
-		if p.key == "" && utf8.RuneCountInString(l.key) >= 10 {
-			p.key = l.key
-		}
 		p.prose += l.text
 		p.last = l.n
-		norm.WriteString(l.norm)
 	}
 	if p.prose < postMin || p.last == nil {
 		return nil
 	}
-	p.norm = norm.String()
 	return p
 }
 
@@ -378,6 +367,16 @@ func cutPost(p *post) *html.Node {
 // a profile box) or in an author box or the responses is not the post. A
 // pick none of whose lines is found stands.
 func holdsPost(text string, p *post) bool {
+	// Every block's letters and digits in one string: a line is found
+	// with one search, not one per block.
+	var all strings.Builder
+	ends := make([]int, len(p.leaves))
+	for i, l := range p.leaves {
+		all.WriteString(l.norm)
+		all.WriteByte(0)
+		ends[i] = all.Len()
+	}
+	norms := all.String()
 	col := boxOf(p.head)
 	in, out := 0, 0
 	for _, line := range strings.Split(text, "\n") {
@@ -385,17 +384,16 @@ func holdsPost(text string, p *post) bool {
 		if len(k) < 20 {
 			continue
 		}
-		key := string(k[:min(len(k), postKeyChars)])
-		for i, l := range p.leaves {
-			if !strings.Contains(l.norm, key) {
-				continue
-			}
-			if i < p.start || !col.overlaps(l.box) || endsPost(p.head, l.n) || postAside(p.head, l) != nil {
-				out += len(k)
-			} else {
-				in += len(k)
-			}
-			break
+		at := strings.Index(norms, string(k[:min(len(k), postKeyChars)]))
+		if at < 0 {
+			continue
+		}
+		i := sort.SearchInts(ends, at+1)
+		l := p.leaves[i]
+		if i < p.start || !col.overlaps(l.box) || endsPost(p.head, l.n) || postAside(p.head, l) != nil {
+			out += len(k)
+		} else {
+			in += len(k)
 		}
 	}
 	return out <= in || out > postOutMax
