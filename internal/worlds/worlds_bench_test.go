@@ -1,0 +1,28 @@
+package worlds
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/cdpguard/cdpguard/internal/relay"
+)
+
+// BenchmarkCommand: an agent command naming an object (as Playwright's
+// most commands do) checked against the guard's worlds of 100 pages, two
+// worlds each (the reader's and the controls'), none of them its own.
+func BenchmarkCommand(b *testing.B) {
+	w := New(Deps{})
+	for i := range 100 {
+		t := "T" + strconv.Itoa(i)
+		w.MadeIn(t, t, int64(1000+2*i))
+		w.MadeIn(t, t, int64(1001+2*i))
+	}
+	cmd := relay.Command{SessionID: "S1", Method: "Runtime.callFunctionOn", Params: []byte(`{"objectId":"-123.7.4","functionDeclaration":"function(){}"}`)}
+	ctx := context.Background()
+	for b.Loop() {
+		if v := w.Command(ctx, nil, cmd); v.Refuse != "" {
+			b.Fatal(v.Refuse)
+		}
+	}
+}
