@@ -40,6 +40,7 @@ func timedRedTeamControls(t *testing.T) {
 	run("other-window", rcOtherWindow)
 	run("move-under-pointer", rcMoveUnderPointer)
 	run("move-while-blocked", rcMoveWhileBlocked)
+	run("move-by-animation", rcMoveByAnimation)
 	run("debugger-pause", rcDebuggerPause)
 	run("switch-document", rcSwitchDocument)
 	run("history-back", rcHistoryBack)
@@ -202,7 +203,11 @@ func rcMoveUnderPointer(ctx context.Context, t *testing.T, e *rcEnv) {
 // puts the button back under the pointer in the same task that ends the
 // block, and the queued click is hit-tested there. A check that samples the
 // button's place with a timer never saw it move (a fresh-clone run at load
-// 27 let move-under-pointer through the same way: its timer starved).
+// 27 let move-under-pointer through the same way: its timer starved). Two
+// defences stop it now, each alone (the first was checked before the
+// second existed): the controls' place observer, told per drawn frame, and
+// the top layer, where the root's transform does not move the controls (the
+// click then misses the button).
 func rcMoveWhileBlocked(ctx context.Context, t *testing.T, e *rcEnv) {
 	v := e.victim(t, "rc-move-blocked")
 	p := e.explain(ctx, t, v, false)
@@ -226,6 +231,46 @@ func rcMoveWhileBlocked(ctx context.Context, t *testing.T, e *rcEnv) {
 			const end = performance.now() + 3000;
 			while (performance.now() < end) {}
 			root.transform = 'translate(%fpx, %fpx)';
+		}, 0));
+		return 1;
+	})()`, dx, dy))
+	time.Sleep(time.Second)
+	n := len(e.log.about(p.target))
+	rcMust(t, "human click", headed.DispatchClick(ctx, e.chrome.Direct, p.human, target))
+	t.Logf("guard: %q", e.decided(t, p, n, 2*time.Second))
+}
+
+// rcMoveByAnimation is move-while-blocked with the move made by the
+// compositor: an animation of the root's transform, started where the
+// button is armed, shows it elsewhere while the page's main thread is
+// blocked (no frame of the main thread draws that), and ends back under
+// the pointer before the queued click is hit-tested. The place observer
+// cannot see that (no main-thread frame draws it); the top layer does not
+// move with the root.
+func rcMoveByAnimation(ctx context.Context, t *testing.T, e *rcEnv) {
+	v := e.victim(t, "rc-move-animated")
+	p := e.explain(ctx, t, v, false)
+	time.Sleep(rcQuiet)
+	target := headed.Point{X: 300, Y: 200}
+	dx, dy := target.X-p.at.X, target.Y-p.at.Y
+	for i := 0; i < 2; i++ {
+		e.agentEval(ctx, t, p, fmt.Sprintf(`document.documentElement.style.transform = 'translate(%fpx, %fpx)', 1`, dx, dy))
+		n, err := headed.FindNode(ctx, e.chrome.Direct, p.human, headed.ByTag("button", "Allow "+v.name))
+		rcMust(t, "find the moved button", err)
+		at, err := headed.Center(ctx, e.chrome.Direct, p.human, n.BackendNodeID)
+		rcMust(t, "centre of the moved button", err)
+		dx, dy = dx+target.X-at.X, dy+target.Y-at.Y
+	}
+	time.Sleep(rcArm) // armed under the pointer
+	e.agentEval(ctx, t, p, fmt.Sprintf(`(() => {
+		const there = 'translate(%fpx, %fpx)';
+		document.documentElement.animate([
+			{ transform: there }, { transform: 'none', offset: 0.02 },
+			{ transform: 'none', offset: 0.98 }, { transform: there },
+		], { duration: 3000, fill: 'forwards' });
+		requestAnimationFrame(() => setTimeout(() => {
+			const end = performance.now() + 3200;
+			while (performance.now() < end) {}
 		}, 0));
 		return 1;
 	})()`, dx, dy))
@@ -363,15 +408,17 @@ func rcTamperLabel(ctx context.Context, t *testing.T, e *rcEnv) {
 	}
 }
 
-// rcOverlay: the page fades the controls and lays a decoy over the button
-// that lets clicks through (pointer-events: none).
+// rcOverlay: the page lays a decoy over the button that lets clicks
+// through (pointer-events: none). The controls are in the top layer, above
+// any z-index, so the decoy is shown in the top layer too, after them.
 func rcOverlay(ctx context.Context, t *testing.T, e *rcEnv) {
 	v := e.victim(t, "rc-overlay")
 	p := e.explain(ctx, t, v, false)
 	e.agentEval(ctx, t, p, fmt.Sprintf(`(() => { const d = document.createElement('div');
 		d.textContent = 'Click to continue';
-		d.style.cssText = 'position:fixed;left:%fpx;top:%fpx;width:300px;height:60px;transform:translate(-50%%,-50%%);background:#eee;z-index:2147483647;pointer-events:none';
-		document.documentElement.appendChild(d); return 1; })()`, p.at.X, p.at.Y))
+		d.popover = 'manual';
+		d.style.cssText = 'position:fixed;inset:auto;margin:0;border:0;padding:0;left:%fpx;top:%fpx;width:300px;height:60px;transform:translate(-50%%,-50%%);background:#eee;z-index:2147483647;pointer-events:none';
+		document.documentElement.appendChild(d); d.showPopover(); return 1; })()`, p.at.X, p.at.Y))
 	time.Sleep(rcQuiet)
 	n := len(e.log.about(p.target))
 	e.humanClick(ctx, t, p)

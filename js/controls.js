@@ -41,9 +41,24 @@
     return e;
   };
 
+  // The host lives in the top layer (a manual popover): there no
+  // ancestor's transform, animation or scroll moves it, so the page cannot
+  // slide the button under the human's pointer with a change no frame of
+  // its main thread draws (a compositor animation of the root's transform
+  // while the main thread is blocked: e2e RedTeamControls/
+  // move-by-animation). A page that takes it out (hidePopover, removing the
+  // attribute) disarms the button and it goes back.
+  const toTop = () => {
+    try {
+      if (host.getAttribute('popover') !== 'manual') host.setAttribute('popover', 'manual');
+      if (host.isConnected && !host.matches(':popover-open')) host.showPopover();
+    } catch (_) { /* not in the top layer: the place observer still judges */ }
+    mine();
+  };
+
   function build() {
     if (host) {
-      if (!host.isConnected && document.documentElement) document.documentElement.appendChild(host);
+      if (!host.isConnected && document.documentElement) { document.documentElement.appendChild(host); rearm(); toTop(); }
       return true;
     }
     if (!document.documentElement) return false;
@@ -75,6 +90,8 @@
     });
     root.append(panel, badge);
     document.documentElement.appendChild(host);
+    host.addEventListener('toggle', (e) => { if (e.newState === 'closed') { rearm(); toTop(); } });
+    toTop();
     render();
     hostStyle = host.getAttribute('style');
     // A foreign change disarms the button at once; the redraw runs at most
@@ -84,9 +101,10 @@
     const redraw = () => {
       redrawTimer = 0;
       redrawAt = performance.now();
-      for (const a of host.getAttributeNames()) if (a !== 'style' && a !== 'aria-hidden') host.removeAttribute(a);
+      for (const a of host.getAttributeNames()) if (a !== 'style' && a !== 'aria-hidden' && a !== 'popover') host.removeAttribute(a);
       host.setAttribute('style', hostStyle);
       host.setAttribute('aria-hidden', 'true');
+      toTop();
       allowFor = '';
       render();
     };
