@@ -44,6 +44,7 @@ const (
 type leaf struct {
 	n            *html.Node
 	text, links  int
+	own          string // its own text, whitespace collapsed
 	norm         string // all its letters and digits, lower case
 	box          box
 	headingLevel int
@@ -129,7 +130,8 @@ func leaves(root *html.Node) []leaf {
 		inline(n, n.DataAtom == atom.A)
 		l := &out[idx]
 		l.text, l.links = text, links
-		l.norm = alnum(own.String())
+		l.own = own.String()
+		l.norm = alnum(l.own)
 		l.box = boxOf(n)
 	}
 	walk(root)
@@ -219,6 +221,7 @@ type post struct {
 	start      int
 	drop       []*html.Node // author boxes, post footers: not its text
 	prose      int          // characters of its blocks that are not link lists
+	*judge
 }
 
 // findPost returns the post under the page's headline, or nil when the
@@ -241,7 +244,7 @@ func findPost(doc, body *html.Node, title string) *post {
 	}
 	col := boxOf(h)
 	lvl := headingLevel(h)
-	p := &post{head: h, leaves: ls, start: start}
+	p := &post{head: h, leaves: ls, start: start, judge: newJudge(h)}
 	skippedLinks := 0
 	for _, l := range ls[start+1:] {
 		if contains(h, l.n) {
@@ -250,10 +253,10 @@ func findPost(doc, body *html.Node, title string) *post {
 		if l.headingLevel > 0 && l.headingLevel <= lvl {
 			break
 		}
-		if !col.overlaps(l.box) || endsPost(h, l.n) {
+		if !col.overlaps(l.box) || p.endsPost(l.n) {
 			break
 		}
-		if a := postAside(h, l); a != nil {
+		if a := p.postAside(l); a != nil {
 			if len(p.drop) == 0 || p.drop[len(p.drop)-1] != a {
 				p.drop = append(p.drop, a)
 			}
@@ -275,22 +278,47 @@ func findPost(doc, body *html.Node, title string) *post {
 	return p
 }
 
+// judge tells, for the blocks after a headline, which end the post or
+// stand beside it, judging each element once: a page's blocks share their
+// ancestors, and a judgement made per block and ancestor costs the depth
+// squared.
+type judge struct {
+	h     *html.Node
+	above map[*html.Node]bool // h and its ancestors
+	ends  map[*html.Node]bool
+	aside map[*html.Node]bool
+}
+
+func newJudge(h *html.Node) *judge {
+	j := &judge{h: h, above: map[*html.Node]bool{}, ends: map[*html.Node]bool{}, aside: map[*html.Node]bool{}}
+	for n := h; n != nil; n = n.Parent {
+		j.above[n] = true
+	}
+	return j
+}
+
 // endsPost reports whether n sits in a block that ends the post under the
-// headline h: an element between n and the nearest ancestor it shares
-// with h that is a footer, an aside, a landmark other than the main one,
-// or named as comments or responses, and holds postEndMin characters or
-// more (a comment counter or an article's own footer line does not end
+// headline: an element between n and the nearest ancestor it shares with
+// the headline that is a footer, an aside, a landmark other than the main
+// one, or named as comments or responses, and holds postEndMin characters
+// or more (a comment counter or an article's own footer line does not end
 // it).
-func endsPost(h, n *html.Node) bool {
-	for m := n; m != nil && !contains(m, h); m = m.Parent {
+func (j *judge) endsPost(n *html.Node) bool {
+	for m := n; m != nil && !j.above[m]; m = m.Parent {
 		if m.Type != html.ElementNode {
 			continue
 		}
-		if m.DataAtom == atom.Footer || m.DataAtom == atom.Aside || postEndRole[attr(m, "role")] ||
-			postEndName.MatchString(strings.ToLower(attr(m, "class")+" "+attr(m, "id"))) {
-			if text, _ := textAndLinkLen(m); text >= postEndMin {
-				return true
+		end, ok := j.ends[m]
+		if !ok {
+			if m.DataAtom == atom.Footer || m.DataAtom == atom.Aside || postEndRole[attr(m, "role")] ||
+				postEndName.MatchString(strings.ToLower(attr(m, "class")+" "+attr(m, "id"))) {
+				text, _ := textAndLinkLen(m)
+				end = text >= postEndMin
 			}
+			j.ends[m] = end
+		}
+		if end {
+			return true
 		}
 	}
 	return false
@@ -299,17 +327,25 @@ func endsPost(h, n *html.Node) bool {
 // postEndMin is the least text of a block that ends a post.
 const postEndMin = 300
 
-// postAside returns the block n sits in, below the nearest ancestor it
-// shares with the headline h, that is named as an author box, profile or
-// the like, or n itself when its text is a blog's post footer; nil when
-// neither.
-func postAside(h *html.Node, l leaf) *html.Node {
-	for m := l.n; m != nil && !contains(m, h); m = m.Parent {
-		if m.Type == html.ElementNode && postAsideName.MatchString(strings.ToLower(attr(m, "class")+" "+attr(m, "id"))) {
+// postAside returns the block l sits in, below the nearest ancestor it
+// shares with the headline, that is named as an author box, profile or the
+// like, or l's element itself when its text is a blog's post footer; nil
+// when neither.
+func (j *judge) postAside(l leaf) *html.Node {
+	for m := l.n; m != nil && !j.above[m]; m = m.Parent {
+		if m.Type != html.ElementNode {
+			continue
+		}
+		named, ok := j.aside[m]
+		if !ok {
+			named = postAsideName.MatchString(strings.ToLower(attr(m, "class") + " " + attr(m, "id")))
+			j.aside[m] = named
+		}
+		if named {
 			return m
 		}
 	}
-	if l.text < 2*boilerTextMax && postAsideText.MatchString(innerText(l.n)) {
+	if l.text < 2*boilerTextMax && postAsideText.MatchString(l.own) {
 		return l.n
 	}
 	return nil
@@ -390,7 +426,7 @@ func holdsPost(text string, p *post) bool {
 		}
 		i := sort.SearchInts(ends, at+1)
 		l := p.leaves[i]
-		if i < p.start || !col.overlaps(l.box) || endsPost(p.head, l.n) || postAside(p.head, l) != nil {
+		if i < p.start || !col.overlaps(l.box) || p.endsPost(l.n) || p.postAside(l) != nil {
 			out += len(k)
 		} else {
 			in += len(k)
