@@ -45,10 +45,12 @@ type Sessions interface {
 }
 
 // Pages is the page registry as the worlds use it: the page of a target,
-// made for a page MadeIn names (Ensure), and of a subframe (PageOf). Its
+// made for a page MadeIn names (Ensure), of a subframe (PageOf) and of the
+// guard's session that reports a frame event (PageOfSession). Its
 // lock is a leaf, taken under Worlds.mu.
 type Pages interface {
 	Page(targetID string) *pages.Page
+	PageOfSession(sessionID string) *pages.Page
 	Ensure(targetID string) *pages.Page
 	PageOf(frameID string) string
 }

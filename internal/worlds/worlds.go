@@ -139,23 +139,44 @@ func (w *Worlds) each(f func(pg *pages.Page, on *madeOn) bool) {
 }
 
 // frameGone forgets the worlds of a frame that no longer exists or that
-// navigated to a new document (a page's main frame id is its target id).
-// A subframe's ids are forgotten under its page too: a context id is never
-// reused within one renderer process, so none of them can name a live
-// guard world.
-func (w *Worlds) frameGone(frameID string) {
+// navigated to a new document (a page's main frame id is its target id),
+// as the guard's page session sessionID reported it. A subframe's ids are
+// forgotten under its page too: a context id is never reused within one
+// renderer process, so none of them can name a live guard world. Only
+// the frame's page is looked at (its main frame, else the page of the
+// session that reported it, else the registry's page of the subframe),
+// and the loose worlds; every page only when none is known.
+func (w *Worlds) frameGone(sessionID, frameID string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.each(func(pg *pages.Page, on *madeOn) bool {
-		main := pg != nil && string(pg.ID()) == frameID
+	pg := w.deps.Pages.Page(frameID)
+	if pg == nil {
+		pg = w.deps.Pages.PageOfSession(sessionID)
+	}
+	if pg == nil {
+		if t := w.deps.Pages.PageOf(frameID); t != "" {
+			pg = w.deps.Pages.Page(t)
+		}
+	}
+	forget := func(main bool, on *madeOn) {
 		on.worlds = slices.DeleteFunc(on.worlds, func(m made) bool { return m.frame == frameID })
 		if main { // a new document in the main frame: none of the page's ids is its own now
 			for i := range on.worlds {
 				on.worlds[i].onPage = false
 			}
 		}
-		return true
-	})
+	}
+	forget(false, &w.loose)
+	if pg == nil { // a frame no page is known for (an out-of-process iframe's session): every page
+		w.made.Range(func(pg *pages.Page, on *madeOn) bool {
+			forget(false, on)
+			return true
+		})
+		return
+	}
+	if on, ok := w.made.Get(pg); ok {
+		forget(string(pg.ID()) == frameID, on)
+	}
 }
 
 // PageGone forgets the worlds of a page and of all its frames, as the
@@ -179,7 +200,7 @@ func (w *Worlds) OnFrameNavigated(e *cdpmsg.Envelope) {
 		} `json:"frame"`
 	}
 	if cdpmsg.UnmarshalBrowser(e.Params, &p) == nil && p.Frame.ID != "" {
-		w.frameGone(p.Frame.ID)
+		w.frameGone(e.SessionID, p.Frame.ID)
 	}
 }
 
@@ -194,7 +215,7 @@ func (w *Worlds) OnFrameDetached(e *cdpmsg.Envelope) {
 		Reason  string `json:"reason"`
 	}
 	if cdpmsg.UnmarshalBrowser(e.Params, &p) == nil && p.FrameID != "" && p.Reason != "swap" {
-		w.frameGone(p.FrameID)
+		w.frameGone(e.SessionID, p.FrameID)
 	}
 }
 
@@ -256,15 +277,40 @@ func (w *Worlds) Hide(e *cdpmsg.Envelope) bool {
 		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		found := false
-		w.each(func(_ *pages.Page, on *madeOn) bool {
-			found = slices.Contains(on.worlds, made{frame: p.AuxData.FrameID, id: p.ContextID}) ||
-				slices.Contains(on.worlds, made{frame: p.AuxData.FrameID, id: p.ContextID, onPage: true})
-			return !found
-		})
-		return found
+		return w.madeInFrame(p.AuxData.FrameID, p.ContextID)
 	}
 	return false
+}
+
+// madeInFrame reports whether id is a guard world's context in frameID.
+// The frame's page is looked up (its main frame, else the registry's page
+// of the subframe); only a frame the registry cannot place (a subframe
+// open before the guard attached, an out-of-process iframe's) walks every
+// page's worlds. The caller holds w.mu.
+func (w *Worlds) madeInFrame(frameID string, id int64) bool {
+	has := func(on *madeOn) bool {
+		return slices.Contains(on.worlds, made{frame: frameID, id: id}) ||
+			slices.Contains(on.worlds, made{frame: frameID, id: id, onPage: true})
+	}
+	if has(&w.loose) {
+		return true
+	}
+	pg := w.deps.Pages.Page(frameID)
+	if pg == nil {
+		if t := w.deps.Pages.PageOf(frameID); t != "" {
+			pg = w.deps.Pages.Page(t)
+		}
+	}
+	if pg != nil {
+		on, ok := w.made.Get(pg)
+		return ok && has(on)
+	}
+	found := false
+	w.made.Range(func(_ *pages.Page, on *madeOn) bool {
+		found = has(on)
+		return !found
+	})
+	return found
 }
 
 // forgetSession drops what Hide remembered for an agent session whose

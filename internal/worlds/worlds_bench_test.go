@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
@@ -24,5 +25,24 @@ func BenchmarkCommand(b *testing.B) {
 		if v := w.Command(ctx, nil, cmd); v.Refuse != "" {
 			b.Fatal(v.Refuse)
 		}
+	}
+}
+
+// BenchmarkFrameDetachedOnPage: BenchmarkFrameDetached as the guard sees
+// it, on the page session of one of the 100 pages the registry knows: only
+// that page's worlds are looked at.
+func BenchmarkFrameDetachedOnPage(b *testing.B) {
+	reg := pages.New()
+	w := New(Deps{Pages: reg})
+	for i := range 100 {
+		t := "T" + strconv.Itoa(i)
+		reg.Track(t, "C")
+		reg.Attached(t, "S"+strconv.Itoa(i))
+		w.MadeIn(t, t, int64(1000+2*i))
+		w.MadeIn(t, t, int64(1001+2*i))
+	}
+	e := ev("S1", "Page.frameDetached", `{"frameId":"F1","reason":"remove"}`)
+	for b.Loop() {
+		w.OnFrameDetached(e)
 	}
 }
