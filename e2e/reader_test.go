@@ -144,7 +144,12 @@ func readerFixtures(t *testing.T, g *cdpguard.Guard, origin string) {
 	if only := os.Getenv("CDPGUARD_READER_FIXTURES"); only != "" { // to look at a few pages
 		names = strings.Split(only, ",")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// The whole run's bound is a hang guard too, made of the steps' own:
+	// three workers (reader.mjs) take the pages a step (60 s) at a time. A
+	// flat 3 minutes killed the run at load 20 with 25 of 27 pages read
+	// (about 21 s a page; 1 to 2.5 s on a quiet machine).
+	const readWorkers, stepBound = 3, 60 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration((len(names)+readWorkers-1)/readWorkers)*stepBound+time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "clients/reader.mjs")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -158,7 +163,8 @@ func readerFixtures(t *testing.T, g *cdpguard.Guard, origin string) {
 	// BenchmarkReadLoaded): on a fresh machine, beside the cold builds, reads
 	// took up to 18 s and one page's load passed 20 s.
 	cmd.Env = append(os.Environ(), "CDPGUARD_URL="+g.URL(), "FIXTURE_BASE="+origin+"/fx/",
-		"FIXTURES="+strings.Join(names, ","), "STEP_TIMEOUT_MS=60000", "READER_COMPARE="+os.Getenv("CDPGUARD_READER_COMPARE"))
+		"FIXTURES="+strings.Join(names, ","), fmt.Sprintf("STEP_TIMEOUT_MS=%d", stepBound.Milliseconds()),
+		fmt.Sprintf("READER_WORKERS=%d", readWorkers), "READER_COMPARE="+os.Getenv("CDPGUARD_READER_COMPARE"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
