@@ -101,6 +101,10 @@ type Handler struct {
 	// slot holds each page's dialog state on the page; its end (the
 	// target destroyed) stops the page's pending answer.
 	slot *pages.Slot[*page]
+	// loose is the dialog state of sessions the page registry does not
+	// place (a page destroyed already, a session never set up), newest
+	// last, at most maxLoose (under mu).
+	loose []*page
 
 	wg       sync.WaitGroup // answers being sent by timers
 	mu       sync.Mutex     // taken before the page registry's lock (Pages) and the slot's
@@ -269,16 +273,49 @@ func (h *Handler) targetOf(sessionID string) string {
 	return sessionID
 }
 
+// maxLoose bounds the states kept for sessions the page registry does not
+// place: such a session is a page's that is gone, so only its latest
+// dialogs matter; the oldest state is dropped first.
+const maxLoose = 64
+
 // pageOf returns the dialog state of the guard's session's page, making it
 // for a session Attach never named; a session the page registry does not
-// place gets a state of its own for this dialog only (no agent listens
-// there, so it is answered at once, or after the grace with a human). The
+// place keys a state of its own (loose: no agent listens there, so its
+// dialogs are answered at once, or after the grace with a human). The
 // caller holds h.mu.
 func (h *Handler) pageOf(sessionID string) *page {
 	if p := h.ensure(h.targetOf(sessionID), sessionID); p != nil {
 		return p
 	}
-	return &page{session: sessionID}
+	if p := h.looseOf(sessionID); p != nil {
+		return p
+	}
+	p := &page{session: sessionID}
+	if len(h.loose) >= maxLoose {
+		h.loose = slices.Delete(h.loose, 0, len(h.loose)-maxLoose+1)
+	}
+	h.loose = append(h.loose, p)
+	return p
+}
+
+// looseOf returns the state of a session the page registry does not
+// place, nil when it has none. The caller holds h.mu.
+func (h *Handler) looseOf(sessionID string) *page {
+	for _, p := range h.loose {
+		if p.session == sessionID {
+			return p
+		}
+	}
+	return nil
+}
+
+// placed returns the dialog state of the guard's session, on its page or
+// loose; nil when it has none. The caller holds h.mu.
+func (h *Handler) placed(sessionID string) *page {
+	if target, ok := h.pages.TargetOf(sessionID); ok {
+		return h.rec(target)
+	}
+	return h.looseOf(sessionID)
 }
 
 // Opening takes a Page.javascriptDialogOpening event on the guard's session
@@ -340,7 +377,7 @@ func (h *Handler) expire(p *page, d *dialog) {
 func (h *Handler) Closed(sessionID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	p := h.rec(h.targetOf(sessionID))
+	p := h.placed(sessionID)
 	if p == nil || p.cur == nil {
 		return
 	}
@@ -427,6 +464,9 @@ func (h *Handler) Close() {
 		p.stop()
 		return true
 	})
+	for _, p := range h.loose {
+		p.stop()
+	}
 	h.mu.Unlock()
 	h.wg.Wait()
 }

@@ -128,7 +128,7 @@ func (h *Handler) unstick(ctx context.Context, call Caller, sessionID string) {
 	h.mu.Lock()
 	var dest string
 	settled := false
-	if p := h.rec(h.targetOf(sessionID)); p != nil {
+	if p := h.placed(sessionID); p != nil {
 		dest = p.navURL
 		settled = p.committed || (p.cur != nil && p.cur.gone)
 	}
