@@ -309,6 +309,15 @@ func (h *Handler) looseOf(sessionID string) *page {
 	return nil
 }
 
+// replaced reports whether p is a loose state dropped for room whose
+// session has a newer one: that one holds the session's dialog (Chrome
+// shows one at a time), so p's timer must not answer it. A dropped state
+// with no newer one still answers its dialog. The caller holds h.mu.
+func (h *Handler) replaced(p *page) bool {
+	q := h.looseOf(p.session)
+	return q != nil && q != p
+}
+
 // placed returns the dialog state of the guard's session, on its page or
 // loose; nil when it has none. The caller holds h.mu.
 func (h *Handler) placed(sessionID string) *page {
@@ -359,7 +368,7 @@ func (h *Handler) Opening(sessionID string, params []byte) {
 // expire answers d when the grace ran out with no agent's answer.
 func (h *Handler) expire(p *page, d *dialog) {
 	h.mu.Lock()
-	if h.closed || p.cur != d || d.state != open {
+	if h.closed || p.cur != d || d.state != open || h.replaced(p) {
 		h.mu.Unlock()
 		return
 	}
