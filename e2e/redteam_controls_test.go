@@ -172,17 +172,7 @@ func rcMoveUnderPointer(ctx context.Context, t *testing.T, e *rcEnv) {
 	p := e.explain(ctx, t, v, false)
 	time.Sleep(rcQuiet)
 	target := headed.Point{X: 300, Y: 200}
-	// A transform makes the root the fixed badge's containing block, so
-	// measure where the button went and correct once.
-	dx, dy := target.X-p.at.X, target.Y-p.at.Y
-	for i := 0; i < 2; i++ {
-		e.agentEval(ctx, t, p, fmt.Sprintf(`document.documentElement.style.transform = 'translate(%fpx, %fpx)', 1`, dx, dy))
-		n, err := headed.FindNode(ctx, e.chrome.Direct, p.human, headed.ByTag("button", "Allow "+v.name))
-		rcMust(t, "find the moved button", err)
-		at, err := headed.Center(ctx, e.chrome.Direct, p.human, n.BackendNodeID)
-		rcMust(t, "centre of the moved button", err)
-		dx, dy = dx+target.X-at.X, dy+target.Y-at.Y
-	}
+	dx, dy := e.moveRoot(ctx, t, p, target)
 	// Back home until the button is armed again, then one clean jump.
 	e.agentEval(ctx, t, p, `document.documentElement.style.transform = '', 1`)
 	time.Sleep(rcArm)
@@ -195,6 +185,26 @@ func rcMoveUnderPointer(ctx context.Context, t *testing.T, e *rcEnv) {
 		t.Logf("the click at %v did not reach the moved button", target)
 	}
 	t.Logf("guard: %q", got)
+}
+
+// moveRoot translates the page's root so that the Allow button's centre
+// lands on target, and returns the translation. A transform makes the root
+// the fixed host's containing block, so it measures where the button went
+// and corrects once. The controls are in the top layer, which the root's
+// transform does not move: the button stays where it was and an attack
+// built on this misses it (the guess is then meaningless).
+func (e *rcEnv) moveRoot(ctx context.Context, t *testing.T, p *rcPage, target headed.Point) (dx, dy float64) {
+	t.Helper()
+	dx, dy = target.X-p.at.X, target.Y-p.at.Y
+	for i := 0; i < 2; i++ {
+		e.agentEval(ctx, t, p, fmt.Sprintf(`document.documentElement.style.transform = 'translate(%fpx, %fpx)', 1`, dx, dy))
+		n, err := headed.FindNode(ctx, e.chrome.Direct, p.human, headed.ByTag("button", "Allow "+p.v.name))
+		rcMust(t, "find the moved button", err)
+		at, err := headed.Center(ctx, e.chrome.Direct, p.human, n.BackendNodeID)
+		rcMust(t, "centre of the moved button", err)
+		dx, dy = dx+target.X-at.X, dy+target.Y-at.Y
+	}
+	return dx, dy
 }
 
 // rcMoveWhileBlocked: the button first sits, armed, where the human will
@@ -213,15 +223,7 @@ func rcMoveWhileBlocked(ctx context.Context, t *testing.T, e *rcEnv) {
 	p := e.explain(ctx, t, v, false)
 	time.Sleep(rcQuiet)
 	target := headed.Point{X: 300, Y: 200}
-	dx, dy := target.X-p.at.X, target.Y-p.at.Y
-	for i := 0; i < 2; i++ {
-		e.agentEval(ctx, t, p, fmt.Sprintf(`document.documentElement.style.transform = 'translate(%fpx, %fpx)', 1`, dx, dy))
-		n, err := headed.FindNode(ctx, e.chrome.Direct, p.human, headed.ByTag("button", "Allow "+v.name))
-		rcMust(t, "find the moved button", err)
-		at, err := headed.Center(ctx, e.chrome.Direct, p.human, n.BackendNodeID)
-		rcMust(t, "centre of the moved button", err)
-		dx, dy = dx+target.X-at.X, dy+target.Y-at.Y
-	}
+	dx, dy := e.moveRoot(ctx, t, p, target)
 	time.Sleep(rcArm) // armed under the pointer
 	// Home, drawn; then 3 s of a blocked main thread; then back.
 	e.agentEval(ctx, t, p, fmt.Sprintf(`(() => {
@@ -252,15 +254,7 @@ func rcMoveByAnimation(ctx context.Context, t *testing.T, e *rcEnv) {
 	p := e.explain(ctx, t, v, false)
 	time.Sleep(rcQuiet)
 	target := headed.Point{X: 300, Y: 200}
-	dx, dy := target.X-p.at.X, target.Y-p.at.Y
-	for i := 0; i < 2; i++ {
-		e.agentEval(ctx, t, p, fmt.Sprintf(`document.documentElement.style.transform = 'translate(%fpx, %fpx)', 1`, dx, dy))
-		n, err := headed.FindNode(ctx, e.chrome.Direct, p.human, headed.ByTag("button", "Allow "+v.name))
-		rcMust(t, "find the moved button", err)
-		at, err := headed.Center(ctx, e.chrome.Direct, p.human, n.BackendNodeID)
-		rcMust(t, "centre of the moved button", err)
-		dx, dy = dx+target.X-at.X, dy+target.Y-at.Y
-	}
+	dx, dy := e.moveRoot(ctx, t, p, target)
 	time.Sleep(rcArm) // armed under the pointer
 	e.agentEval(ctx, t, p, fmt.Sprintf(`(() => {
 		const there = 'translate(%fpx, %fpx)';
