@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,5 +53,46 @@ func TestExtractPostUnderHeadline(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFirstIndex: past scanBudget the suffix array finds the same first
+// occurrence as strings.Index, for keys found once, many times and never.
+func TestFirstIndex(t *testing.T) {
+	var b strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&b, "paragraph%dwithwordsofprose%d\x00", i%700, i*7919)
+	}
+	s := b.String()
+	fast := firstIndex(s, 1)
+	indexed := firstIndex(s, scanBudget) // lines*len(s) > scanBudget
+	for _, key := range []string{"paragraph0withwordsofprose0", "paragraph12withwordsofprose", "withwordsofprose", "paragraph699", "notinthetextatallxyzxyzxyz", "prose23751\x00paragraph3"} {
+		for range 2 { // the second look-up comes from the cache
+			if got, want := indexed(key), strings.Index(s, key); got != want {
+				t.Errorf("%q: suffix array %d, strings.Index %d", key, got, want)
+			}
+			if got, want := fast(key), strings.Index(s, key); got != want {
+				t.Errorf("%q: below the budget %d, strings.Index %d", key, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkExtractManyParagraphs reads a page of 16,000 short paragraphs
+// under its headline: holdsPost searched every line in every block's text
+// (3.7 s of it for this page before firstIndex).
+func BenchmarkExtractManyParagraphs(b *testing.B) {
+	var h strings.Builder
+	h.WriteString(`<html><head><title>Big headline here</title></head><body><main><h1>Big headline here</h1>`)
+	for i := range 16000 {
+		fmt.Fprintf(&h, "<p>Paragraph number %d with some words of prose that go on and on, sentence %d.</p>\n", i, i*7919)
+	}
+	h.WriteString(`</main><aside class="author-bio"><p>About the author: a long bio.</p></aside></body></html>`)
+	page := Page{URL: "https://x.test/", Title: "Big headline here", HTML: h.String()}
+	b.SetBytes(int64(len(page.HTML)))
+	for b.Loop() {
+		if _, err := Extract(page); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
