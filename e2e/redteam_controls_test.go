@@ -219,14 +219,8 @@ func (e *rcEnv) moveRoot(ctx context.Context, t *testing.T, p *rcPage, target he
 // the top layer, where the root's transform does not move the controls (the
 // click then misses the button).
 func rcMoveWhileBlocked(ctx context.Context, t *testing.T, e *rcEnv) {
-	v := e.victim(t, "rc-move-blocked")
-	p := e.explain(ctx, t, v, false)
-	time.Sleep(rcQuiet)
-	target := headed.Point{X: 300, Y: 200}
-	dx, dy := e.moveRoot(ctx, t, p, target)
-	time.Sleep(rcArm) // armed under the pointer
 	// Home, drawn; then 3 s of a blocked main thread; then back.
-	e.agentEval(ctx, t, p, fmt.Sprintf(`(() => {
+	rcArmedThenMoved(ctx, t, e, "rc-move-blocked", `(() => {
 		const root = document.documentElement.style;
 		root.transform = '';
 		requestAnimationFrame(() => setTimeout(() => {
@@ -235,11 +229,7 @@ func rcMoveWhileBlocked(ctx context.Context, t *testing.T, e *rcEnv) {
 			root.transform = 'translate(%fpx, %fpx)';
 		}, 0));
 		return 1;
-	})()`, dx, dy))
-	time.Sleep(time.Second)
-	n := len(e.log.about(p.target))
-	rcMust(t, "human click", headed.DispatchClick(ctx, e.chrome.Direct, p.human, target))
-	t.Logf("guard: %q", e.decided(t, p, n, 2*time.Second))
+	})()`)
 }
 
 // rcMoveByAnimation is move-while-blocked with the move made by the
@@ -250,13 +240,7 @@ func rcMoveWhileBlocked(ctx context.Context, t *testing.T, e *rcEnv) {
 // cannot see that (no main-thread frame draws it); the top layer does not
 // move with the root.
 func rcMoveByAnimation(ctx context.Context, t *testing.T, e *rcEnv) {
-	v := e.victim(t, "rc-move-animated")
-	p := e.explain(ctx, t, v, false)
-	time.Sleep(rcQuiet)
-	target := headed.Point{X: 300, Y: 200}
-	dx, dy := e.moveRoot(ctx, t, p, target)
-	time.Sleep(rcArm) // armed under the pointer
-	e.agentEval(ctx, t, p, fmt.Sprintf(`(() => {
+	rcArmedThenMoved(ctx, t, e, "rc-move-animated", `(() => {
 		const there = 'translate(%fpx, %fpx)';
 		document.documentElement.animate([
 			{ transform: there }, { transform: 'none', offset: 0.02 },
@@ -267,7 +251,20 @@ func rcMoveByAnimation(ctx context.Context, t *testing.T, e *rcEnv) {
 			while (performance.now() < end) {}
 		}, 0));
 		return 1;
-	})()`, dx, dy))
+	})()`)
+}
+
+// rcArmedThenMoved arms the button of victim's explanation page under the
+// pointer, runs the page script move (a format of the root's translation
+// to there, dx and dy), and a second later the human clicks there.
+func rcArmedThenMoved(ctx context.Context, t *testing.T, e *rcEnv, victim, move string) {
+	v := e.victim(t, victim)
+	p := e.explain(ctx, t, v, false)
+	time.Sleep(rcQuiet)
+	target := headed.Point{X: 300, Y: 200}
+	dx, dy := e.moveRoot(ctx, t, p, target)
+	time.Sleep(rcArm) // armed under the pointer
+	e.agentEval(ctx, t, p, fmt.Sprintf(move, dx, dy))
 	time.Sleep(time.Second)
 	n := len(e.log.about(p.target))
 	rcMust(t, "human click", headed.DispatchClick(ctx, e.chrome.Direct, p.human, target))
