@@ -107,5 +107,5 @@ func (r *Registry) Ensure(targetID string) *Page {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.rec(targetID)
+	return r.made(targetID)
 }

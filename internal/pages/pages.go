@@ -46,6 +46,15 @@ type Registry struct {
 	sessions map[string]string // the guard's session on a page → the page's target id
 	frames   map[string]string // subframe id → the page target that holds it
 	gone     []destroyed       // destroyed targets, oldest first
+	// unheard are the pages made by the setup's bookkeeping (made) before
+	// any target event named them, oldest first: one still unheard of
+	// after Keep is dropped (prune), as a destroyed one is.
+	unheard []made
+}
+
+type made struct {
+	p  *Page
+	at time.Time
 }
 
 type destroyed struct {
@@ -77,6 +86,27 @@ func (r *Registry) rec(targetID string) *Page {
 		r.targets[targetID] = t
 	}
 	return t
+}
+
+// made returns targetID's record, creating it for a target no target
+// event named yet: Ensure, SetupDone and AwaitSetup can name a target
+// before its event (a Target.createTarget reply read first) or after it
+// was dropped (a late setup end), and such a page, which no
+// Target.targetDestroyed will end, is dropped by prune unless a target
+// event names it within Keep. The caller holds r.mu.
+func (r *Registry) made(targetID string) *Page {
+	t := r.targets[targetID]
+	if t == nil {
+		t = r.rec(targetID)
+		r.unheard = append(r.unheard, made{p: t, at: r.now()})
+	}
+	return t
+}
+
+// heard reports whether a target event named t (Track, MarkPage, MarkWeb,
+// Attached, Destroyed). The caller holds r.mu.
+func (t *Page) heard() bool {
+	return t.context != "" || t.page || t.notWeb != "" || t.session != "" || t.gone
 }
 
 // Track records the browser context a target is in, as Chrome reports it
@@ -169,7 +199,8 @@ func (r *Registry) Destroyed(targetID string) {
 	}
 }
 
-// prune drops the targets destroyed longer than Keep ago and returns
+// prune drops the targets destroyed longer than Keep ago, and those made
+// unheard of (made) that no target event named within Keep, and returns
 // them, for the caller to end (a record a late event put on a page after
 // its end is ended with the page's drop) once it let go of r.mu, which it
 // holds. Every target event calls it (Track, Destroyed), so no goroutine
@@ -188,6 +219,20 @@ func (r *Registry) prune(now time.Time) (dropped []*Page) {
 	}
 	if n > 0 {
 		r.gone = append(r.gone[:0], r.gone[n:]...)
+	}
+	n = 0
+	for _, m := range r.unheard {
+		if now.Sub(m.at) <= Keep {
+			break
+		}
+		if r.targets[string(m.p.id)] == m.p && !m.p.heard() {
+			delete(r.targets, string(m.p.id))
+			dropped = append(dropped, m.p)
+		}
+		n++
+	}
+	if n > 0 {
+		r.unheard = append(r.unheard[:0], r.unheard[n:]...)
 	}
 	return dropped
 }

@@ -15,7 +15,7 @@ import (
 func (r *Registry) SetupDone(targetID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t := r.rec(targetID)
+	t := r.made(targetID)
 	if t.setup == nil {
 		t.setup = make(chan struct{})
 	}
@@ -31,7 +31,7 @@ func (r *Registry) SetupDone(targetID string) {
 // the auto-attach's event). The wait is outside the registry's lock.
 func (r *Registry) AwaitSetup(ctx context.Context, targetID string) error {
 	r.mu.Lock()
-	t := r.rec(targetID)
+	t := r.made(targetID)
 	if t.setup == nil {
 		t.setup = make(chan struct{})
 	}
