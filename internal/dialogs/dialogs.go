@@ -202,7 +202,11 @@ func (h *Handler) Forget(targetID string) {
 }
 
 // Listen records that owner (an agent connection) enabled Page events on
-// its session sessionID to targetID, or disabled them (on false).
+// its session sessionID to targetID, or disabled them (on false). The
+// listener is kept on the target's page; a target the page registry never
+// heard of gets none: Chrome tells the guard's discovery of a target
+// before any session attaches to it, so such a target is one dropped
+// after pages.Keep, which opens no dialog (TestListenInEventOrder).
 func (h *Handler) Listen(owner any, sessionID, targetID string, on bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -40,7 +40,9 @@ func (h *Handler) SetCaller(c Caller) {
 
 // Navigating takes a Page.frameStartedNavigating event on the guard's
 // session sessionID: the URL of the page's latest cross-document
-// navigation of its main frame, which unstick needs. It does not block.
+// navigation of its main frame, which unstick needs. A session the page
+// registry does not place records none: it is a page's past its end
+// (TestStuckUnplacedSession). It does not block.
 func (h *Handler) Navigating(sessionID string, params []byte) {
 	var ev struct {
 		FrameID        string `json:"frameId"`

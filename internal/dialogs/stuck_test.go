@@ -154,3 +154,23 @@ func TestRefusedAfterCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestStuckUnplacedSession: on a session the page registry does not place
+// the guard records no navigation, so a refused answer there navigates
+// nowhere (as before the page object, whose check of the main frame's id
+// against the session's key never held). The guard's sessions that get
+// Page events are its page sessions (Page.enable is sent to pages only,
+// and only the root session auto-attaches, so it has no out-of-process
+// iframe's or worker's session): one the registry does not place is a
+// page past Target.targetDestroyed, which no navigation can unstick.
+func TestStuckUnplacedSession(t *testing.T) {
+	c := &chrome{stuck: true}
+	h := New(&rec{}, testPages, 0, nil)
+	h.SetCaller(c)
+	h.Navigating("SX", navigating("TX", "http://a.test/next", "differentDocument"))
+	h.Opening("SX", ev("alert"))
+	h.Close()
+	if got := c.got(); len(got) != 1 || got[0] != "Page.handleJavaScriptDialog" {
+		t.Fatalf("calls %q, want only the refused answer", got)
+	}
+}
