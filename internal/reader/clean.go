@@ -73,7 +73,7 @@ var dateWords = regexp.MustCompile(`(?i)\b(jan|feb|mar|apr|may|jun|jul|aug|sep|s
 // chromeLine reports whether the short text t of a block is a byline, a
 // dateline, a credit or a tool bar.
 func chromeLine(t string) bool {
-	if shortChrome.MatchString(t) || label.MatchString(t) || contactLine.MatchString(t) {
+	if l := newLine(t); l.shortChrome() || l.label() || l.contactLine() {
 		return true
 	}
 	if dateOnly(t) {
@@ -86,7 +86,12 @@ func chromeLine(t string) bool {
 }
 
 // dateOnly reports whether t is a date and time and nothing else.
+// A line with a word no date is made of is turned away before the
+// regexp (keepsWord).
 func dateOnly(t string) bool {
+	if !foldRisk(t) && keepsWord(lowerASCII(t)) {
+		return false
+	}
 	return len(strings.Fields(strings.Map(func(r rune) rune {
 		if unicode.IsLetter(r) {
 			return r
@@ -185,12 +190,12 @@ func boilerplate(n *html.Node, dominant float64, cards bool) bool {
 	if text < authorBoxMax && authorBoxName.MatchString(name) {
 		return true // an author box or profile, however long its prose
 	}
-	if text < 2*boilerTextMax && postAsideText.MatchString(ownText(n)) {
+	if text < 2*boilerTextMax && isPostAsideText(ownText(n)) {
 		return true // a blog's footer under its post ("leave a response")
 	}
 	if text < boilerTextMax {
 		t := innerText(n)
-		if boilerText.MatchString(t) || (text < chromeLineMax && chromeLine(t)) {
+		if isBoilerText(t) || (text < chromeLineMax && chromeLine(t)) {
 			return true
 		}
 	}
@@ -354,8 +359,12 @@ func dropChromeLines(text string) string {
 			out = append(out, l) // preformatted, a heading, a table row
 			continue
 		}
-		t := strings.TrimSpace(strings.TrimLeft(urlNote.ReplaceAllString(l, ""), "-•* "))
-		if t != "" && len(t) < chromeLineMax && (shortChrome.MatchString(t) || label.MatchString(t) || sourceLine.MatchString(t) || dateOnly(t)) {
+		t := strings.TrimSpace(strings.TrimLeft(dropURLNotes(l), "-•* "))
+		if t == "" || len(t) >= chromeLineMax {
+			out = append(out, l)
+			continue
+		}
+		if c := newLine(t); c.shortChrome() || c.label() || c.sourceLine() || dateOnly(t) {
 			continue
 		}
 		out = append(out, l)

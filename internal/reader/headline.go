@@ -346,7 +346,7 @@ func (j *judge) postAside(l leaf) *html.Node {
 			return m
 		}
 	}
-	if l.text < 2*boilerTextMax && postAsideText.MatchString(l.own) {
+	if l.text < 2*boilerTextMax && isPostAsideText(l.own) {
 		return l.n
 	}
 	return nil
