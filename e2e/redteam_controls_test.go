@@ -41,6 +41,7 @@ func timedRedTeamControls(t *testing.T) {
 	run("move-under-pointer", rcMoveUnderPointer)
 	run("move-while-blocked", rcMoveWhileBlocked)
 	run("move-by-animation", rcMoveByAnimation)
+	run("move-out-of-top-layer", rcMoveOutOfTopLayer)
 	run("debugger-pause", rcDebuggerPause)
 	run("switch-document", rcSwitchDocument)
 	run("history-back", rcHistoryBack)
@@ -220,7 +221,7 @@ func (e *rcEnv) moveRoot(ctx context.Context, t *testing.T, p *rcPage, target he
 // click then misses the button).
 func rcMoveWhileBlocked(ctx context.Context, t *testing.T, e *rcEnv) {
 	// Home, drawn; then 3 s of a blocked main thread; then back.
-	rcArmedThenMoved(ctx, t, e, "rc-move-blocked", `(() => {
+	rcArmedThenMoved(ctx, t, e, "rc-move-blocked", "", `(() => {
 		const root = document.documentElement.style;
 		root.transform = '';
 		requestAnimationFrame(() => setTimeout(() => {
@@ -240,7 +241,26 @@ func rcMoveWhileBlocked(ctx context.Context, t *testing.T, e *rcEnv) {
 // cannot see that (no main-thread frame draws it); the top layer does not
 // move with the root.
 func rcMoveByAnimation(ctx context.Context, t *testing.T, e *rcEnv) {
-	rcArmedThenMoved(ctx, t, e, "rc-move-animated", `(() => {
+	rcArmedThenMoved(ctx, t, e, "rc-move-animated", "", rcAnimateAway)
+}
+
+// rcMoveOutOfTopLayer is move-by-animation after the page took the controls
+// out of the top layer, with their toggle events stopped before they reach
+// the controls' listeners, so that the root's transform moves them again.
+func rcMoveOutOfTopLayer(ctx context.Context, t *testing.T, e *rcEnv) {
+	rcArmedThenMoved(ctx, t, e, "rc-move-untopped", `(() => {
+		for (const type of ['beforetoggle', 'toggle']) {
+			window.addEventListener(type, (e) => e.stopImmediatePropagation(), true);
+		}
+		document.querySelector('cdpguard-controls').hidePopover();
+		return 1;
+	})()`, rcAnimateAway)
+}
+
+// rcAnimateAway animates the root's transform from there (the button under
+// the pointer) to none and back over 3 s, and blocks the main thread for
+// those 3 s, so that no main-thread frame draws the way.
+const rcAnimateAway = `(() => {
 		const there = 'translate(%fpx, %fpx)';
 		document.documentElement.animate([
 			{ transform: there }, { transform: 'none', offset: 0.02 },
@@ -251,15 +271,18 @@ func rcMoveByAnimation(ctx context.Context, t *testing.T, e *rcEnv) {
 			while (performance.now() < end) {}
 		}, 0));
 		return 1;
-	})()`)
-}
+	})()`
 
-// rcArmedThenMoved arms the button of victim's explanation page under the
-// pointer, runs the page script move (a format of the root's translation
-// to there, dx and dy), and a second later the human clicks there.
-func rcArmedThenMoved(ctx context.Context, t *testing.T, e *rcEnv, victim, move string) {
+// rcArmedThenMoved runs the page script prep (if any) on victim's
+// explanation page, arms its button under the pointer, runs the page script
+// move (a format of the root's translation to there, dx and dy), and a
+// second later the human clicks there.
+func rcArmedThenMoved(ctx context.Context, t *testing.T, e *rcEnv, victim, prep, move string) {
 	v := e.victim(t, victim)
 	p := e.explain(ctx, t, v, false)
+	if prep != "" {
+		e.agentEval(ctx, t, p, prep)
+	}
 	time.Sleep(rcQuiet)
 	target := headed.Point{X: 300, Y: 200}
 	dx, dy := e.moveRoot(ctx, t, p, target)

@@ -46,8 +46,18 @@
   // slide the button under the human's pointer with a change no frame of
   // its main thread draws (a compositor animation of the root's transform
   // while the main thread is blocked: e2e RedTeamControls/
-  // move-by-animation). A page that takes it out (hidePopover, removing the
-  // attribute) disarms the button and it goes back.
+  // move-by-animation). A page that takes it out disarms the button.
+  // Taken out, it goes back before the next frame is drawn: beforetoggle
+  // fires inside the page's hidePopover() call, and this listener, added at
+  // the document's start on the window's capture path, runs before any the
+  // page adds (a page stopped the toggle events that reached the host:
+  // e2e RedTeamControls/move-out-of-top-layer); the put-back waits for the
+  // end of that task (a popover cannot be shown while it hides). Removing
+  // the attribute hides it without events: the mutation observer puts it
+  // back.
+  window.addEventListener('beforetoggle', (e) => {
+    if (host && e.target === host && e.newState === 'closed') { rearm(); queueMicrotask(toTop); }
+  }, true);
   const toTop = () => {
     try {
       if (host.getAttribute('popover') !== 'manual') host.setAttribute('popover', 'manual');
@@ -90,7 +100,6 @@
     });
     root.append(panel, badge);
     document.documentElement.appendChild(host);
-    host.addEventListener('toggle', (e) => { if (e.newState === 'closed') { rearm(); toTop(); } });
     toTop();
     render();
     hostStyle = host.getAttribute('style');
@@ -111,6 +120,7 @@
     mo = new MutationObserver((rs) => {
       if (!rs.length) return;
       rearm();
+      if (!host.matches(':popover-open')) toTop();
       if (!redrawTimer) redrawTimer = setTimeout(redraw, Math.max(0, redrawAt + 100 - performance.now()));
     });
     mo.observe(root, { subtree: true, childList: true, attributes: true, characterData: true });

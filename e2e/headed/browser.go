@@ -17,8 +17,10 @@ import (
 )
 
 // chromeStartWait bounds a headed Chromium's start-up (its DevToolsActivePort
-// file) and the guard's launch.
-const chromeStartWait = 30 * time.Second
+// file) and the guard's launch: a hang guard. Quiet, the file comes within
+// 2 s; beside a whole e2e run at load 20, TestControlsHeaded/attach waited
+// out 30 s (2026-12-07).
+const chromeStartWait = 90 * time.Second
 
 // LaunchGuard is `cdpguard serve --headed` on d: cfg with Headed set and
 // d's flags added, started with cdptest.StartGuard (closed when t ends).
