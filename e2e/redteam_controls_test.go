@@ -42,6 +42,7 @@ func timedRedTeamControls(t *testing.T) {
 	run("move-while-blocked", rcMoveWhileBlocked)
 	run("move-by-animation", rcMoveByAnimation)
 	run("move-out-of-top-layer", rcMoveOutOfTopLayer)
+	run("quiet-while-blocked", rcQuietWhileBlocked)
 	run("debugger-pause", rcDebuggerPause)
 	run("switch-document", rcSwitchDocument)
 	run("history-back", rcHistoryBack)
@@ -292,6 +293,37 @@ func rcArmedThenMoved(ctx context.Context, t *testing.T, e *rcEnv, victim, prep,
 	n := len(e.log.about(p.target))
 	rcMust(t, "human click", headed.DispatchClick(ctx, e.chrome.Direct, p.human, target))
 	t.Logf("guard: %q", e.decided(t, p, n, 2*time.Second))
+}
+
+// rcQuietWhileBlocked: alice sends input (to another tab of hers) 250 ms
+// before the human's click, and the page blocks its main thread for 1.5 s
+// so that the click, and the report of it, reach the guard after the
+// quiet window. The window is measured to the click itself.
+func rcQuietWhileBlocked(ctx context.Context, t *testing.T, e *rcEnv) {
+	v := e.victim(t, "rc-quiet-blocked")
+	p := e.explain(ctx, t, v, false)
+	res, err := e.alice.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "background": true})
+	rcMust(t, "alice's other tab", err)
+	var ct struct {
+		TargetID string `json:"targetId"`
+	}
+	_ = json.Unmarshal(res, &ct)
+	other, err := headed.AttachPage(ctx, e.alice, ct.TargetID)
+	rcMust(t, "attach alice's other tab", err)
+	time.Sleep(max(rcArm, rcQuiet)) // armed, and no input for a while
+	// The human's real click (X input: press and release queue together),
+	// mapped to the screen before the page blocks.
+	screen, err := headed.ScreenPoint(ctx, e.chrome.Direct, p.human, p.target, p.at)
+	rcMust(t, "screen point", err)
+	// The input first: the other tab may share the page's renderer, whose
+	// blocked main thread would hold the input's answer back too.
+	rcMust(t, "alice's input elsewhere", ignore(e.alice.Call(ctx, other, "Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": 10, "y": 10})))
+	inputAt := time.Now()
+	e.agentEval(ctx, t, p, `setTimeout(() => { const end = performance.now() + 1500; while (performance.now() < end) {} }, 0), 1`)
+	time.Sleep(250*time.Millisecond - time.Since(inputAt))
+	n := len(e.log.about(p.target))
+	rcMust(t, "human X click", e.d.Human().Click(ctx, screen))
+	t.Logf("guard: %q", e.decided(t, p, n, 3*time.Second))
 }
 
 // rcDebuggerPause: the human clicks 250 ms after the explanation page's tab

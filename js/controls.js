@@ -215,6 +215,10 @@
         // until any "now" is late enough.
         armed: document.visibilityState === 'visible' && placed && where(b) === at && e.timeStamp - shownAt >= ARM_MS,
         visible,
+        // How long the click waited for this handler (a page that blocks its
+        // main thread holds it back): the guard measures its quiet window
+        // to the click, not to this report.
+        waited: Math.max(0, performance.now() - e.timeStamp),
       };
       const ok = payload.trusted && payload.active && payload.armed;
       const now = performance.now();

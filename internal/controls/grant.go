@@ -19,6 +19,10 @@ type allowClick struct {
 	Active  bool   `json:"active"`
 	Armed   bool   `json:"armed"`
 	Visible *bool  `json:"visible"`
+	// Waited is how long the click waited (ms) before the world's handler
+	// ran: the page's clock minus the event's own time, both measured in
+	// the controls world.
+	Waited float64 `json:"waited"`
 }
 
 // bindingCalled takes Runtime.bindingCalled on the guard's page session
@@ -54,15 +58,21 @@ func (c *Controls) bindingCalled(session string, params []byte) {
 	default:
 		x = pg.explain
 	}
+	var waited time.Duration
 	if why == "" {
-		why = clickRefusal(p.Payload, allowLabel(x.host))
+		why, waited = clickRefusal(p.Payload, allowLabel(x.host))
 	}
 	if why == "" {
 		// Only what can reach this page's button counts: its user's input
 		// and debugger, and anyone's window moves (internal/quiet). Lock
-		// order: c.mu, then the Owners' and c.dbg.mu (leaves).
+		// order: c.mu, then the Owners' and c.dbg.mu (leaves). The quiet
+		// window is measured to the click, not to the report's arrival: a
+		// page that blocks its main thread holds the human's click back
+		// past the window (a loaded machine did the same: e2e
+		// RedTeamControls/other-window granted, 2026-12-07). An earlier
+		// time only counts more input.
 		owner, known := c.d.Owners.OwnerKey(target)
-		why = c.input.Busy(owner, known, now)
+		why = c.input.Busy(owner, known, now.Add(-waited))
 		if why == "" {
 			why = c.dbg.debugging(owner, known)
 		}
@@ -100,11 +110,35 @@ func allowLabel(host string) string { return "Allow " + host + " for this sessio
 // human's decision, or "". label is what the button must have said: an
 // agent can rewrite its text through the DOM domain, so the world reports
 // the text it saw at the click.
-func clickRefusal(payload, label string) string {
+//
+// It also returns how long the click waited before the world saw it (0 when
+// the report says nothing usable).
+func clickRefusal(payload, label string) (string, time.Duration) {
 	var a allowClick
 	if err := jsonv2.Unmarshal([]byte(payload), &a); err != nil {
-		return "unreadable report from the controls world"
+		return "unreadable report from the controls world", 0
 	}
+	return clickWhy(a, label), clickWaited(a.Waited)
+}
+
+// maxWaited bounds the wait a report may claim, so that the duration
+// cannot overflow; a longer one counts as this long (every input since
+// then counts).
+const maxWaited = 10 * time.Minute
+
+// clickWaited converts the report's wait; NaN and negatives are 0.
+func clickWaited(ms float64) time.Duration {
+	if !(ms > 0) {
+		return 0
+	}
+	if ms > float64(maxWaited/time.Millisecond) {
+		return maxWaited
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// clickWhy is clickRefusal's verdict on a decoded report.
+func clickWhy(a allowClick, label string) string {
 	switch {
 	case a.Action != "allow":
 		return fmt.Sprintf("unknown action %q", a.Action)
