@@ -157,7 +157,7 @@
     let placed = false, place = null;
     const onPlace = (es) => {
       for (const x of es) {
-        if (x.isIntersecting && !placed) shownAt = Math.max(shownAt, x.time);
+        if (x.isIntersecting && !placed) shownAt = performance.now();
         placed = x.isIntersecting;
       }
     };
@@ -186,9 +186,10 @@
     // A click on a button something else hides is not a decision.
     let io = null;
     const onVisible = (es) => {
-      // The arming clock restarts each time it comes into view.
+      // The arming clock restarts each time it comes into view, from when
+      // this world learns it (not the frame's time: the later, the safer).
       for (const x of es) {
-        if (x.isVisible && visible !== true) shownAt = Math.max(shownAt, x.time);
+        if (x.isVisible && visible !== true) shownAt = performance.now();
         visible = x.isVisible;
       }
     };
