@@ -88,7 +88,9 @@ func TestFastPathsRandom(t *testing.T) {
 	}
 	words = append(words, " ", ":", ".", "/", "@", "(", ")", "[", "]", "-", "'", "?", "|", "\t", "_", "0", "42", "é", "ß", "\u212a", "ſ", "k", "s", "a", "writer", "by")
 	r := rand.New(rand.NewPCG(1, 2))
-	for range 40000 {
+	// 5,000 strings: 40,000 took 43 s under -race in CI; FuzzFastPaths
+	// goes further when run as a fuzzer.
+	for range 5000 {
 		var b strings.Builder
 		for range 1 + r.IntN(6) {
 			w := words[r.IntN(len(words))]
