@@ -42,17 +42,17 @@ type launchOptions struct {
 	// replaces (a relaunch): a policy file that does not parse now keeps
 	// it, as a reload would, instead of failing the relaunch.
 	lastPolicy *policyfile.Set
+	// attach is true for a guard of a running browser (Attach): the
+	// components are built knowing it.
+	attach bool
 }
 
 func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, error) {
-	g, err := newGuardWith(cfg, lo.lastPolicy)
+	g, err := newGuardWith(cfg, lo)
 	if err != nil {
 		return nil, err
 	}
 	g.ep.supervisor = lo.endpoint
-	if lo.metrics != nil {
-		g.metrics = lo.metrics
-	}
 	if err := g.startProxy(); err != nil {
 		_ = g.Close()
 		return nil, err
@@ -93,11 +93,10 @@ func launchGuard(ctx context.Context, cfg Config, lo launchOptions) (*Guard, err
 // a ws:// browser URL) and serves the endpoint. Pages that were open before
 // are covered by page-level interception before Attach returns.
 func Attach(ctx context.Context, browserURL string, cfg Config) (*Guard, error) {
-	g, err := newGuard(cfg)
+	g, err := newGuardWith(cfg, launchOptions{attach: true})
 	if err != nil {
 		return nil, err
 	}
-	g.attached = true
 	if err := g.startProxy(); err != nil {
 		_ = g.Close()
 		return nil, err
@@ -117,11 +116,14 @@ func Attach(ctx context.Context, browserURL string, cfg Config) (*Guard, error) 
 	return g, nil
 }
 
-func newGuard(cfg Config) (*Guard, error) { return newGuardWith(cfg, nil) }
+func newGuard(cfg Config) (*Guard, error) { return newGuardWith(cfg, launchOptions{}) }
 
-// newGuardWith is newGuard for a relaunch: a policy file that no longer
-// parses is logged and lastPolicy kept (nil: the error stops the guard).
-func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
+// newGuardWith is newGuard, the guard's composition root, for what a
+// Supervisor or Attach gives: for a relaunch a policy file that no longer
+// parses is logged and lo.lastPolicy kept (nil: the error stops the
+// guard). It builds the components in the order they need each other.
+func newGuardWith(cfg Config, lo launchOptions) (*Guard, error) {
+	lastPolicy := lo.lastPolicy
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -168,6 +170,13 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 	id := make([]byte, 16)
 	_, _ = rand.Read(id)
 	g := &Guard{cfg: cfg, log: log}
+	g.attached = lo.attach
+	// The metrics first: every component counts into them. A Supervisor's
+	// outlive the guard (its gauges read its current guard).
+	g.metrics = lo.metrics
+	if g.metrics == nil {
+		g.metrics = newMetrics(func() *Guard { return g })
+	}
 	g.fx = outbox.New()
 	g.ctx, g.stop = ctx, stop
 	g.closed.done = make(chan struct{})
@@ -183,7 +192,6 @@ func newGuardWith(cfg Config, lastPolicy *policyfile.Set) (*Guard, error) {
 		stop()
 		return nil, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	g.metrics = newMetrics(func() *Guard { return g })
 	g.targets = g.newTargets()
 	g.worlds = g.newWorlds()
 	g.scopes = g.newScopes()
@@ -316,6 +324,6 @@ func (g *Guard) newIsolator() *isolation.Isolator {
 		},
 		MaxTabs:     g.limits().MaxTabs,
 		MaxContexts: g.limits().MaxContexts,
-		OnCap:       func(c string) { g.metrics.Bounds.Capped(c) }, // read at each call: a Supervisor swaps g.metrics after newGuard
+		OnCap:       g.metrics.Bounds.Capped,
 	})
 }

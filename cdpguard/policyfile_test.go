@@ -262,7 +262,7 @@ func TestRelaunchKeepsLastPolicy(t *testing.T) {
 	if _, err := newGuard(Config{PolicyFile: path}); err == nil {
 		t.Fatal("a first start took a broken policy file")
 	}
-	next, err := newGuardWith(Config{PolicyFile: path}, g.rules())
+	next, err := newGuardWith(Config{PolicyFile: path}, launchOptions{lastPolicy: g.rules()})
 	if err != nil {
 		t.Fatalf("relaunch with a broken file: %v", err)
 	}

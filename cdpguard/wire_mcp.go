@@ -26,9 +26,8 @@ func (g *Guard) newMCP() *mcpserver.Endpoint {
 			MaxBodies:   g.cfg.MCPMaxBodies, MaxBodiesPerUser: g.cfg.MCPMaxBodiesPerUser,
 			BodyTimeout: g.cfg.MCPBodyTimeout,
 		},
-		Budget: g.receiveBudget(),
-		// g.metrics is read at each refusal: a Supervisor swaps in its own.
-		OnRefused: func(c string) { g.metrics.Bounds.MCPRefused(c) },
+		Budget:    g.receiveBudget(),
+		OnRefused: g.metrics.Bounds.MCPRefused,
 		Server: mcpserver.Options{
 			Backend: mcpBackend{g},
 			PolicyFor: func(user string) ([]string, string) {
@@ -47,9 +46,7 @@ func (g *Guard) newMCP() *mcpserver.Endpoint {
 			SessionHeader: g.cfg.SessionHeader,
 			UploadEnabled: g.cfg.UploadDir != "",
 			Linger:        mcpserver.Linger(g.cfg.SessionIdle),
-			// g.metrics is read at each call: a Supervisor swaps in its
-			// own after newGuard.
-			OnToolCall:    func(tool, outcome string) { g.metrics.ToolCall(tool, outcome) },
+			OnToolCall:    g.metrics.ToolCall,
 			CallTimeout:   g.cfg.MCPCallTimeout,
 			DialogWait:    mcpserver.DialogWait(g.cfg.MCPDialogWait),
 			ImageMaxBytes: g.cfg.MCPImageMaxBytes,

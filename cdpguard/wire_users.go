@@ -23,8 +23,7 @@ func (g *Guard) userLimits() users.Limits {
 		MaxTabs:     bounds.Cap(g.cfg.MaxTabs, DefaultMaxTabs),
 		Rate:        bounds.Cap(g.cfg.NewUsersPerSecond, DefaultNewUsersPerSecond),
 		Burst:       bounds.Cap(g.cfg.NewUsersBurst, DefaultNewUsersBurst),
-		// g.metrics is read at each call: a Supervisor swaps it after newGuard.
-		OnCap: func(c string) { g.metrics.Bounds.Capped(c) },
+		OnCap:       g.metrics.Bounds.Capped,
 	}
 }
 
