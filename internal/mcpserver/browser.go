@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -31,33 +30,30 @@ type user struct {
 	sem chan struct{} // one tool call at a time
 
 	// The fields below are used by the call holding sem, except where noted.
-	pipe      *Pipe
-	released  <-chan struct{} // closed once the guard let go of pipe's agent
-	cur       *tab
-	tabs      map[target.ID]*tab // attached tabs
-	snap      *snapshot          // refs of the last snapshot
-	order     []target.ID        // tab order shown to the model
-	retired   bool               // swept: calls look the user up again
-	curID     target.ID          // the current tab, kept across reconnects
-	idleSince time.Time          // set when the sweep let this user go idle: the next connect says what happened
-	doing     string             // what the call is waiting for, for its timeout error
-	hint      string             // what the model may do after that timeout
+	pipe     *Pipe
+	released <-chan struct{} // closed once the guard let go of pipe's agent
+	cur      *tab
+	// tabs holds the tools' record of each tab: the attached ones, and
+	// those the tools closed for a dialog loop (tab.loopClosed) until
+	// Chrome stops listing them.
+	tabs      map[target.ID]*tab
+	snap      *snapshot   // refs of the last snapshot
+	order     []target.ID // tab order shown to the model
+	retired   bool        // swept: calls look the user up again
+	curID     target.ID   // the current tab, kept across reconnects
+	idleSince time.Time   // set when the sweep let this user go idle: the next connect says what happened
+	doing     string      // what the call is waiting for, for its timeout error
+	hint      string      // what the model may do after that timeout
 
 	mu      sync.Mutex // guards the fields below and every tab's console
 	notes   []string   // things to tell the model with the next result (dialogs)
 	lastUse time.Time
-	evPipe  *Pipe                     // the pipe events arrive on
-	evTabs  []*tab                    // the attached tabs, for events
-	gone    map[target.SessionID]bool // sessions the browser detached (tab closed)
-	blocks  []blockEntry              // the guard's blocks of this user's requests (last netKeep)
-	blockN  int                       // blocks recorded so far (blockEntry.seq of the last)
-	popups  []target.ID               // page targets created meanwhile, for the next result
-	front   target.ID                 // the tab last brought to the front
-	// loopClosed holds the tabs the tools closed for a dialog loop until
-	// Chrome stops listing them: the close is asynchronous and a page
-	// looping on dialogs may take a while to go, so the tools never pick
-	// such a tab again and answer its dialogs.
-	loopClosed map[target.ID]bool
+	evPipe  *Pipe        // the pipe events arrive on
+	evTabs  []*tab       // the attached tabs, for events
+	blocks  []blockEntry // the guard's blocks of this user's requests (last netKeep)
+	blockN  int          // blocks recorded so far (blockEntry.seq of the last)
+	popups  []target.ID  // page targets created meanwhile, for the next result
+	front   target.ID    // the tab last brought to the front
 
 	callStop context.CancelCauseFunc // ends the running call (a dialog opened)
 	callName string
@@ -75,6 +71,14 @@ type tab struct {
 	dlg        *openDialog
 	streak     int       // dialogs in a row (see maxDialogStreak)
 	lastDialog time.Time // when the last dialog opened or closed
+	// detached: the browser detached the tab's session (the tab closed),
+	// or the tools closed it for a dialog loop; the next call forgets it.
+	detached bool
+	// loopClosed: the tools closed the tab for a dialog loop. The close is
+	// asynchronous and a page looping on dialogs may take a while to go,
+	// so its record stays in user.tabs until Chrome stops listing it: the
+	// tools never pick such a tab again and answer its dialogs.
+	loopClosed bool
 	// Used by the call holding the user's sem:
 	media map[string]string // browser_emulate_media's overrides (feature or "media" to value)
 }
@@ -186,9 +190,13 @@ func (u *user) reset() {
 		u.curID = u.cur.id
 	}
 	u.pipe, u.cur, u.snap = nil, nil, nil
-	u.tabs = map[target.ID]*tab{}
 	u.mu.Lock()
-	u.evPipe, u.evTabs, u.gone, u.popups = nil, nil, nil, nil
+	for id, t := range u.tabs {
+		if !t.loopClosed { // a tab closed for a dialog loop stays unpicked
+			delete(u.tabs, id)
+		}
+	}
+	u.evPipe, u.evTabs, u.popups = nil, nil, nil
 	u.mu.Unlock()
 }
 
@@ -241,18 +249,19 @@ func (u *user) onEvent(session target.SessionID, ev any) {
 	}
 }
 
-// detached records a session the browser detached (its tab closed): the
-// next call forgets the tab.
+// detached records that the browser detached a tab's session (the tab
+// closed): the next call forgets the tab. A session of no attached tab is
+// none of the tools' (or one whose attach is still enabling domains on it,
+// which then fails and forgets the tab).
 func (u *user) detached(session target.SessionID) {
 	if session == "" {
 		return
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.gone == nil {
-		u.gone = map[target.SessionID]bool{}
+	if t := u.tabOfSession(session); t != nil {
+		t.detached = true
 	}
-	u.gone[session] = true
 }
 
 func (u *user) logConsole(session target.SessionID, level, line string) {
@@ -298,11 +307,16 @@ func (u *user) pages(ctx context.Context) ([]*target.Info, error) {
 	for i, id := range u.order {
 		rank[id] = i
 	}
+	closed := map[target.ID]bool{}
 	u.mu.Lock()
-	closed := maps.Clone(u.loopClosed)
-	for id := range u.loopClosed { // Chrome no longer lists it: gone
-		if !slices.ContainsFunc(res.TargetInfos, func(t *target.Info) bool { return t.TargetID == id }) {
-			delete(u.loopClosed, id)
+	for id, t := range u.tabs {
+		if !t.loopClosed {
+			continue
+		}
+		if slices.ContainsFunc(res.TargetInfos, func(t *target.Info) bool { return t.TargetID == id }) {
+			closed[id] = true
+		} else { // Chrome no longer lists it: gone
+			delete(u.tabs, id)
 		}
 	}
 	u.mu.Unlock()
@@ -338,14 +352,16 @@ func (u *user) page(ctx context.Context, create bool) (*tab, error) {
 	if err := u.connect(ctx); err != nil {
 		return nil, err
 	}
+	var gone []*tab
 	u.mu.Lock()
-	gone := u.gone
-	u.gone = nil
-	u.mu.Unlock()
 	for _, t := range u.tabs {
-		if gone[t.s.ID] {
-			u.forget(t.id)
+		if t.detached {
+			gone = append(gone, t)
 		}
+	}
+	u.mu.Unlock()
+	for _, t := range gone {
+		u.forget(t.id)
 	}
 	if u.cur == nil {
 		ps, err := u.pages(ctx)
@@ -412,7 +428,7 @@ func (u *user) newTab(ctx context.Context) (*tab, error) {
 
 // attach selects target id, attaching to it first when needed.
 func (u *user) attach(ctx context.Context, id target.ID) (*tab, error) {
-	if t := u.tabs[id]; t != nil {
+	if t := u.tabs[id]; t != nil && !u.closedForLoop(t) {
 		u.cur = t
 		return t, nil
 	}
@@ -434,14 +450,23 @@ func (u *user) attach(ctx context.Context, id target.ID) (*tab, error) {
 			return nil, fmt.Errorf("%s: %w", m, err)
 		}
 	}
+	u.mu.Lock()
 	u.tabs[id] = t
+	u.mu.Unlock()
 	u.cur = t
 	return t, nil
 }
 
-// forget drops a tab that was closed.
+// closedForLoop reports whether the tools closed t for a dialog loop.
+func (u *user) closedForLoop(t *tab) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return t.loopClosed
+}
+
+// forget drops a tab that was closed; one closed for a dialog loop keeps
+// its record (loopClosed) until Chrome stops listing it.
 func (u *user) forget(id target.ID) {
-	delete(u.tabs, id)
 	if u.cur != nil && u.cur.id == id {
 		u.cur = nil
 	}
@@ -449,13 +474,20 @@ func (u *user) forget(id target.ID) {
 		u.snap = nil
 	}
 	u.mu.Lock()
-	for i, t := range u.evTabs {
-		if t.id == id {
+	defer u.mu.Unlock()
+	t := u.tabs[id]
+	for i, x := range u.evTabs {
+		if x.id == id {
+			t = x // the record of an attach under way is not in tabs yet
 			u.evTabs = append(u.evTabs[:i], u.evTabs[i+1:]...)
 			break
 		}
 	}
-	u.mu.Unlock()
+	if t != nil && t.loopClosed {
+		u.tabs[id] = t
+	} else {
+		delete(u.tabs, id)
+	}
 }
 
 func clip(s string, n int) string {

@@ -72,7 +72,7 @@ func (u *user) dialogOpening(session target.SessionID, d *page.EventJavascriptDi
 		u.mu.Unlock()
 		return // not a tab the tools attached: the guard answers it
 	}
-	if u.loopClosed[t.id] {
+	if t.loopClosed {
 		// Closed for a dialog loop and not gone yet: answer and close again.
 		p := u.evPipe
 		u.mu.Unlock()
@@ -94,14 +94,8 @@ func (u *user) dialogOpening(session target.SessionID, d *page.EventJavascriptDi
 	if loop {
 		cause.loop = t.streak
 		t.dlg = nil
-		if u.loopClosed == nil {
-			u.loopClosed = map[target.ID]bool{}
-		}
-		u.loopClosed[t.id] = true
-		if u.gone == nil {
-			u.gone = map[target.SessionID]bool{}
-		}
-		u.gone[t.s.ID] = true // the tools forget the tab now, not when Chrome closes it
+		t.loopClosed = true
+		t.detached = true // the tools forget the tab now, not when Chrome closes it
 	}
 	stop := u.callStop
 	if t.id != u.front && !loop {

@@ -296,7 +296,7 @@ type netIn struct {
 func (u *user) tabBlocks(t *tab) []blockEntry {
 	var out []blockEntry
 	for _, b := range u.blocks {
-		if _, other := u.tabs[target.ID(b.FrameID)]; b.FrameID == t.frame() || !other {
+		if o := u.tabs[target.ID(b.FrameID)]; b.FrameID == t.frame() || o == nil || o.loopClosed {
 			out = append(out, b)
 		}
 	}
