@@ -1,6 +1,9 @@
 package controls
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // The controls' bookkeeping of their world's execution contexts, keyed by
 // uniqueId (docs/decisions/2026-12-02-controls-contexts.md).
@@ -18,9 +21,14 @@ func (c *Controls) contextCreated(session, frameID string, id int64, uniq string
 		c.mu.Unlock()
 		return
 	}
-	p.worlds[id] = frameID
-	if uniq != "" {
-		p.uniq[uniq] = id
+	w := p.worlds[id]
+	if w == nil {
+		w = &world{}
+		p.worlds[id] = w
+	}
+	w.frame = frameID
+	if uniq != "" && !slices.Contains(w.uniqs, uniq) {
+		w.uniqs = append(w.uniqs, uniq)
 	}
 	main := frameID == target
 	if main {
@@ -63,20 +71,18 @@ func (c *Controls) contextGone(session string, match func(int64, string) bool) {
 		return
 	}
 	gone := map[int64]bool{}
-	for u, id := range p.uniq {
-		if match(id, u) {
-			delete(p.uniq, u)
-			gone[id] = true
-		}
-	}
-	for id := range p.worlds {
-		if match(id, "") {
+	for id, w := range p.worlds {
+		n := len(w.uniqs)
+		w.uniqs = slices.DeleteFunc(w.uniqs, func(u string) bool { return match(id, u) })
+		if len(w.uniqs) < n || match(id, "") {
 			gone[id] = true
 		}
 	}
 	mainGone := p.ctxID != 0 && (gone[p.ctxID] && p.ctxUniq == "" || p.ctxUniq != "" && match(p.ctxID, p.ctxUniq))
-	for _, id := range p.uniq {
-		delete(gone, id) // another process's context with the same id lives on
+	for id, w := range p.worlds {
+		if len(w.uniqs) > 0 {
+			delete(gone, id) // another process's context with the same id lives on
+		}
 	}
 	if len(gone) > 0 {
 		for id := range gone {

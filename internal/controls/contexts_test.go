@@ -18,12 +18,12 @@ func TestControlsContextsByUniqueID(t *testing.T) {
 	c.contextCreated("S", "T", 4, "new.2") // the new process numbers from 1 too
 	c.contextDestroyed("S", 4, "old.1")    // late, from the old process
 	p := c.state("T")
-	if p.ctxID != 4 || p.ctxUniq != "new.2" || p.worlds[4] != "T" {
+	if p.ctxID != 4 || p.ctxUniq != "new.2" || p.worlds[4] == nil || p.worlds[4].frame != "T" {
 		t.Fatalf("a late destroyed event of the old process took the new context: ctx %d %q, worlds %v", p.ctxID, p.ctxUniq, p.worlds)
 	}
 	c.contextDestroyed("S", 4, "new.2")
-	if p.ctxID != 0 || len(p.worlds) != 0 || len(p.uniq) != 0 {
-		t.Fatalf("the new context's own destroyed event left ctx %d, worlds %v, uniq %v", p.ctxID, p.worlds, p.uniq)
+	if p.ctxID != 0 || len(p.worlds) != 0 {
+		t.Fatalf("the new context's own destroyed event left ctx %d, worlds (with their uniqueIds) %v", p.ctxID, p.worlds)
 	}
 	// An executionContextsCleared names no context: it forgets them all,
 	// and a committed explanation page then asks Chrome for its world.

@@ -31,9 +31,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"maps"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -145,15 +143,12 @@ type Controls struct {
 // page is what the guard knows and shows about one page target.
 type page struct {
 	session string
-	dirty   bool             // changed since the last push
-	ctxID   int64            // the controls world's context in the main frame; 0: none yet
-	ctxUniq string           // ctxID's uniqueId; "" when it was recovered (recover.go)
-	worlds  map[int64]string // every controls context of the target → its frame
-	// uniq holds the uniqueId of every controls context in worlds. Context
-	// ids are small integers per renderer process: across a process swap
-	// the old process's late executionContextDestroyed can carry the id of
-	// the new document's context, and only the uniqueId tells them apart.
-	uniq    map[string]int64
+	dirty   bool   // changed since the last push
+	ctxID   int64  // the controls world's context in the main frame; 0: none yet
+	ctxUniq string // ctxID's uniqueId; "" when it was recovered (recover.go)
+	// worlds holds every controls context of the target by id, each with
+	// its frame and uniqueIds (contexts.go).
+	worlds  map[int64]*world
 	recover recovery // asking Chrome for a lost main-frame context
 	blocked int
 	recent  []block
@@ -171,7 +166,18 @@ type page struct {
 }
 
 func newPage(session string) *page {
-	return &page{session: session, worlds: map[int64]string{}, uniq: map[string]int64{}}
+	return &page{session: session, worlds: map[int64]*world{}}
+}
+
+// world is one controls context id of a page: its frame, and the
+// uniqueIds of the live contexts with that id. Context ids are small
+// integers per renderer process: across a process swap the old process's
+// late executionContextDestroyed can carry the id of the new document's
+// context, and only the uniqueId tells them apart. A recovered context
+// (recover.go) has none.
+type world struct {
+	frame string
+	uniqs []string
 }
 
 // block is one line of the panel.
@@ -397,8 +403,8 @@ func (c *Controls) FrameNavigated(session, frameID, frameURL string) {
 		return
 	}
 	var live []int64
-	for id, f := range p.worlds {
-		if f == frameID {
+	for id, w := range p.worlds {
+		if w.frame == frameID {
 			live = append(live, id)
 		}
 	}
@@ -406,7 +412,7 @@ func (c *Controls) FrameNavigated(session, frameID, frameURL string) {
 		p.recover.navigated()
 		if p.ctxID != 0 && p.ctxUniq == "" {
 			// A recovered context is the previous document's.
-			if id := p.ctxID; !slices.Contains(slices.Collect(maps.Values(p.uniq)), id) {
+			if id := p.ctxID; p.worlds[id] == nil || len(p.worlds[id].uniqs) == 0 {
 				delete(p.worlds, id)
 				c.taint.gone(target, func(i int64) bool { return i == id })
 			}

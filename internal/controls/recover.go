@@ -98,7 +98,11 @@ func (c *Controls) recoverWorld(ctx context.Context, r recoveryAsk) {
 	}
 	c.d.Log.Info("controls: the explanation page had no controls context; recovered it from Chrome", "target", r.target)
 	p.ctxID, p.ctxUniq = id, ""
-	p.worlds[id] = r.target
+	if w := p.worlds[id]; w != nil {
+		w.frame = r.target
+	} else {
+		p.worlds[id] = &world{frame: r.target}
+	}
 	c.taint.created(r.target, id, time.Now())
 	if p.recover.tainted[id] {
 		c.taint.mark(r.target, []int64{id})

@@ -99,7 +99,7 @@ func TestNamed(t *testing.T) {
 	c := newTest(t)
 	setup(c, "T1", "S1")
 	setup(c, "T2", "S2")
-	c.state("T1").worlds[7] = "T1"
+	c.state("T1").worlds[7] = &world{frame: "T1"}
 	a := &fakeAgent{} // no sessions it was told of: the target is unknown
 	done := c.Note(a, "S", []int64{7})
 	if done == nil {
@@ -116,8 +116,8 @@ func TestNamed(t *testing.T) {
 		t.Error("an id with no controls context was tainted")
 	}
 	// The agent knows the session's target: only that page's contexts count.
-	c.state("T2").worlds[9] = "T2"
-	c.state("T1").worlds[9] = "T1"
+	c.state("T2").worlds[9] = &world{frame: "T2"}
+	c.state("T1").worlds[9] = &world{frame: "T1"}
 	c.Named(&fakeAgent{targets: map[string]string{"S2": "T2"}}, "S2", "", []int64{9})
 	if c.taint.refusal("T2", 9) == "" || c.taint.refusal("T1", 9) != "" {
 		t.Error("the agent's own target was not the one tainted")
