@@ -155,6 +155,9 @@ func clean(root *html.Node, title string) (cards bool) {
 // boilerplate reports whether the element n is chrome inside the main
 // content.
 func boilerplate(n *html.Node, dominant float64, cards bool) bool {
+	if isWidget(n) {
+		return true // "Share this article?" over its icons (markWidgets)
+	}
 	switch n.DataAtom {
 	case atom.Figcaption:
 		return true
@@ -195,7 +198,7 @@ func boilerplate(n *html.Node, dominant float64, cards bool) bool {
 	}
 	if text < boilerTextMax {
 		t := innerText(n)
-		if isBoilerText(t) || (text < chromeLineMax && chromeLine(t)) {
+		if isBoilerText(t) || isSeeAlso(t) || (text < chromeLineMax && chromeLine(t)) {
 			return true
 		}
 	}

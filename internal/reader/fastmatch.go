@@ -7,6 +7,7 @@ import (
 
 // The gates below are exact pre-checks in front of the (?i) line regexps
 // (shortChrome, label, sourceLine, contactLine, boilerText, postAsideText,
+// seeAlso in widget.go,
 // dateWords, urlNote): each is a necessary condition for a match, so a line
 // it turns away is one the regexp would not match, and every other line
 // still goes to the regexp. They exist because the reader runs these

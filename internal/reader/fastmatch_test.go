@@ -32,6 +32,7 @@ func sameAsPlain(t *testing.T, s string) {
 		{"contactLine", l.contactLine(), contactLine.MatchString(s)},
 		{"boilerText", isBoilerText(s), boilerText.MatchString(s)},
 		{"postAsideText", isPostAsideText(s), postAsideText.MatchString(s)},
+		{"seeAlso", isSeeAlso(s), seeAlso.MatchString(s)},
 		{"dateOnly", dateOnly(s), plainDateOnly(s)},
 		{"urlNote", dropURLNotes(s) == urlNote.ReplaceAllString(s, ""), true},
 	} {
@@ -45,6 +46,9 @@ func sameAsPlain(t *testing.T, s string) {
 // in other cases, cut short, glued to letters or digits, after the
 // runes (?i) folds to ASCII (ſ, K) and beside other non-ASCII letters.
 var fastCases = []string{
+	"Also read: x", "READ ALSO:", "read also :", "VEA TAMBIÉN: x", "Lea también:", "lee tambien:", "Mira también:", "Ver también:",
+	"Lesen Sie auch: x", "LIES AUCH:", "Mehr zum Thema:", "À lire aussi : x", "à lire aussi:", "A lire aussi:", "Lire aussi:", "Leia também:",
+	"Leggi anche:", "also reading:", "Lesen Sie auchx:", "à  lire aussi:", "ſee also:", "Vea también x",
 	"", " ", "-", "12:30", "—", "2024", "© 2024", "…", "\u0345", "é",
 	"By John Smith", "by:", "BY", "Byzantine empire", "From the archive", "Posted: 3 May", "PUBLISHED", "Updated 2 hours ago",
 	"Last updated Monday", "Written by", "Article from: AFP", "Advertisement", "Story tools", "Send this article", "Printer-friendly",

@@ -453,6 +453,7 @@ func postText(pg Page, base *url.URL) (string, error) {
 		return "", fmt.Errorf("parse the page: %w", err)
 	}
 	unwrapForms(doc)
+	markWidgets(doc)
 	body := findBody(doc)
 	if body == nil {
 		return "", nil

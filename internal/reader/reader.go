@@ -46,6 +46,8 @@ func Extract(p Page) (string, error) {
 	}
 	unwrapForms(doc)
 	unwrapForms(fresh)
+	markWidgets(doc)
+	captions := markWidgets(fresh)
 	body := findBody(fresh)
 	var cluster *html.Node
 	var under *post
@@ -74,6 +76,7 @@ func Extract(p Page) (string, error) {
 	if art, err := parser.ParseAndMutate(doc, base); err == nil && art.Node != nil {
 		// The port's pick stands unless it holds under half the prose of
 		// the reader's own: then it took a side box for the article.
+		markAgain(art.Node, captions)
 		if _, _, prose := proseCluster(art.Node); cluster == nil || float64(prose) >= clusterShare*float64(clusterProse) || prose >= clusterMinProse || teaserList(cluster) {
 			main := narrow(art.Node)
 			if text := written(main, p.Title, base); len(text) >= minMainChars {
@@ -100,6 +103,8 @@ func Extract(p Page) (string, error) {
 		return "", nil
 	}
 	unwrapForms(fresh)
+	markWidgets(fresh)
+	dropWidgets(fresh)
 	return writeText(body, base, true), nil
 }
 

@@ -10,9 +10,11 @@ import (
 
 // relatedHeading matches the headings of a site's own sections of other
 // stories: "Related Stories", "Recommended for you", "More from …",
-// "Most read". "See also" and "Further reading" are not among them: a
+// "Most read", and their German, Spanish, French, Portuguese, Italian and
+// Polish kin ("Das könnte dich auch interessieren", "Noticias
+// relacionadas", "À lire aussi"). "See also" and "Further reading" are not among them: a
 // document's own references are its text.
-var relatedHeading = regexp.MustCompile(`(?i)^(related( stories| articles| posts| content| news| coverage| links| videos?)?|recommended( for you| stories| articles| reading)?|more (stories|news|headlines|videos?|from .{1,40}|on this( story| topic)?|in .{1,30})|you (may|might) (also )?(like|enjoy|be interested in)|read (next|also)|most (read|popular|viewed|shared|emailed)|trending( now| stories)?|popular (now|stories|articles)|top stories|latest (news|stories|headlines))\s*:?$`)
+var relatedHeading = regexp.MustCompile(`(?i)^(related( stories| articles| posts| content| news| coverage| links| videos?)?|recommended( for you| stories| articles| reading)?|more (stories|news|headlines|videos?|from .{1,40}|on this( story| topic)?|in .{1,30})|you (may|might) (also )?(like|enjoy|be interested in)|read (next|also)|most (read|popular|viewed|shared|emailed)|trending( now| stories)?|popular (now|stories|articles)|top stories|latest (news|stories|headlines)|(das )?(könnte|dürfte) (dich|sie|euch) auch interessieren|mehr zum thema|weitere (artikel|beiträge|nachrichten)|auch interessant|empfohlen von .{1,40}|(también )?te puede interesar|(noticias|artículos|notas) relacionad[oa]s|(à|a) lire aussi|sur le même sujet|articles? (similaires|liés|connexes)|leia também|potrebbe interessarti|czytaj (także|też)|zobacz (także|też))\s*:?$`)
 
 // headingLevel returns 1 to 6 for h1 to h6, 0 for another node.
 func headingLevel(n *html.Node) int {

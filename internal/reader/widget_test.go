@@ -1,0 +1,66 @@
+package reader
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestExtractLeavesOutWidgets reads a synthetic rendered article (boxes
+// and font sizes as js/read.js writes them) that ends in the kinds of
+// chrome trafilatura's tuning pages kept in the text, in the languages
+// they were written in: a "see also" line pointing to another story, a
+// share prompt over a row of icon links, a rating prompt over clickable
+// stars, a heading over a share bar, and a German "might interest you"
+// section of teasers. The article's paragraphs stay; the rest goes.
+func TestExtractLeavesOutWidgets(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "widgets", "share-prompts.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Extract(Page{URL: "https://news.test/otters", Title: "Otters return to the upper valley", HTML: string(src)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"The river trust counted forty-one otters",
+		"Ten years ago the same walk turned up four.",
+		"The trust will count again in October, when the young leave their holts.",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("text lacks %q:\n%s", w, got)
+		}
+	}
+	for _, n := range []string{
+		"LEA TAMBIÉN",
+		"Möchten Sie den Artikel teilen?",
+		"War der Artikel nützlich?",
+		"Liked it?",
+		"Das könnte dich auch interessieren",
+		"Beavers build a dam",
+		"heron colony",
+	} {
+		if strings.Contains(got, n) {
+			t.Errorf("text holds %q:\n%s", n, got)
+		}
+	}
+}
+
+// TestMarkWidgetsKeepsText: a short line beside links that carry words,
+// or beside pictures that do nothing on a click, is not a widget.
+func TestMarkWidgetsKeepsText(t *testing.T) {
+	page := `<html><head><title>Notes</title></head><body>` +
+		`<div><p>Photos from the walk:</p><div><img src="/1.jpg"><img src="/2.jpg"><img src="/3.jpg"></div></div>` +
+		`<div><p>Sources for this piece:</p><div><a href="/a">the trust's survey</a> <a href="/b">the council minutes</a> <a href="/c">the anglers' letter</a></div></div>` +
+		`</body></html>`
+	got, err := Extract(Page{URL: "https://news.test/notes", Title: "Notes", HTML: page})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"Photos from the walk:", "Sources for this piece:"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("text lacks %q:\n%s", w, got)
+		}
+	}
+}
