@@ -4,47 +4,61 @@ import (
 	"context"
 
 	"github.com/cdpguard/cdpguard/internal/admission"
-	"github.com/cdpguard/cdpguard/internal/bounds"
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/clip"
 	"github.com/cdpguard/cdpguard/internal/relay"
+	"github.com/cdpguard/cdpguard/internal/users"
 )
 
 // newAgents wires agent admission (internal/admission) to the guard:
 // every agent, whatever its kind, is filtered by the hidden worlds and
 // isolation, judged by the command pipeline (intercept) with its refusals
-// counted, and forgotten by the dialogs and the controls when it goes.
+// counted, and forgotten by the dialogs and the controls when it goes
+// (agentSide).
 func (g *Guard) newAgents() *admission.Set {
+	b := g.limits().Relay()
+	b.Elsewhere = g.receiveBudget().Held // one budget: what is being received counts too
 	return admission.New(admission.Deps{
-		Filter: func(st *agentState, a *relay.Agent, e *cdpmsg.Envelope) bool {
-			return !g.worlds.Hide(e) && g.iso.Event(st.Iso, a, e)
-		},
-		Intercept: func(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
-			return g.countRefusal(cmd, g.intercept(ctx, a, st, cmd))
-		},
-		Users: g.users,
-		Bounds: func() relay.Bounds {
-			b := g.limits().Relay()
-			b.Elsewhere = g.receiveBudget().Held // one budget: what is being received counts too
-			return b
-		},
-		Metrics: func() *bounds.Metrics { return g.metrics.Bounds },
-		OnDrop: func(a *relay.Agent) {
-			g.dialogs.ForgetOwner(a)
-			g.ctl.AgentGone(a)
-		},
-		// Chrome dies when a session with Page events leaves a page stuck
-		// behind a dialog: the dialogs settle first.
-		BeforeDetach:    func(a *relay.Agent) { g.dialogs.SettleOwner(g.ctx, a) },
+		Guard:           agentSide{g},
+		Users:           g.users,
+		Bounds:          b,
+		Metrics:         g.metrics.Bounds,
 		Log:             g.log,
-		Ready:           g.ready.Load,
-		Enter:           g.enter,
-		Exit:            g.wg.Done,
+		Life:            (*guardLife)(&g.lifecycle),
 		Ctx:             g.ctx,
-		Mux:             func() *relay.Mux { return g.mux },
-		Acquire:         g.acquireUser,
-		MaxConnsPerUser: g.maxConnsPerUser,
+		Browser:         muxCaller{g},
+		MaxConnsPerUser: g.maxConnsPerUser(),
 	})
+}
+
+// agentSide is the guard's side of every agent (admission.Guard): the
+// command pipeline and the event filters live in the guard, above the
+// features they call.
+type agentSide struct{ g *Guard }
+
+// Acquire holds the user of key, checking their group (acquireUser).
+func (s agentSide) Acquire(ctx context.Context, key string) (*users.User, error) {
+	return s.g.acquireUser(ctx, key)
+}
+
+// Filter hides the guard's worlds and what isolation keeps from the agent.
+func (s agentSide) Filter(st *agentState, a *relay.Agent, e *cdpmsg.Envelope) bool {
+	return !s.g.worlds.Hide(e) && s.g.iso.Event(st.Iso, a, e)
+}
+
+// Intercept runs the command pipeline and counts its refusals.
+func (s agentSide) Intercept(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
+	return s.g.countRefusal(cmd, s.g.intercept(ctx, a, st, cmd))
+}
+
+// BeforeDetach settles the agent's dialogs first: Chrome dies when a
+// session with Page events leaves a page stuck behind a dialog.
+func (s agentSide) BeforeDetach(a *relay.Agent) { s.g.dialogs.SettleOwner(s.g.ctx, a) }
+
+// Dropped makes the dialogs and the controls forget the agent.
+func (s agentSide) Dropped(a *relay.Agent) {
+	s.g.dialogs.ForgetOwner(a)
+	s.g.ctl.AgentGone(a)
 }
 
 // intercept judges one agent command: it runs the command through

@@ -125,15 +125,24 @@ const heldPausesBound = 2 * time.Second
 // enter registers a handler or goroutine that Close must wait for (g.wg),
 // under g.barrier, Close's barrier; false, registering nothing, once Close
 // began. The caller calls g.wg.Done when it ends.
-func (g *Guard) enter() bool {
-	g.barrier.Lock()
-	defer g.barrier.Unlock()
-	if g.ctx.Err() != nil {
+func (l *lifecycle) enter() bool {
+	l.barrier.Lock()
+	defer l.barrier.Unlock()
+	if l.ctx.Err() != nil {
 		return false
 	}
-	g.wg.Add(1)
+	l.wg.Add(1)
 	return true
 }
+
+// guardLife is the guard's life as the components see it: agents enter
+// and exit it (admission.Life), goroutines run under it.
+type guardLife lifecycle
+
+func (l *guardLife) Ready() bool { return l.ready.Load() }
+func (l *guardLife) Enter() bool { return (*lifecycle)(l).enter() }
+func (l *guardLife) Exit()       { l.wg.Done() }
+func (l *guardLife) Go(f func()) { (*lifecycle)(l).goWaited(f) }
 
 // spawn runs f(g.ctx) on a goroutine Close waits for; false, without
 // running it, once Close began.
@@ -152,10 +161,10 @@ func (g *Guard) spawn(f func(ctx context.Context)) bool {
 // Close began (enter does): for goroutines started before the guard is
 // handed out (start) or by one Close waits for (the read loop: a target's
 // setup, which must mark its end).
-func (g *Guard) goWaited(f func()) {
-	g.wg.Add(1)
+func (l *lifecycle) goWaited(f func()) {
+	l.wg.Add(1)
 	go func() { // ends when f does
-		defer g.wg.Done()
+		defer l.wg.Done()
 		f()
 	}()
 }

@@ -124,13 +124,13 @@ type closeState struct {
 // (internal/admission).
 type agentState = admission.Agent
 
-// muxCaller calls the browser through the guard's mux, which exists only
-// once the guard has started.
+// muxCaller is the guard's browser connection as the components keep it:
+// they are built in newGuard, before the browser is launched or dialled,
+// and start makes the mux once the connection exists, before the guard
+// serves or reads an event. Each call goes to g.mux.
 type muxCaller struct{ g *Guard }
 
-// Call reads g.mux on every call rather than keeping it, because the
-// isolator and the targets' record are built in newGuard, before start
-// creates the mux.
+// Call sends a command and waits for its reply (relay.Mux.Call).
 func (m muxCaller) Call(ctx context.Context, sessionID, method string, params any) (jsonv2.Value, error) {
 	return m.g.mux.Call(ctx, sessionID, method, params)
 }
@@ -138,6 +138,11 @@ func (m muxCaller) Call(ctx context.Context, sessionID, method string, params an
 // Start is Call written now and awaited later (relay.Mux.Start).
 func (m muxCaller) Start(sessionID, method string, params any) func(context.Context) (jsonv2.Value, error) {
 	return m.g.mux.Start(sessionID, method, params)
+}
+
+// NewAgent relays an agent connection (relay.Mux.NewAgent).
+func (m muxCaller) NewAgent(ctx context.Context, conn relay.AgentConn, opts relay.AgentOptions) (*relay.Agent, error) {
+	return m.g.mux.NewAgent(ctx, conn, opts)
 }
 
 // Send is Call without a reply (relay.Mux.Send).

@@ -22,13 +22,18 @@ import (
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
-// Agent is what the guard keeps of one admitted agent connection.
+// Agent is what the guard keeps of one admitted agent connection. It is
+// the connection's relay.Hooks: its commands go through the guard's
+// pipeline, its events through the guard's filter.
 type Agent struct {
 	User        *users.User
 	Iso         *isolation.Conn // the targets this connection holds
 	GuardEvents atomic.Bool     // Guard.enable was called
 	unshare     func()          // releases the user's fairness share
 	lastTouch   atomic.Int64    // unix seconds of the last activity recorded
+
+	set *Set
+	cut func(kind, reason string) // counts and logs a cut-off (bounds.Metrics.OnCutOff)
 }
 
 // Spec names one agent connection: who it is for and what it is.
@@ -48,46 +53,61 @@ type Users interface {
 	Release(u *users.User)
 }
 
+// Guard is the guard's side of every agent connection: the user it
+// holds, the command pipeline and event filter each connection goes
+// through, and what follows an agent's end. cdpguard implements it.
+type Guard interface {
+	// Acquire holds the user of key (making their browser context on
+	// first use); Users.Release lets go of it.
+	Acquire(ctx context.Context, key string) (*users.User, error)
+	// Filter reports whether event e reaches agent a.
+	Filter(st *Agent, a *relay.Agent, e *cdpmsg.Envelope) bool
+	// Intercept judges one agent command (the command pipeline).
+	Intercept(ctx context.Context, a *relay.Agent, st *Agent, cmd relay.Command) relay.Verdict
+	// BeforeDetach runs as an agent goes, before the relay detaches its
+	// sessions (relay.Hooks.BeforeDetach).
+	BeforeDetach(a *relay.Agent)
+	// Dropped is told of an agent that is gone.
+	Dropped(a *relay.Agent)
+}
+
+// Life is the guard's life as agents see it.
+type Life interface {
+	// Ready reports whether the guard serves agents.
+	Ready() bool
+	// Enter registers an agent Close waits for, false once Close began;
+	// Exit ends that registration.
+	Enter() bool
+	Exit()
+}
+
+// Browser makes agents on the browser connection (relay.Mux).
+type Browser interface {
+	NewAgent(ctx context.Context, conn relay.AgentConn, opts relay.AgentOptions) (*relay.Agent, error)
+}
+
 // Deps are what admitting an agent takes from the guard.
 type Deps struct {
-	// Filter reports whether event e reaches agent a.
-	Filter func(st *Agent, a *relay.Agent, e *cdpmsg.Envelope) bool
-	// Intercept judges one agent command (the command pipeline).
-	Intercept func(ctx context.Context, a *relay.Agent, st *Agent, cmd relay.Command) relay.Verdict
+	Guard Guard
 	// Users records a user's activity for idle disposal (Touch) and lets
 	// go of a user an admission held (Release): the users registry.
 	Users Users
 	// Bounds are the relay's byte bounds.
-	Bounds func() relay.Bounds
-	// Metrics is read at each admission: a Supervisor swaps the guard's
-	// metrics after the guard is built.
-	Metrics func() *bounds.Metrics
-	// OnDrop is told of an agent that is gone.
-	OnDrop func(a *relay.Agent)
-	// BeforeDetach runs as an agent goes, before the relay detaches its
-	// sessions (relay.AgentOptions.BeforeDetach).
-	BeforeDetach func(a *relay.Agent)
-	Log          *slog.Logger
+	Bounds relay.Bounds
+	// Metrics count the bounds' refusals and cut-offs.
+	Metrics *bounds.Metrics
+	Log     *slog.Logger
 
 	// What Enter, Admit and Serve take (entry.go):
-	// Ready reports whether the guard serves agents.
-	Ready func() bool
-	// Enter registers an agent Close waits for, false once Close began;
-	// Exit ends that registration.
-	Enter func() bool
-	Exit  func()
+	Life Life
 	// Ctx ends when the guard closes: every agent is served under it.
 	Ctx context.Context
-	// Mux is the browser connection, read at each admission: it exists
-	// once the guard started.
-	Mux func() *relay.Mux
-	// Acquire holds the user of key (making their browser context on
-	// first use); Users.Release lets go of it.
-	Acquire func(ctx context.Context, key string) (*users.User, error)
-	// MaxConnsPerUser, read at each admission, caps one user's agent
-	// connections (<= 0, or nil: no cap); a connection past it is refused
-	// with a *users.CapError and counted (Metrics).
-	MaxConnsPerUser func() int
+	// Browser is the browser connection agents are relayed onto.
+	Browser Browser
+	// MaxConnsPerUser caps one user's agent connections (<= 0: no cap); a
+	// connection past it is refused with a *users.CapError and counted
+	// (Metrics).
+	MaxConnsPerUser int
 }
 
 // Set is the guard's agent connections and the users' fairness shares.
@@ -107,25 +127,15 @@ func New(deps Deps) *Set {
 // (Entry.Hold holds it; the agent releases it with unshare when dropped).
 // The caller runs a.Serve and then calls Drop (Entry.Serve). On an error
 // the caller still holds the share.
-func (set *Set) admit(ctx context.Context, mux *relay.Mux, conn relay.AgentConn, s Spec, share *relay.Share, unshare func()) (*relay.Agent, error) {
-	st := &Agent{User: s.User, Iso: isolation.NewConn(s.User), unshare: unshare}
-	m := set.deps.Metrics()
-	a, err := mux.NewAgent(ctx, conn, relay.AgentOptions{
+func (set *Set) admit(ctx context.Context, conn relay.AgentConn, s Spec, share *relay.Share, unshare func()) (*relay.Agent, error) {
+	st := &Agent{User: s.User, Iso: isolation.NewConn(s.User), unshare: unshare, set: set,
+		cut: set.deps.Metrics.OnCutOff(set.deps.Log, s.Name, clip.String(s.Key))}
+	a, err := set.deps.Browser.NewAgent(ctx, conn, relay.AgentOptions{
 		Name:     s.Name,
 		TargetID: s.TargetID,
-		FilterEvent: func(a *relay.Agent, e *cdpmsg.Envelope) bool {
-			return set.deps.Filter(st, a, e)
-		},
-		OnActivity:   func() { set.touch(st) },
-		Share:        share,
-		Bounds:       set.deps.Bounds(),
-		OnCutOff:     m.OnCutOff(set.deps.Log, s.Name, clip.String(s.Key)),
-		OnThrottle:   m.Throttled,
-		OnDropped:    m.Dropped,
-		BeforeDetach: set.deps.BeforeDetach,
-		Intercept: func(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
-			return set.deps.Intercept(ctx, a, st, cmd)
-		},
+		Hooks:    st,
+		Share:    share,
+		Bounds:   set.deps.Bounds,
 	})
 	if err != nil {
 		return nil, err
@@ -137,15 +147,37 @@ func (set *Set) admit(ctx context.Context, mux *relay.Mux, conn relay.AgentConn,
 	return a, nil
 }
 
-// touch records the agent's activity for idle disposal, at most once a
-// second so that busy agents do not contend on the registry.
-func (set *Set) touch(st *Agent) {
+// Intercept runs the agent's command through the guard's pipeline.
+func (st *Agent) Intercept(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
+	return st.set.deps.Guard.Intercept(ctx, a, st, cmd)
+}
+
+// FilterEvent reports whether the guard lets event e reach the agent.
+func (st *Agent) FilterEvent(a *relay.Agent, e *cdpmsg.Envelope) bool {
+	return st.set.deps.Guard.Filter(st, a, e)
+}
+
+// Activity records the agent's activity for idle disposal, at most once
+// a second so that busy agents do not contend on the registry.
+func (st *Agent) Activity() {
 	now := time.Now().Unix()
 	if st.lastTouch.Load() != now {
 		st.lastTouch.Store(now)
-		set.deps.Users.Touch(st.User)
+		st.set.deps.Users.Touch(st.User)
 	}
 }
+
+// CutOff counts and logs the agent cut off by a bound.
+func (st *Agent) CutOff(kind, reason string) { st.cut(kind, reason) }
+
+// Throttled counts the agent's commands no longer read for a while.
+func (st *Agent) Throttled() { st.set.deps.Metrics.Throttled() }
+
+// Dropped counts a reply or event over the one-message bound.
+func (st *Agent) Dropped(kind string) { st.set.deps.Metrics.Dropped(kind) }
+
+// BeforeDetach lets the guard make the agent's sessions safe to detach.
+func (st *Agent) BeforeDetach(a *relay.Agent) { st.set.deps.Guard.BeforeDetach(a) }
 
 // Drop forgets an agent whose Serve returned.
 func (set *Set) Drop(a *relay.Agent) {
@@ -156,7 +188,7 @@ func (set *Set) Drop(a *relay.Agent) {
 	if st != nil {
 		st.unshare()
 	}
-	set.deps.OnDrop(a)
+	set.deps.Guard.Dropped(a)
 }
 
 // Notify sends the guard's event method with params to the connections
@@ -170,6 +202,11 @@ func (set *Set) Notify(to func(*users.User) bool, method string, params []byte) 
 			a.SendEvent(method, params)
 		}
 	}
+}
+
+// NotifyUser is Notify to u's connections.
+func (set *Set) NotifyUser(u *users.User, method string, params []byte) {
+	set.Notify(func(v *users.User) bool { return v == u }, method, params)
 }
 
 // Evict ends every agent session on targetID with reason.

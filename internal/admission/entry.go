@@ -44,13 +44,13 @@ type Entry struct {
 }
 
 // Enter starts admitting one agent: ErrNotReady before the guard serves,
-// ErrClosing once Close began (Deps.Enter). The entry ends with Serve, or
+// ErrClosing once Close began (Life.Enter). The entry ends with Serve, or
 // with End when it is never served.
 func (set *Set) Enter() (*Entry, error) {
-	if !set.deps.Ready() {
+	if !set.deps.Life.Ready() {
 		return nil, ErrNotReady
 	}
-	if !set.deps.Enter() {
+	if !set.deps.Life.Enter() {
 		return nil, ErrClosing
 	}
 	return &Entry{set: set}, nil
@@ -68,18 +68,15 @@ func (e *Entry) Hold(ctx context.Context, key string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, admitBound)
 	defer cancel()
-	u, err := e.set.deps.Acquire(ctx, key)
+	u, err := e.set.deps.Guard.Acquire(ctx, key)
 	if err != nil {
 		return err
 	}
-	limit := 0
-	if e.set.deps.MaxConnsPerUser != nil {
-		limit = e.set.deps.MaxConnsPerUser()
-	}
+	limit := e.set.deps.MaxConnsPerUser
 	share, unshare, ok := e.set.shares.TryAcquire(key, limit)
 	if !ok {
 		e.set.deps.Users.Release(u)
-		e.set.deps.Metrics().Capped(users.CapConnections)
+		e.set.deps.Metrics.Capped(users.CapConnections)
 		return &users.CapError{Cap: users.CapConnections, Msg: fmt.Sprintf("connections cap (--max-connections-per-user=%d) reached: this user has as many connections as one user may", limit)}
 	}
 	e.u, e.share, e.unshare = u, share, unshare
@@ -112,7 +109,7 @@ func (e *Entry) Admit(ctx context.Context, conn relay.AgentConn, s Spec, check f
 		}
 	}
 	s.User = e.u
-	a, err := e.set.admit(ctx, e.set.deps.Mux(), conn, s, e.share, e.unshare)
+	a, err := e.set.admit(ctx, conn, s, e.share, e.unshare)
 	if err != nil {
 		e.letGo()
 		return err
@@ -145,7 +142,7 @@ func (e *Entry) End() {
 	e.letGo()
 	if !e.ended {
 		e.ended = true
-		e.set.deps.Exit()
+		e.set.deps.Life.Exit()
 	}
 }
 

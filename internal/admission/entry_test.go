@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cdpguard/cdpguard/internal/bounds"
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
@@ -26,19 +27,30 @@ type entryRig struct {
 func (r *entryRig) Touch(*users.User)   {}
 func (r *entryRig) Release(*users.User) { r.release++ }
 
+// The rig is the guard's Life and Guard.
+func (r *entryRig) Ready() bool { return r.ready }
+func (r *entryRig) Enter() bool { r.entered++; return !r.closing }
+func (r *entryRig) Exit()       { r.exited++ }
+
+func (r *entryRig) Acquire(context.Context, string) (*users.User, error) {
+	r.acquired++
+	return &users.User{Key: "alice"}, r.acquireErr
+}
+
+func (r *entryRig) Filter(*Agent, *relay.Agent, *cdpmsg.Envelope) bool { return true }
+func (r *entryRig) Intercept(context.Context, *relay.Agent, *Agent, relay.Command) relay.Verdict {
+	return relay.Verdict{}
+}
+func (r *entryRig) BeforeDetach(*relay.Agent) {}
+func (r *entryRig) Dropped(*relay.Agent)      {}
+
 func (r *entryRig) set() *Set {
 	return New(Deps{
-		Ready: func() bool { return r.ready },
-		Enter: func() bool { r.entered++; return !r.closing },
-		Exit:  func() { r.exited++ },
+		Life:  r,
+		Guard: r,
 		Ctx:   context.Background(),
-		Acquire: func(context.Context, string) (*users.User, error) {
-			r.acquired++
-			return &users.User{Key: "alice"}, r.acquireErr
-		},
-		Users:  r,
-		OnDrop: func(*relay.Agent) {},
-		Log:    slog.New(slog.DiscardHandler),
+		Users: r,
+		Log:   slog.New(slog.DiscardHandler),
 	})
 }
 
@@ -113,8 +125,8 @@ func TestConnectionCap(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := bounds.NewMetrics(reg, func() bounds.Stats { return nil })
 	set := r.set()
-	set.deps.MaxConnsPerUser = func() int { return 2 }
-	set.deps.Metrics = func() *bounds.Metrics { return m }
+	set.deps.MaxConnsPerUser = 2
+	set.deps.Metrics = m
 	hold := func(key string) (*Entry, error) {
 		e, err := set.Enter()
 		if err != nil {

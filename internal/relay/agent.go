@@ -38,7 +38,7 @@ type CloseError struct {
 
 func (e *CloseError) Error() string { return e.Reason }
 
-// Verdict is what an Interceptor decides about one agent command. The zero
+// Verdict is what Hooks.Intercept decides about one agent command. The zero
 // Verdict forwards the command unchanged.
 type Verdict struct {
 	// Refuse, when set, answers the command with a CDP error carrying this
@@ -56,7 +56,7 @@ type Verdict struct {
 	Method string
 }
 
-// Command is an agent command as the Interceptor sees it.
+// Command is an agent command as Hooks.Intercept sees it.
 type Command struct {
 	Method string
 	Params []byte
@@ -66,9 +66,38 @@ type Command struct {
 	Browser   bool
 }
 
-// Interceptor judges every agent command before it is forwarded. It runs on
-// the agent's read goroutine and may block that agent only.
-type Interceptor func(ctx context.Context, a *Agent, c Command) Verdict
+// Hooks are the owner's side of one agent connection (the guard's
+// admission of it, internal/admission): what judges its commands and
+// events, and what is told of its activity, its bounds and its end. None
+// may close the agent.
+type Hooks interface {
+	// Intercept judges each command before it is forwarded. It runs on the
+	// agent's read goroutine and may block that agent only.
+	Intercept(ctx context.Context, a *Agent, c Command) Verdict
+	// FilterEvent decides whether an event on one of the agent's sessions
+	// reaches the agent. It runs on the mux read loop, before the relay
+	// learns of sessions the event announces, and must not block.
+	FilterEvent(a *Agent, e *cdpmsg.Envelope) bool
+	// Activity is called for every message the agent sends.
+	Activity()
+	// CutOff is told of an agent cut off by a byte or pause bound: kind is
+	// one of the Cut* constants, reason the close reason. It may run on
+	// the mux read loop and must not block; it runs before the agent's
+	// connection is closed.
+	CutOff(kind, reason string)
+	// Throttled is called each time the guard stops reading the agent's
+	// commands because its queue (or its user's) is over the
+	// back-pressure mark.
+	Throttled()
+	// Dropped is told of a reply ("reply") or event ("event") over
+	// Bounds.MaxMessage that the agent did not get.
+	Dropped(kind string)
+	// BeforeDetach runs once the agent's connection ended and before the
+	// relay detaches its sessions: a detach Chrome cannot take at that
+	// moment (a page stuck behind a dialog) is made safe first. It runs on
+	// Serve's goroutine and must bound its own wait.
+	BeforeDetach(a *Agent)
+}
 
 // AgentOptions configures an agent connection.
 type AgentOptions struct {
@@ -77,14 +106,9 @@ type AgentOptions struct {
 	// TargetID, when set, makes this a page connection (/devtools/page/<id>):
 	// commands without a sessionId go to that target.
 	TargetID string
-	// Intercept judges each command; nil forwards everything.
-	Intercept Interceptor
-	// FilterEvent, when set, decides whether an event on one of the agent's
-	// sessions reaches the agent. It runs on the mux read loop, before the
-	// relay learns of sessions the event announces, and must not block.
-	FilterEvent func(a *Agent, e *cdpmsg.Envelope) bool
-	// OnActivity, when set, is called for every message the agent sends.
-	OnActivity func()
+	// Hooks, when set, judge the agent's commands and events and are told
+	// of what happens to it; nil forwards everything.
+	Hooks Hooks
 	// Rate bounds the commands per second the agent may send on average,
 	// with bursts of twice that; commands over it get a CDP error and never
 	// reach the browser. Zero means 2000; negative means unlimited.
@@ -97,23 +121,6 @@ type AgentOptions struct {
 	// Bounds are the byte bounds of what the guard holds for this agent
 	// and its user (bytes.go); zero fields take the defaults.
 	Bounds Bounds
-	// OnCutOff, when set, is told of an agent cut off by a byte or pause
-	// bound: kind is one of the Cut* constants, reason the close reason.
-	// It may run on the mux read loop and must not block; it runs before
-	// the agent's connection is closed, and must not close the agent.
-	OnCutOff func(kind, reason string)
-	// OnThrottle, when set, is called each time the guard stops reading
-	// the agent's commands because its queue (or its user's) is over the
-	// back-pressure mark.
-	OnThrottle func()
-	// OnDropped, when set, is told of a reply ("reply") or event ("event")
-	// over Bounds.MaxMessage that the agent did not get.
-	OnDropped func(kind string)
-	// BeforeDetach, when set, runs once the agent's connection ended and
-	// before the relay detaches its sessions: a detach Chrome cannot take
-	// at that moment (a page stuck behind a dialog) is made safe first. It
-	// runs on Serve's goroutine and must bound its own wait.
-	BeforeDetach func(a *Agent)
 }
 
 // Agent is one agent connection relayed onto its own browser session.
@@ -234,8 +241,8 @@ func (a *Agent) Serve(ctx context.Context) error {
 	a.closeWith(StatusNormal, "")
 	cancel()
 	wg.Wait()
-	if a.opts.BeforeDetach != nil {
-		a.opts.BeforeDetach(a)
+	if a.opts.Hooks != nil {
+		a.opts.Hooks.BeforeDetach(a)
 	}
 	a.cleanup()
 	return err
@@ -309,8 +316,8 @@ func (a *Agent) readLoop(ctx context.Context) error {
 }
 
 func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
-	if a.opts.OnActivity != nil {
-		a.opts.OnActivity()
+	if a.opts.Hooks != nil {
+		a.opts.Hooks.Activity()
 	}
 	if err := cdpmsg.DecodeInto(msg, e); err != nil {
 		a.enqueue(cdpmsg.AppendError(nil, -1, "", cdpmsg.CodeParseError, cdpmsg.Refusal("", err.Error())))
@@ -355,8 +362,8 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 		return
 	}
 	var v Verdict
-	if a.opts.Intercept != nil {
-		v = a.opts.Intercept(ctx, a, Command{Method: e.Method, Params: e.Params, SessionID: session, Browser: browser})
+	if a.opts.Hooks != nil {
+		v = a.opts.Hooks.Intercept(ctx, a, Command{Method: e.Method, Params: e.Params, SessionID: session, Browser: browser})
 	}
 	switch {
 	case v.Refuse != "":
@@ -440,7 +447,7 @@ func (a *Agent) deliverReply(p *pending, e *cdpmsg.Envelope) {
 
 // deliverEvent is called from the mux read loop.
 func (a *Agent) deliverEvent(e *cdpmsg.Envelope) {
-	pass := a.opts.FilterEvent == nil || a.opts.FilterEvent(a, e)
+	pass := a.opts.Hooks == nil || a.opts.Hooks.FilterEvent(a, e)
 	a.trackSessions(e, pass)
 	if !pass {
 		return

@@ -101,16 +101,16 @@ func (a *Agent) release(n int64) {
 func (a *Agent) cutOff(kind string, held, bound int64) {
 	reason := cutReason(kind, held, bound, a.opts.Bounds.PauseBound)
 	a.closeThen(StatusPolicy, reason, func() {
-		if a.opts.OnCutOff != nil {
-			a.opts.OnCutOff(kind, reason)
+		if a.opts.Hooks != nil {
+			a.opts.Hooks.CutOff(kind, reason)
 		}
 	})
 }
 
 // dropped reports a reply or event over the one-message bound.
 func (a *Agent) dropped(kind string) {
-	if a.opts.OnDropped != nil {
-		a.opts.OnDropped(kind)
+	if a.opts.Hooks != nil {
+		a.opts.Hooks.Dropped(kind)
 	}
 }
 
@@ -140,8 +140,8 @@ func (a *Agent) waitRoom(ctx context.Context) bool {
 		}
 		if !throttled {
 			throttled = true
-			if a.opts.OnThrottle != nil {
-				a.opts.OnThrottle()
+			if a.opts.Hooks != nil {
+				a.opts.Hooks.Throttled()
 			}
 		}
 		if !a.sleep(ctx, wake, owe) {

@@ -39,7 +39,7 @@ const (
 	DefaultPauseBound = 10 * time.Second
 )
 
-// Cut-off kinds, passed to AgentOptions.OnCutOff (and a metric label).
+// Cut-off kinds, passed to Hooks.CutOff (and a metric label).
 const (
 	CutAgentBytes = "agent_bytes" // the agent's queue went over its maximum
 	CutUserBytes  = "user_bytes"  // the user's queues together went over theirs

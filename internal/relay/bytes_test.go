@@ -31,7 +31,7 @@ func TestBackPressure(t *testing.T) {
 	h := newHarness(t)
 	bigReplies(h, 1000)
 	var throttled atomic.Int32
-	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, OnThrottle: func() { throttled.Add(1) },
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Hooks: hooks{throttled: func() { throttled.Add(1) }},
 		Bounds: Bounds{AgentQueueBytes: 3000, AgentMaxBytes: -1, UserMaxBytes: -1, PauseBound: -1}})
 	sent := 0
 	for x.trySend(bigCommand(sent+1), 300*time.Millisecond) {
@@ -73,8 +73,8 @@ func TestCutOffOverMax(t *testing.T) {
 	share := NewShare(1<<20, 64)
 	var kinds atomic.Value
 	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Share: share,
-		OnCutOff: func(kind, reason string) { kinds.Store(kind + ": " + reason) },
-		Bounds:   Bounds{AgentQueueBytes: -1, AgentMaxBytes: 5000, UserMaxBytes: -1, PauseBound: -1}})
+		Hooks:  hooks{cutOff: func(kind, reason string) { kinds.Store(kind + ": " + reason) }},
+		Bounds: Bounds{AgentQueueBytes: -1, AgentMaxBytes: 5000, UserMaxBytes: -1, PauseBound: -1}})
 	h.b.setResponder(func(e *cdpmsg.Envelope) ([][]byte, bool) {
 		if e.Method != "Big.many" {
 			return nil, false
@@ -142,7 +142,7 @@ func TestPauseBound(t *testing.T) {
 	h := newHarness(t)
 	bigReplies(h, 1000)
 	var kind atomic.Value
-	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, OnCutOff: func(k, _ string) { kind.Store(k) },
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Hooks: hooks{cutOff: func(k, _ string) { kind.Store(k) }},
 		Bounds: Bounds{AgentQueueBytes: 1500, AgentMaxBytes: -1, UserMaxBytes: -1, PauseBound: 200 * time.Millisecond}})
 	for i := range 2 {
 		x.send(t, bigCommand(i+1))
@@ -167,7 +167,7 @@ func TestMessageBound(t *testing.T) {
 	h := newHarness(t)
 	bigReplies(h, 5000)
 	var drops atomic.Int32
-	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, OnDropped: func(string) { drops.Add(1) },
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Hooks: hooks{dropped: func(string) { drops.Add(1) }},
 		Bounds: Bounds{MaxMessage: 4000}})
 	wantError(t, x.call(t, 1, "", "Big.get", ""), cdpmsg.CodeServerError, "message bound")
 	h.b.inject(string(cdpmsg.AppendEvent(nil, x.a.BrowserSession(), "Big.event", fmt.Appendf(nil, `{"s":"%s"}`, strings.Repeat("z", 5000)))))
@@ -258,7 +258,7 @@ func TestTotalBound(t *testing.T) {
 	b := Bounds{AgentQueueBytes: -1, AgentMaxBytes: -1, UserMaxBytes: -1, TotalMaxBytes: 3000, PauseBound: -1}
 	var cut atomic.Value
 	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Share: NewShare(1<<20, 64), Bounds: b,
-		OnCutOff: func(kind, _ string) { cut.Store(kind) }})
+		Hooks: hooks{cutOff: func(kind, _ string) { cut.Store(kind) }}})
 	y := h.startAgent(t, AgentOptions{Name: "y", Rate: -1, Share: NewShare(1<<20, 64), Bounds: b})
 	x.send(t, bigCommand(1))
 	x.send(t, bigCommand(2))
@@ -291,7 +291,7 @@ func TestTotalBoundCountsElsewhere(t *testing.T) {
 	var elsewhere atomic.Int64
 	b := Bounds{AgentQueueBytes: -1, AgentMaxBytes: -1, UserMaxBytes: -1, TotalMaxBytes: 3000, PauseBound: -1, Elsewhere: elsewhere.Load}
 	var cut atomic.Value
-	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Bounds: b, OnCutOff: func(kind, _ string) { cut.Store(kind) }})
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Bounds: b, Hooks: hooks{cutOff: func(kind, _ string) { cut.Store(kind) }}})
 	x.send(t, bigCommand(1))
 	if e := x.recvEnv(t); e.ID != 1 {
 		t.Fatalf("got %d, want reply 1 while nothing is held elsewhere", e.ID)

@@ -381,3 +381,46 @@ func (ag *agent) waitServe(t testing.TB) (error, bool) {
 		return nil, false
 	}
 }
+
+// hooks is a test's Hooks: the funcs it sets, the rest do nothing (a nil
+// intercept forwards every command, a nil filter passes every event).
+type hooks struct {
+	intercept func(ctx context.Context, a *Agent, c Command) Verdict
+	filter    func(a *Agent, e *cdpmsg.Envelope) bool
+	cutOff    func(kind, reason string)
+	throttled func()
+	dropped   func(kind string)
+}
+
+func (h hooks) Intercept(ctx context.Context, a *Agent, c Command) Verdict {
+	if h.intercept == nil {
+		return Verdict{}
+	}
+	return h.intercept(ctx, a, c)
+}
+
+func (h hooks) FilterEvent(a *Agent, e *cdpmsg.Envelope) bool {
+	return h.filter == nil || h.filter(a, e)
+}
+
+func (h hooks) Activity() {}
+
+func (h hooks) CutOff(kind, reason string) {
+	if h.cutOff != nil {
+		h.cutOff(kind, reason)
+	}
+}
+
+func (h hooks) Throttled() {
+	if h.throttled != nil {
+		h.throttled()
+	}
+}
+
+func (h hooks) Dropped(kind string) {
+	if h.dropped != nil {
+		h.dropped(kind)
+	}
+}
+
+func (h hooks) BeforeDetach(*Agent) {}

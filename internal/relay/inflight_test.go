@@ -95,7 +95,7 @@ func TestDetachSettlesInFlight(t *testing.T) {
 	h := newHarness(t)
 	holdingBrowser(h)
 	var hooked atomic.Value
-	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Intercept: func(_ context.Context, _ *Agent, c Command) Verdict {
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Hooks: hooks{intercept: func(_ context.Context, _ *Agent, c Command) Verdict {
 		if c.Method != "Wait.hold" {
 			return Verdict{}
 		}
@@ -103,7 +103,7 @@ func TestDetachSettlesInFlight(t *testing.T) {
 			hooked.Store(string(errRaw))
 			return result, errRaw
 		}}
-	}})
+	}}})
 	bs := x.a.BrowserSession()
 	x.attach(t, h, bs, "S1", "page")
 	x.attach(t, h, bs, "S2", "page")
@@ -289,7 +289,7 @@ func TestHangupSettlesInFlight(t *testing.T) {
 	h := newHarness(t)
 	holdingBrowser(h)
 	hooked := make(chan string, 1)
-	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Intercept: func(_ context.Context, _ *Agent, c Command) Verdict {
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Hooks: hooks{intercept: func(_ context.Context, _ *Agent, c Command) Verdict {
 		if c.Method != "Wait.hold" {
 			return Verdict{}
 		}
@@ -297,7 +297,7 @@ func TestHangupSettlesInFlight(t *testing.T) {
 			hooked <- string(errRaw)
 			return result, errRaw
 		}}
-	}})
+	}}})
 	x.send(t, `{"id":1,"method":"Wait.hold"}`)
 	heldOn(t, h, x.a.BrowserSession(), "Wait.hold")
 	x.hangup()

@@ -215,7 +215,7 @@ func TestInterceptor(t *testing.T) {
 	h := newHarness(t)
 	var mu sync.Mutex
 	var seen []Command
-	x := h.startAgent(t, AgentOptions{Name: "x", Intercept: func(_ context.Context, _ *Agent, c Command) Verdict {
+	x := h.startAgent(t, AgentOptions{Name: "x", Hooks: hooks{intercept: func(_ context.Context, _ *Agent, c Command) Verdict {
 		mu.Lock()
 		seen = append(seen, c)
 		mu.Unlock()
@@ -238,7 +238,7 @@ func TestInterceptor(t *testing.T) {
 			}}
 		}
 		return Verdict{}
-	}})
+	}}})
 	bs := x.a.BrowserSession()
 
 	wantError(t, x.call(t, 1, "", "X.refuse", ""), cdpmsg.CodeServerError, "X.refuse is refused")
@@ -285,12 +285,12 @@ func TestFilterEvent(t *testing.T) {
 	h := newHarness(t)
 	var self *Agent
 	var mu sync.Mutex
-	x := h.startAgent(t, AgentOptions{Name: "x", FilterEvent: func(a *Agent, e *cdpmsg.Envelope) bool {
+	x := h.startAgent(t, AgentOptions{Name: "x", Hooks: hooks{filter: func(a *Agent, e *cdpmsg.Envelope) bool {
 		mu.Lock()
 		self = a
 		mu.Unlock()
 		return e.Method != "Drop.me" && !strings.Contains(string(e.Params), "C-hidden")
-	}})
+	}}})
 	bs := x.a.BrowserSession()
 	h.b.inject(event(bs, "Drop.me"), attachedEvent(bs, "C-hidden", "page"), attachedEvent(bs, "C-shown", "page"), event(bs, "Keep.me"))
 	if e := x.recvEnv(t); e.Method != "Target.attachedToTarget" || !strings.Contains(string(e.Params), "C-shown") {
@@ -388,12 +388,12 @@ func TestAutoAttachedBrowserSessionIsBrowserLevel(t *testing.T) {
 	h := newHarness(t)
 	var got []Command
 	var mu sync.Mutex
-	x := h.startAgent(t, AgentOptions{Name: "x", Intercept: func(ctx context.Context, a *Agent, c Command) Verdict {
+	x := h.startAgent(t, AgentOptions{Name: "x", Hooks: hooks{intercept: func(ctx context.Context, a *Agent, c Command) Verdict {
 		mu.Lock()
 		got = append(got, c)
 		mu.Unlock()
 		return Verdict{Local: []byte("{}")}
-	}})
+	}}})
 	h.b.inject(attachedEvent(x.a.BrowserSession(), "CB", "browser"))
 	h.b.inject(attachedEvent(x.a.BrowserSession(), "CP", "page"))
 	x.recv(t)
