@@ -7,55 +7,62 @@ import (
 )
 
 // newTargets wires the guard's record of the browser's targets
-// (internal/targets) to the page registry, the page observers, the tab
-// cap and the agents. Its observers run on the read loop; their browser
-// sends go through the outbox.
+// (internal/targets) to the page registry, the agents, the tab caps and
+// the page observers (targetSide). Its observers run on the read loop;
+// their browser sends go through the outbox.
 func (g *Guard) newTargets() *targets.Record {
 	return targets.New(targets.Deps{
-		Browser:      muxCaller{g},
-		Pages:        g.pages,
-		Ctx:          g.ctx,
-		Go:           g.goWaited,
-		Outbox:       func(f func()) { g.fx.Add(f) },
-		AttachMode:   func() bool { return g.attached }, // set by Attach after newGuard
-		PageAttached: g.pageAttached,
-		PageGone:     g.pageGone,
-		OverTabs: func(contextID string) (*users.User, error) {
-			u := g.users.OwnerOfContext(contextID)
-			switch {
-			case u == nil:
-				return nil, nil
-			case g.iso.OverTabs(u):
-				return u, &isolation.CapError{Cap: isolation.CapTabs, Limit: g.limits().MaxTabs, Flag: "--max-tabs-per-user"}
-			}
-			if err := g.users.OverTabsInAll(); err != nil {
-				return u, err
-			}
-			return nil, nil
-		},
-		Notify: func(u *users.User, method string, params []byte) {
-			g.agents.Notify(func(v *users.User) bool { return v == u }, method, params)
-		},
-		Evict:        g.agents.Evict,
-		WindowOpened: func() { g.ctl.WindowOpened() }, // g.ctl is built in start, after the record
-		Owners:       g.users,
-		OnCap:        func(c string) { g.metrics.Bounds.Capped(c) }, // read at each call: a Supervisor swaps g.metrics
-		OnCrash:      func() { g.metrics.RendererCrashes.Inc() },
-		Log:          g.log,
+		Browser: muxCaller{g},
+		Pages:   g.pages,
+		Guard:   targetSide{g},
+		Agents:  g.agents,
+		Ctx:     g.ctx,
+		Life:    (*guardLife)(&g.lifecycle),
+		Outbox:  g.fx,
+		Attach:  g.attached,
+		Owners:  g.users,
+		Caps:    g.metrics.Bounds,
+		Crashes: g.metrics.RendererCrashes,
+		Log:     g.log,
 	})
 }
 
-// pageAttached tells the page observers that a page target got the
-// guard's session (its setup starts; the page registry already has it).
-func (g *Guard) pageAttached(targetID, sessionID string) {
-	g.dialogs.Attach(sessionID, targetID)
-	g.ctl.SetupPage(targetID, sessionID)
+// targetSide is the guard's side of the targets' record (targets.Guard):
+// the tab caps span the users and their isolation, and a page's news
+// goes to the features that keep a record of it.
+type targetSide struct{ g *Guard }
+
+// OverTabs returns the user a new tab in contextID took past a tab cap
+// (theirs: isolation's; all users': the users registry's) and the cap's
+// refusal.
+func (s targetSide) OverTabs(contextID string) (*users.User, error) {
+	u := s.g.users.OwnerOfContext(contextID)
+	switch {
+	case u == nil:
+		return nil, nil
+	case s.g.iso.OverTabs(u):
+		return u, &isolation.CapError{Cap: isolation.CapTabs, Limit: s.g.limits().MaxTabs, Flag: "--max-tabs-per-user"}
+	}
+	if err := s.g.users.OverTabsInAll(); err != nil {
+		return u, err
+	}
+	return nil, nil
 }
 
-// pageGone is pageAttached's end: the target was destroyed (the page
+// WindowOpened starts the controls' quiet window.
+func (s targetSide) WindowOpened() { s.g.ctl.WindowOpened() }
+
+// PageAttached tells the page observers that a page target got the
+// guard's session (its setup starts; the page registry already has it).
+func (s targetSide) PageAttached(targetID, sessionID string) {
+	s.g.dialogs.Attach(sessionID, targetID)
+	s.g.ctl.SetupPage(targetID, sessionID)
+}
+
+// PageGone is PageAttached's end: the target was destroyed (the page
 // registry forgets it after them, and its page's end ends the records the
 // features keep on it: the dialog state, the guard's worlds, the
 // controls' badge, the setup).
-func (g *Guard) pageGone(targetID string) {
-	g.rd.PageGone(targetID)
+func (s targetSide) PageGone(targetID string) {
+	s.g.rd.PageGone(targetID)
 }

@@ -55,40 +55,70 @@ type Pages interface {
 	Ensure(targetID string) *pages.Page
 }
 
-// Deps are what the record takes from the guard.
-type Deps struct {
-	Browser Browser
-	Pages   Pages
-	// Ctx ends when the guard closes: setups end with it.
-	Ctx context.Context
-	// Go runs f on a goroutine the guard's Close waits for (a setup).
-	Go func(f func())
-	// Outbox runs f off the read loop, in order (internal/outbox).
-	Outbox func(f func())
-	// AttachMode reports attach mode, where a page already loaded before
-	// the guard came needs page-level interception. Read at each setup:
-	// Attach marks the guard after building it.
-	AttachMode func() bool
-	// PageAttached and PageGone tell the page observers of a page that got
-	// the guard's session, and of its end.
-	PageAttached func(targetID, sessionID string)
-	PageGone     func(targetID string)
+// Guard is the guard's side of the record: the tab caps, which span the
+// users and their isolation, and the page observers (the dialogs, the
+// controls, the reader), which the guard fans a page's news out to.
+type Guard interface {
 	// OverTabs returns the user of a browser context when a new tab there
 	// took that user past its tab cap, or all users past theirs, and the
 	// cap's refusal (an *isolation.CapError or a *users.CapError); nil
 	// when not.
-	OverTabs func(contextID string) (u *users.User, refused error)
-	// Notify tells u's connections that sent Guard.enable.
-	Notify func(u *users.User, method string, params []byte)
-	// Evict ends every agent session on a target with a reason.
-	Evict func(targetID, reason string)
+	OverTabs(contextID string) (u *users.User, refused error)
+	// PageAttached and PageGone tell the page observers of a page that got
+	// the guard's session, and of its end.
+	PageAttached(targetID, sessionID string)
+	PageGone(targetID string)
 	// WindowOpened is told of a new page (the controls' quiet window).
-	WindowOpened func()
+	WindowOpened()
+}
+
+// Agents is the guard's agent connections (internal/admission).
+type Agents interface {
+	// NotifyUser tells u's connections that sent Guard.enable.
+	NotifyUser(u *users.User, method string, params []byte)
+	// Evict ends every agent session on a target with a reason.
+	Evict(targetID, reason string)
+}
+
+// Life runs the record's setups on goroutines the guard's Close waits
+// for.
+type Life interface {
+	Go(f func())
+}
+
+// Outbox runs f off the read loop, in order (internal/outbox).
+type Outbox interface {
+	Add(f func())
+}
+
+// Caps counts a cap that closed a target (internal/bounds).
+type Caps interface {
+	Capped(cap string)
+}
+
+// Counter counts one thing (a prometheus.Counter).
+type Counter interface {
+	Inc()
+}
+
+// Deps are what the record takes from the guard.
+type Deps struct {
+	Browser Browser
+	Pages   Pages
+	Guard   Guard
+	Agents  Agents
+	// Ctx ends when the guard closes: setups end with it.
+	Ctx    context.Context
+	Life   Life
+	Outbox Outbox
+	// Attach is attach mode, where a page already loaded before the guard
+	// came needs page-level interception.
+	Attach bool
 	// Owners tells the user of a target, for logs (internal/users).
 	Owners Owners
-	// OnCap counts a cap that closed a target; OnCrash a crashed renderer.
-	OnCap   func(cap string)
-	OnCrash func()
+	// Caps counts a cap that closed a target; Crashes a crashed renderer.
+	Caps    Caps
+	Crashes Counter
 	Log     *slog.Logger
 }
 
@@ -136,7 +166,7 @@ func (r *Record) Attached(e *cdpmsg.Envelope) {
 			return
 		}
 		r.d.Pages.Attached(t.TargetID, a.SessionID)
-		r.d.PageAttached(t.TargetID, a.SessionID)
+		r.d.Guard.PageAttached(t.TargetID, a.SessionID)
 	}
 	r.markWeb(t, false)
 	// The setup's wait ends with the target: registered here, on the read
@@ -150,7 +180,7 @@ func (r *Record) Attached(e *cdpmsg.Envelope) {
 	}
 	r.setups.Set(pg, run)
 	r.mu.Unlock()
-	r.d.Go(func() {
+	r.d.Life.Go(func() {
 		defer r.endSetup(pg, run)
 		r.setup(ctx, a)
 	})
@@ -184,7 +214,7 @@ func (r *Record) Changed(e *cdpmsg.Envelope, created bool) {
 	if p.TargetInfo.Type == "page" {
 		r.d.Pages.MarkPage(p.TargetInfo.TargetID)
 		if created {
-			r.d.WindowOpened()
+			r.d.Guard.WindowOpened()
 		}
 	}
 }
@@ -199,7 +229,7 @@ func (r *Record) Destroyed(e *cdpmsg.Envelope) {
 	if cdpmsg.UnmarshalBrowser(e.Params, &p) != nil {
 		return
 	}
-	r.d.PageGone(p.TargetID)
+	r.d.Guard.PageGone(p.TargetID)
 	r.d.Pages.Destroyed(p.TargetID)
 }
 
@@ -217,10 +247,10 @@ func (r *Record) Crashed(e *cdpmsg.Envelope) {
 		r.d.Log.Error("unreadable Target.targetCrashed", "err", err)
 		return
 	}
-	r.d.OnCrash()
+	r.d.Crashes.Inc()
 	user, _ := r.d.Owners.OwnerKey(p.TargetID)
 	r.d.Log.Warn("renderer crashed; closing the tab", "target", p.TargetID, "user", clip.String(user), "status", p.Status, "errorCode", p.ErrorCode)
-	r.d.Outbox(func() { _ = r.d.Browser.Send("", "Target.closeTarget", map[string]any{"targetId": p.TargetID}) })
+	r.d.Outbox.Add(func() { _ = r.d.Browser.Send("", "Target.closeTarget", map[string]any{"targetId": p.TargetID}) })
 }
 
 // markWeb records whether a target is web content (firewall.NotWeb). When
@@ -239,7 +269,7 @@ func (r *Record) markWeb(t cdpmsg.TargetInfo, changed bool) {
 	}
 	reason := cdpmsg.Refusal("", fmt.Sprintf("target %s is no longer web content (%s %s): %s", t.TargetID, why, clip.String(t.URL), firewall.WhyNotWeb))
 	id := t.TargetID
-	r.d.Outbox(func() { r.d.Evict(id, reason) })
+	r.d.Outbox.Add(func() { r.d.Agents.Evict(id, reason) })
 }
 
 // overCap closes a page that took its user past the tab cap (a popup, or
@@ -248,7 +278,7 @@ func (r *Record) markWeb(t cdpmsg.TargetInfo, changed bool) {
 // is the guard's session to it, waiting whether it is held there. It
 // reports whether the page was closed.
 func (r *Record) overCap(t cdpmsg.TargetInfo, session string, waiting bool) bool {
-	u, err := r.d.OverTabs(t.BrowserContextID)
+	u, err := r.d.Guard.OverTabs(t.BrowserContextID)
 	if u == nil || err == nil {
 		return false
 	}
@@ -256,10 +286,10 @@ func (r *Record) overCap(t cdpmsg.TargetInfo, session string, waiting bool) bool
 	if ue, ok := errors.AsType[*users.CapError](err); ok {
 		capName = ue.Cap
 	}
-	r.d.OnCap(capName)
+	r.d.Caps.Capped(capName)
 	r.d.Log.Warn("tab over a tab cap closed", "user", clip.String(u.Key), "target", t.TargetID, "opener", t.OpenerID, "cap", err.Error())
 	id := t.TargetID
-	r.d.Outbox(func() {
+	r.d.Outbox.Add(func() {
 		_ = r.d.Browser.Send("", "Target.closeTarget", map[string]any{"targetId": id})
 		if session != "" && waiting {
 			// A popup can share its opener's renderer: held, it would
@@ -272,7 +302,7 @@ func (r *Record) overCap(t cdpmsg.TargetInfo, session string, waiting bool) bool
 		"reason": "cdpguard: closed at once: " + err.Error(),
 	})
 	if jerr == nil {
-		r.d.Notify(u, "Guard.targetRefused", params)
+		r.d.Agents.NotifyUser(u, "Guard.targetRefused", params)
 	}
 	return true
 }
@@ -317,7 +347,7 @@ func (r *Record) setup(ctx context.Context, a cdpmsg.Attached) {
 		calls = append(calls, call{method: method, enforce: enforce, wait: r.d.Browser.Start(a.SessionID, method, params)})
 	}
 	if t.Type == "page" {
-		if r.d.AttachMode() && !a.WaitingForDebugger {
+		if r.d.Attach && !a.WaitingForDebugger {
 			// A document loaded before the guard came is not covered by
 			// browser-level interception; page-level interception is.
 			start("Fetch.enable", true, fetchdomain.EnableParams())

@@ -82,6 +82,7 @@ type rig struct {
 	over    *users.User
 	noted   []string // what the observers and agents were told
 	evicted []string
+	goFn    func(f func()) // runs a setup; nil: at once, on the caller's goroutine
 }
 
 // alice owns every target.
@@ -89,27 +90,39 @@ type alice struct{}
 
 func (alice) OwnerKey(string) (string, bool) { return "alice", true }
 
+// The rig is the record's Guard, Agents, Life, Outbox, Caps and Crashes.
+func (g *rig) OverTabs(string) (*users.User, error) {
+	if g.over != nil {
+		return g.over, &isolation.CapError{Cap: isolation.CapTabs, Limit: 1, Flag: "--max-tabs-per-user"}
+	}
+	return nil, nil
+}
+func (g *rig) PageAttached(t, s string) { g.noted = append(g.noted, "attached "+t+" "+s) }
+func (g *rig) PageGone(t string)        { g.noted = append(g.noted, "gone "+t) }
+func (g *rig) WindowOpened()            { g.noted = append(g.noted, "window") }
+func (g *rig) NotifyUser(u *users.User, method string, _ []byte) {
+	g.noted = append(g.noted, method+" "+u.Key)
+}
+func (g *rig) Evict(id, reason string) { g.evicted = append(g.evicted, id+": "+reason) }
+func (g *rig) Capped(c string)         { g.noted = append(g.noted, "cap "+c) }
+func (g *rig) Inc()                    { g.noted = append(g.noted, "crash") }
+func (g *rig) Add(f func())            { f() }
+func (g *rig) Go(f func()) {
+	if g.goFn != nil {
+		g.goFn(f)
+		return
+	}
+	f()
+}
+
 func newRig(attached bool) *rig {
 	g := &rig{b: &fakeBrowser{}, pages: pages.New()}
 	g.r = New(Deps{
 		Browser: g.b, Pages: g.pages, Ctx: context.Background(),
-		Go: func(f func()) { f() }, Outbox: func(f func()) { f() },
-		AttachMode:   func() bool { return attached },
-		PageAttached: func(t, s string) { g.noted = append(g.noted, "attached "+t+" "+s) },
-		PageGone:     func(t string) { g.noted = append(g.noted, "gone "+t) },
-		OverTabs: func(string) (*users.User, error) {
-			if g.over != nil {
-				return g.over, &isolation.CapError{Cap: isolation.CapTabs, Limit: 1, Flag: "--max-tabs-per-user"}
-			}
-			return nil, nil
-		},
-		Notify:       func(u *users.User, method string, _ []byte) { g.noted = append(g.noted, method+" "+u.Key) },
-		Evict:        func(id, reason string) { g.evicted = append(g.evicted, id+": "+reason) },
-		WindowOpened: func() { g.noted = append(g.noted, "window") },
-		Owners:       alice{},
-		OnCap:        func(c string) { g.noted = append(g.noted, "cap "+c) },
-		OnCrash:      func() { g.noted = append(g.noted, "crash") },
-		Log:          slog.New(slog.DiscardHandler),
+		Guard: g, Agents: g, Life: g, Outbox: g, Caps: g, Crashes: g,
+		Attach: attached,
+		Owners: alice{},
+		Log:    slog.New(slog.DiscardHandler),
 	})
 	return g
 }
@@ -261,7 +274,7 @@ func slowRig(t *testing.T, attach bool, method string) (*rig, chan string) {
 	g := newRig(attach)
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait)
-	g.r.d.Go = func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
+	g.goFn = func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	warned := make(chan string, 1)
 	g.r.d.Log = slog.New(signalHandler{warned})
 	g.b.holdMethod, g.b.hold = method, make(chan struct{})
