@@ -6,9 +6,10 @@
 // and the guard's Read (GET /read, `cdpguard read`).
 //
 // It observes no CDP event itself: the guard's session on each page is the
-// page registry's (internal/pages, Deps.Pages), and the guard tells it of
-// pages gone (Target.targetDestroyed: PageGone). Policy, users and the
-// guard's worlds are reached through the narrow interfaces in Deps.
+// page registry's (internal/pages, Deps.Pages), and a user's reader tab is
+// a record on its page, which the page's end (Target.targetDestroyed)
+// forgets. Policy, users and the guard's worlds are reached through the
+// narrow interfaces in Deps.
 package readpage
 
 import (
@@ -23,6 +24,7 @@ import (
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
@@ -85,8 +87,11 @@ type User interface {
 }
 
 // Pages knows the guard's own session on each page and the end of its
-// setup (internal/pages.Registry).
+// setup (internal/pages.Registry), and holds each reader tab's record.
 type Pages interface {
+	// Page returns the page of targetID, nil when the registry never
+	// heard of it.
+	Page(targetID string) *pages.Page
 	// SessionOf returns the guard's session on page targetID, "" when the
 	// guard has none (not set up, or destroyed).
 	SessionOf(targetID string) string
@@ -131,12 +136,16 @@ type Reader struct {
 
 	mu   sync.Mutex
 	tabs map[string]*tab // user key → the tab GET /read uses
+	// onPage is the reader tab's record on its page: the page's end
+	// forgets the tab (tabEnded).
+	onPage *pages.Slot[*tab]
 }
 
 // tab is a user's tab for GET /read; mu keeps two reads from navigating it
 // at once.
 type tab struct {
 	mu       sync.Mutex
+	user     string
 	targetID string // written under mu and Reader.mu
 }
 
@@ -151,7 +160,9 @@ func New(d Deps) *Reader {
 	case d.SettleTimeout < 0:
 		d.SettleTimeout = 0
 	}
-	return &Reader{d: d, tabs: map[string]*tab{}}
+	r := &Reader{d: d, tabs: map[string]*tab{}}
+	r.onPage = pages.NewSlot(r.tabEnded)
+	return r
 }
 
 // Bound is the longest one read takes: the load, the settle and the read.
@@ -159,13 +170,21 @@ func (r *Reader) Bound() time.Duration {
 	return r.d.LoadTimeout + r.d.SettleTimeout + callTimeout
 }
 
-// PageGone forgets the reader tab a destroyed page was.
-func (r *Reader) PageGone(targetID string) {
+// tabEnded forgets the reader tab a page was, at the page's end.
+func (r *Reader) tabEnded(pg *pages.Page, t *tab) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for user, t := range r.tabs {
-		if t.targetID == targetID {
-			delete(r.tabs, user)
+	if t.targetID == string(pg.ID()) && r.tabs[t.user] == t {
+		delete(r.tabs, t.user)
+	}
+}
+
+// PageGone forgets the reader tab a destroyed page was. The page's end
+// does it already (tabEnded); the guard's wiring still calls it.
+func (r *Reader) PageGone(targetID string) {
+	if pg := r.d.Pages.Page(targetID); pg != nil {
+		if t, ok := r.onPage.Delete(pg); ok {
+			r.tabEnded(pg, t)
 		}
 	}
 }
@@ -242,7 +261,7 @@ func (r *Reader) Read(ctx context.Context, user, url string, offset, maxChars in
 	r.mu.Lock()
 	t := r.tabs[user]
 	if t == nil {
-		t = &tab{}
+		t = &tab{user: user}
 		r.tabs[user] = t
 	}
 	r.mu.Unlock()
@@ -253,9 +272,10 @@ func (r *Reader) Read(ctx context.Context, user, url string, offset, maxChars in
 		if err != nil {
 			return Result{}, err
 		}
-		r.mu.Lock() // PageGone reads targetID under r.mu
+		r.mu.Lock() // tabEnded reads targetID under r.mu
 		t.targetID = id
 		r.mu.Unlock()
+		r.onPage.Set(r.d.Pages.Page(id), t) // made by AwaitSetup at the latest
 	}
 	return r.readTarget(ctx, t.targetID, Params{URL: url, Offset: offset, MaxChars: maxChars})
 }
