@@ -101,6 +101,10 @@ type browserAbout struct {
 	version browser.Version
 }
 
+// Version is what /json/version says about the browser (devtoolsjson.About):
+// set before the guard serves (the launch, the dial or the set-up asked).
+func (a *browserAbout) Version() browser.Version { return a.version }
+
 // endpoint is where agents connect.
 type endpoint struct {
 	url        string                // the endpoint's base URL

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cdpguard/cdpguard/internal/admission"
-	"github.com/cdpguard/cdpguard/internal/browser"
 	"github.com/cdpguard/cdpguard/internal/devtoolsjson"
 	"github.com/cdpguard/cdpguard/internal/httpgate"
 	"github.com/cdpguard/cdpguard/internal/routes"
@@ -95,37 +94,18 @@ func (g *Guard) gate() httpgate.Gate {
 }
 
 // newDevtoolsJSON wires Chrome's /json/* surface (internal/devtoolsjson)
-// to the guard: its browser, its users and its checks.
+// to the guard: its browser, its users, their isolation and their policy.
 func (g *Guard) newDevtoolsJSON() *devtoolsjson.Handler {
 	return devtoolsjson.New(devtoolsjson.Deps{
 		Browser:              muxCaller{g},
 		Targets:              g.targets,
-		Version:              func() browser.Version { return g.about.version },
-		BrowserID:            func() string { return g.about.id },
-		KeyOf:                g.keyOf,
+		About:                &g.about,
+		BrowserID:            g.about.id,
+		Guard:                policyUsers{g},
+		Users:                g.users,
+		Isolation:            g.iso,
 		SessionHeader:        g.cfg.SessionHeader,
 		RequireSessionHeader: g.cfg.RequireSessionHeader,
-		InContext: func(key, bctx string) bool {
-			u := g.users.Lookup(key)
-			return u != nil && g.users.OwnsContext(u, bctx)
-		},
-		Owns: func(key, id string) bool {
-			u := g.users.Lookup(key)
-			return u != nil && g.users.OwnsTarget(u, id)
-		},
-		CheckURL: g.checkURL,
-		NotWeb:   g.iso.NotWebRefusal,
-		Open: func(ctx context.Context, key string) (string, func(), error) {
-			u, err := g.acquireUser(ctx, key)
-			if err != nil {
-				return "", nil, err
-			}
-			if err := g.iso.CheckTabs(u); err != nil {
-				g.users.Release(u)
-				return "", nil, &devtoolsjson.Refused{Err: err}
-			}
-			return u.Primary, func() { g.users.Release(u) }, nil
-		},
 	})
 }
 

@@ -128,6 +128,18 @@ func (g *Guard) liveUser() policystate.Live {
 	return func(key string) bool { return g.users.Lookup(key) != nil }
 }
 
+// policyUsers is the users as the policy in force keys and holds them
+// (devtoolsjson.Guard, admission's Acquire).
+type policyUsers struct{ g *Guard }
+
+// KeyOf is keyOf.
+func (p policyUsers) KeyOf(h http.Header) (string, error) { return p.g.keyOf(h) }
+
+// Acquire is acquireUser.
+func (p policyUsers) Acquire(ctx context.Context, key string) (*users.User, error) {
+	return p.g.acquireUser(ctx, key)
+}
+
 // acquireUser is users.Acquire that checks the group again once the user
 // is registered: two first requests of one session naming two groups at
 // once both pass keyOf's check, and then at least one of them sees the

@@ -6,7 +6,7 @@
 // or no-cors fetch from a page carries no Origin when the guard's address
 // is not a secure context) may open, close or raise a tab
 // (docs/decisions/2026-12-02-self.md). The guard supplies the browser, the
-// users and its checks through Deps. It observes no CDP events.
+// users, isolation and its checks through Deps. It observes no CDP events.
 package devtoolsjson
 
 import (
@@ -21,6 +21,8 @@ import (
 	"github.com/cdpguard/cdpguard/internal/browser"
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/rules"
+	"github.com/cdpguard/cdpguard/internal/users"
 )
 
 // Caller calls the browser on the guard's own session.
@@ -28,16 +30,52 @@ type Caller interface {
 	Call(ctx context.Context, sessionID, method string, params any) (jsonv2.Value, error)
 }
 
-// Refused wraps why a user may not open a tab now (a per-user cap): /json/new
-// answers it with 403, other errors of Deps.Open with 503.
+// Refused wraps why a user may not open a tab now (a per-user cap):
+// /json/new answers it with 403, a user that cannot be held with 503.
 type Refused struct{ Err error }
 
-func (e *Refused) Error() string { return e.Err.Error() }
-func (e *Refused) Unwrap() error { return e.Err }
+func (r *Refused) Error() string { return r.Err.Error() }
+func (r *Refused) Unwrap() error { return r.Err }
 
 // Targets lists the browser's targets (internal/targets.Record).
 type Targets interface {
 	List(ctx context.Context) ([]cdpmsg.TargetInfo, error)
+}
+
+// About is what the guard knows of its browser.
+type About interface {
+	// Version is what /json/version says about the browser.
+	Version() browser.Version
+}
+
+// Users is the users registry (internal/users) as the handlers check a
+// request's user.
+type Users interface {
+	Lookup(key string) *users.User // nil for a user with no context yet
+	OwnsContext(u *users.User, browserContextID string) bool
+	OwnsTarget(u *users.User, targetID string) bool
+	Release(u *users.User) // lets go of a user Guard.Acquire held
+}
+
+// Isolation keeps a user to web content and to their tab cap
+// (internal/isolation).
+type Isolation interface {
+	// NotWebRefusal returns why method may not act on targetID (not web
+	// content), "" when it may.
+	NotWebRefusal(method, targetID string) string
+	// CheckTabs refuses a new tab past u's tab cap.
+	CheckTabs(u *users.User) error
+}
+
+// Guard is the guard's side: the user of a request's headers as its
+// policy has them, and holding that user.
+type Guard interface {
+	// KeyOf returns the user key of a request's headers, or why it is
+	// refused (403).
+	KeyOf(h http.Header) (string, error)
+	// Acquire holds key's user, making their browser context on first
+	// use; Users.Release lets go of it.
+	Acquire(ctx context.Context, key string) (*users.User, error)
 }
 
 // Deps is what the handlers need from the guard.
@@ -45,30 +83,31 @@ type Deps struct {
 	Browser Caller
 	// Targets lists the browser's targets.
 	Targets Targets
-	// Version is what /json/version says about the browser; BrowserID
-	// the id in its /devtools/browser/<id> URL.
-	Version   func() browser.Version
-	BrowserID func() string
-	// KeyOf returns the user key of a request's headers, or why it is
-	// refused (403).
-	KeyOf func(http.Header) (string, error)
+	About   About
+	// BrowserID is the id in the browser's /devtools/browser/<id> URL.
+	BrowserID string
+	Guard     Guard
+	Users     Users
+	Isolation Isolation
 	// SessionHeader keys a user; RequireSessionHeader refuses (401) a
 	// request without it.
 	SessionHeader        string
 	RequireSessionHeader bool
-	// InContext reports whether key's user holds the browser context
-	// (false for a user with none).
-	InContext func(key, browserContextID string) bool
-	// Owns reports whether key's user holds targetID.
-	Owns func(key, targetID string) bool
-	// CheckURL returns why /json/new may not open u, "" when it may.
-	CheckURL func(u string) string
-	// NotWeb returns why method may not act on targetID (not web content),
-	// "" when it may.
-	NotWeb func(method, targetID string) string
-	// Open acquires key's browser context for a new tab: its id, and
-	// release, to call once the tab is created. See Refused.
-	Open func(ctx context.Context, key string) (browserContextID string, release func(), err error)
+}
+
+// open holds key's user for a new tab, within their tab cap: their
+// browser context's id, and release, to call once the tab is created.
+// See Refused.
+func (h *Handler) open(ctx context.Context, key string) (browserContextID string, release func(), err error) {
+	u, err := h.d.Guard.Acquire(ctx, key)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := h.d.Isolation.CheckTabs(u); err != nil {
+		h.d.Users.Release(u)
+		return "", nil, &Refused{Err: err}
+	}
+	return u.Primary, func() { h.d.Users.Release(u) }, nil
 }
 
 // Handler serves the /json/* endpoints.
@@ -100,8 +139,8 @@ func wsBase(r *http.Request) string { return "ws://" + r.Host }
 // Version serves /json/version: the browser's, with the guard's browser
 // WebSocket URL on the Host the client used.
 func (h *Handler) Version(w http.ResponseWriter, r *http.Request) {
-	v := h.d.Version()
-	v.WebSocketDebuggerURL = wsBase(r) + "/devtools/browser/" + h.d.BrowserID()
+	v := h.d.About.Version()
+	v.WebSocketDebuggerURL = wsBase(r) + "/devtools/browser/" + h.d.BrowserID
 	WriteJSON(w, v)
 }
 
@@ -128,7 +167,7 @@ func entry(r *http.Request, t cdpmsg.TargetInfo) listEntry {
 // answered) when its group is refused or the header is required and
 // missing.
 func (h *Handler) UserKey(w http.ResponseWriter, r *http.Request) (string, bool) {
-	key, err := h.d.KeyOf(r.Header)
+	key, err := h.d.Guard.KeyOf(r.Header)
 	if err != nil {
 		http.Error(w, "cdpguard: "+err.Error(), http.StatusForbidden)
 		return "", false
@@ -154,8 +193,9 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []listEntry{}
+	u := h.d.Users.Lookup(key)
 	for _, t := range ts {
-		if !h.d.InContext(key, t.BrowserContextID) || firewall.NotWeb(t.Type, t.URL) != "" {
+		if u == nil || !h.d.Users.OwnsContext(u, t.BrowserContextID) || firewall.NotWeb(t.Type, t.URL) != "" {
 			continue
 		}
 		out = append(out, entry(r, t))
@@ -174,7 +214,7 @@ func (h *Handler) NewTab(w http.ResponseWriter, r *http.Request) {
 	if target == "" {
 		target = "about:blank"
 	}
-	if msg := h.d.CheckURL(target); msg != "" {
+	if msg := rules.URLRefusal("/json/new", target); msg != "" {
 		http.Error(w, msg, http.StatusForbidden)
 		return
 	}
@@ -184,7 +224,7 @@ func (h *Handler) NewTab(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	bctx, release, err := h.d.Open(ctx, key)
+	bctx, release, err := h.open(ctx, key)
 	if refused := (*Refused)(nil); errors.As(err, &refused) {
 		http.Error(w, "cdpguard: /json/new is refused: "+refused.Error(), http.StatusForbidden)
 		return
@@ -227,11 +267,11 @@ func (h *Handler) targetAction(w http.ResponseWriter, r *http.Request, method, i
 	if !allowed {
 		return
 	}
-	if !h.d.Owns(key, id) {
+	if u := h.d.Users.Lookup(key); u == nil || !h.d.Users.OwnsTarget(u, id) {
 		http.Error(w, "cdpguard: no such target for this user", http.StatusNotFound)
 		return
 	}
-	if msg := h.d.NotWeb(method, id); msg != "" {
+	if msg := h.d.Isolation.NotWebRefusal(method, id); msg != "" {
 		http.Error(w, msg, http.StatusForbidden)
 		return
 	}

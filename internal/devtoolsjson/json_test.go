@@ -12,6 +12,7 @@ import (
 
 	"github.com/cdpguard/cdpguard/internal/browser"
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+	"github.com/cdpguard/cdpguard/internal/users"
 )
 
 type calls struct{ methods []string }
@@ -34,30 +35,47 @@ func (threePages) List(context.Context) ([]cdpmsg.TargetInfo, error) {
 	}, nil
 }
 
-func handler(c *calls, open func(ctx context.Context, key string) (string, func(), error)) *Handler {
-	owner := map[string]string{"C1": "alice", "C3": "bob", "P1": "alice", "P2": "alice", "P3": "bob"}
+// guard is the handler's guard, users and isolation: alice owns C1, P1
+// and P2, bob C3 and P3; P2 is not web content. acquireErr and tabsErr,
+// when set, fail Acquire and CheckTabs; released counts Release.
+type guard struct {
+	acquireErr, tabsErr error
+	released            int
+}
+
+var owner = map[string]string{"C1": "alice", "C3": "bob", "P1": "alice", "P2": "alice", "P3": "bob"}
+
+func (*guard) Version() browser.Version                    { return browser.Version{Browser: "Chrome/1"} }
+func (*guard) KeyOf(h http.Header) (string, error)         { return h.Get("X-User"), nil }
+func (*guard) Lookup(key string) *users.User               { return &users.User{Key: key, Primary: "C1"} }
+func (*guard) OwnsContext(u *users.User, bctx string) bool { return owner[bctx] == u.Key }
+func (*guard) OwnsTarget(u *users.User, id string) bool    { return owner[id] == u.Key }
+func (g *guard) Release(*users.User)                       { g.released++ }
+func (g *guard) CheckTabs(*users.User) error               { return g.tabsErr }
+func (g *guard) Acquire(_ context.Context, key string) (*users.User, error) {
+	if g.acquireErr != nil {
+		return nil, g.acquireErr
+	}
+	return &users.User{Key: key, Primary: "C1"}, nil
+}
+
+func (*guard) NotWebRefusal(_, id string) string {
+	if id == "P2" {
+		return "cdpguard: not web content"
+	}
+	return ""
+}
+
+func handler(c *calls, g *guard) *Handler {
 	return New(Deps{
 		Browser:       c,
 		Targets:       threePages{},
-		Version:       func() browser.Version { return browser.Version{Browser: "Chrome/1"} },
-		BrowserID:     func() string { return "ID" },
-		KeyOf:         func(h http.Header) (string, error) { return h.Get("X-User"), nil },
+		About:         g,
+		BrowserID:     "ID",
+		Guard:         g,
+		Users:         g,
+		Isolation:     g,
 		SessionHeader: "X-User",
-		InContext:     func(key, bctx string) bool { return owner[bctx] == key },
-		Owns:          func(key, id string) bool { return owner[id] == key },
-		CheckURL: func(u string) string {
-			if strings.HasPrefix(u, "file:") {
-				return "cdpguard: refused"
-			}
-			return ""
-		},
-		NotWeb: func(_, id string) string {
-			if id == "P2" {
-				return "cdpguard: not web content"
-			}
-			return ""
-		},
-		Open: open,
 	})
 }
 
@@ -72,7 +90,7 @@ func do(f func(w http.ResponseWriter, r *http.Request), method, target, user str
 }
 
 func TestList(t *testing.T) {
-	h := handler(&calls{}, nil)
+	h := handler(&calls{}, &guard{})
 	w := do(h.List, http.MethodGet, "/json/list", "alice")
 	if w.Code != 200 || !strings.Contains(w.Body.String(), `"id":"P1"`) || strings.Contains(w.Body.String(), "P2") || strings.Contains(w.Body.String(), "P3") {
 		t.Errorf("alice's list: %d %s", w.Code, w.Body)
@@ -86,7 +104,7 @@ func TestList(t *testing.T) {
 // that is not web content 403, neither reaching the browser.
 func TestTargetActions(t *testing.T) {
 	c := &calls{}
-	h := handler(c, nil)
+	h := handler(c, &guard{})
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
 		if w := do(func(w http.ResponseWriter, r *http.Request) { h.Close(w, r, "P1") }, m, "/json/close/P1", "alice"); w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != http.MethodPut {
 			t.Errorf("%s close: %d", m, w.Code)
@@ -110,33 +128,28 @@ func TestTargetActions(t *testing.T) {
 // and a tab made in the user's context is released after.
 func TestNewTab(t *testing.T) {
 	c := &calls{}
-	var err error
-	released := 0
-	h := handler(c, func(context.Context, string) (string, func(), error) {
-		if err != nil {
-			return "", nil, err
-		}
-		return "C1", func() { released++ }, nil
-	})
+	g := &guard{}
+	h := handler(c, g)
 	if w := do(h.NewTab, http.MethodGet, "/json/new?https://a.test/", "alice"); w.Code != http.StatusMethodNotAllowed {
 		t.Errorf("GET: %d", w.Code)
 	}
 	if w := do(h.NewTab, http.MethodPut, "/json/new?file:///etc/passwd", "alice"); w.Code != http.StatusForbidden {
 		t.Errorf("file URL: %d", w.Code)
 	}
-	err = &Refused{Err: errors.New("at the tab cap")}
-	if w := do(h.NewTab, http.MethodPut, "/json/new?https://a.test/", "alice"); w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "/json/new is refused: at the tab cap") {
-		t.Errorf("cap: %d %s", w.Code, w.Body)
+	g.tabsErr = errors.New("at the tab cap")
+	if w := do(h.NewTab, http.MethodPut, "/json/new?https://a.test/", "alice"); w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "/json/new is refused: at the tab cap") || g.released != 1 {
+		t.Errorf("cap: %d %s, released %d (the user held for the tab is let go)", w.Code, w.Body, g.released)
 	}
-	err = errors.New("busy")
+	g.tabsErr, g.acquireErr = nil, errors.New("busy")
 	if w := do(h.NewTab, http.MethodPut, "/json/new?https://a.test/", "alice"); w.Code != http.StatusServiceUnavailable {
 		t.Errorf("acquire failed: %d", w.Code)
 	}
 	if len(c.methods) != 0 {
 		t.Fatalf("refused creates reached the browser: %v", c.methods)
 	}
-	err = nil
-	if w := do(h.NewTab, http.MethodPut, "/json/new?https://a.test/", "alice"); w.Code != 200 || !strings.Contains(w.Body.String(), `"id":"NEW"`) || released != 1 {
-		t.Errorf("new: %d %s, released %d", w.Code, w.Body, released)
+	g.acquireErr = nil
+	before := g.released
+	if w := do(h.NewTab, http.MethodPut, "/json/new?https://a.test/", "alice"); w.Code != 200 || !strings.Contains(w.Body.String(), `"id":"NEW"`) || g.released-before != 1 {
+		t.Errorf("new: %d %s, released %d", w.Code, w.Body, g.released-before)
 	}
 }
