@@ -156,7 +156,7 @@ func clean(root *html.Node, title string) (cards bool) {
 // content.
 func boilerplate(n *html.Node, dominant float64, cards bool) bool {
 	if isWidget(n) {
-		return true // "Share this article?" over its icons (markWidgets)
+		return true // "Share this article?" over its icons, a picture's caption (markWidgets)
 	}
 	switch n.DataAtom {
 	case atom.Figcaption:

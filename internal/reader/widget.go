@@ -22,7 +22,9 @@ const widgetControlsMin = 3
 // captions a row of controls: it holds widgetControlsMin controls itself
 // ("Möchten Sie den Artikel teilen?" over share icons, "War der Artikel
 // nützlich?" over rating stars), or the block after it has no text and
-// holds them (a heading over a share bar). The caption says so in the
+// holds them (a heading over a share bar). It marks a picture's caption
+// too (pictureCaption): the post's own tree (cutPost) leaves out the
+// picture that gives it away. The caption says so in the
 // site's own language; what gives it away is what the renderer drew beside
 // it, icons and stars, not words. It runs before the Readability port,
 // which removes share bars by their class names and would leave the
@@ -118,17 +120,21 @@ func widgetStats(n *html.Node, captions map[string]bool) (text, ctrl int) {
 		kids = append(kids, kid{c, t, k})
 	}
 	for i, k := range kids {
-		if k.n.Type != html.ElementNode || k.text == 0 || k.text > widgetTextMax || keepWidget[k.n.DataAtom] || k.n.DataAtom == atom.A {
+		if k.n.Type != html.ElementNode || k.text == 0 || k.text > captionTextMax || keepWidget[k.n.DataAtom] || k.n.DataAtom == atom.A {
 			continue
 		}
-		caption := k.ctrl >= widgetControlsMin
-		for j := i + 1; !caption && j < len(kids); j++ {
+		short := k.text <= widgetTextMax
+		caption := short && k.ctrl >= widgetControlsMin
+		for j := i + 1; short && !caption && j < len(kids); j++ {
 			if m := kids[j]; m.n.Type == html.ElementNode {
 				caption = m.text == 0 && m.ctrl >= widgetControlsMin
 				break
 			} else if m.text > 0 {
 				break
 			}
+		}
+		if !caption {
+			caption = pictureCaption(k.n)
 		}
 		if caption {
 			unmark(k.n)

@@ -64,3 +64,25 @@ func TestMarkWidgetsKeepsText(t *testing.T) {
 		}
 	}
 }
+
+// TestExtractLeavesOutPictureCaption: a caption written under a picture
+// whose alt text it repeats is left out (a news page's lead picture); a
+// paragraph after a picture with a one-word alt is the article's.
+func TestExtractLeavesOutPictureCaption(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "widgets", "picture-caption.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Extract(Page{URL: "https://news.test/otter", Title: "The first otter of the survey", HTML: string(src)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got, "A volunteer measures a spraint") {
+		t.Errorf("text holds the picture's caption:\n%s", got)
+	}
+	for _, w := range []string{"The first otter of the survey was seen on the weir", "Otters were common on the river", "eleven."} {
+		if !strings.Contains(got, w) {
+			t.Errorf("text lacks %q:\n%s", w, got)
+		}
+	}
+}
