@@ -3,6 +3,10 @@ package cdpguard
 import (
 	"slices"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
+
 	"github.com/cdpguard/cdpguard/internal/controls"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
@@ -34,7 +38,9 @@ func (g *Guard) startControls() {
 // ctlWorlds records the controls' contexts among the guard's worlds.
 type ctlWorlds struct{ w *worlds.Worlds }
 
-func (w ctlWorlds) MadeIn(target, frameID string, id int64) { w.w.MadeIn(target, frameID, id) }
+func (w ctlWorlds) MadeIn(target target.ID, frameID cdp.FrameID, id runtime.ExecutionContextID) {
+	w.w.MadeIn(target, frameID, id)
+}
 
 // ctlGrants is the guard's session grants as the controls use them.
 type ctlGrants struct{ g *Guard }

@@ -3,6 +3,10 @@ package controls
 import (
 	"slices"
 	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/runtime"
+	cdptarget "github.com/chromedp/cdproto/target"
 )
 
 // The controls' bookkeeping of their world's execution contexts, keyed by
@@ -41,7 +45,7 @@ func (c *Controls) contextCreated(session, frameID string, id int64, uniq string
 		p.dirty = true
 	}
 	c.mu.Unlock()
-	c.d.Worlds.MadeIn(target, frameID, id)
+	c.d.Worlds.MadeIn(cdptarget.ID(target), cdp.FrameID(frameID), runtime.ExecutionContextID(id))
 	c.taint.created(target, id, time.Now())
 	if main {
 		c.poke()

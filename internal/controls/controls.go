@@ -36,7 +36,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/runtime"
+	cdptarget "github.com/chromedp/cdproto/target"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/firewall"
@@ -67,7 +70,7 @@ type Caller interface {
 // Worlds records the guard's isolated worlds, which agents may not name.
 type Worlds interface {
 	// MadeIn records a guard world's context in a frame of page target.
-	MadeIn(target, frameID string, contextID int64)
+	MadeIn(target cdptarget.ID, frameID cdp.FrameID, contextID runtime.ExecutionContextID)
 }
 
 // Grants are the per-user session grants a click on "Allow" makes.
@@ -430,7 +433,7 @@ func (c *Controls) FrameNavigated(session, frameID, frameURL string) {
 	}
 	c.mu.Unlock()
 	for _, id := range live {
-		c.d.Worlds.MadeIn(target, frameID, id)
+		c.d.Worlds.MadeIn(cdptarget.ID(target), cdp.FrameID(frameID), runtime.ExecutionContextID(id))
 	}
 	c.poke()
 }

@@ -6,7 +6,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/runtime"
+	cdptarget "github.com/chromedp/cdproto/target"
 
 	"github.com/cdpguard/cdpguard/internal/pages"
 )
@@ -31,13 +34,14 @@ type fakeWorlds struct {
 	made map[string]map[int64]bool
 }
 
-func (w *fakeWorlds) MadeIn(target, frameID string, id int64) {
+func (w *fakeWorlds) MadeIn(target cdptarget.ID, frameID cdp.FrameID, ctxID runtime.ExecutionContextID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.made == nil {
 		w.made = map[string]map[int64]bool{}
 	}
-	for _, k := range []string{target, frameID} {
+	id := int64(ctxID)
+	for _, k := range []string{string(target), string(frameID)} {
 		if w.made[k] == nil {
 			w.made[k] = map[int64]bool{}
 		}

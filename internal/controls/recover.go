@@ -4,6 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/runtime"
+	cdptarget "github.com/chromedp/cdproto/target"
+
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/js"
 )
@@ -76,7 +80,7 @@ func (c *Controls) recoverWorld(ctx context.Context, r recoveryAsk) {
 		}
 		if err = cdpmsg.UnmarshalBrowser(res, &w); err == nil {
 			id = w.ID
-			c.d.Worlds.MadeIn(r.target, r.target, id)
+			c.d.Worlds.MadeIn(cdptarget.ID(r.target), cdp.FrameID(r.target), runtime.ExecutionContextID(id))
 			_, err = c.d.Browser.Call(cctx, r.session, "Runtime.evaluate", map[string]any{"expression": js.Controls, "contextId": id})
 		}
 	}

@@ -21,7 +21,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/pages"
@@ -104,7 +107,7 @@ type Pages interface {
 type Worlds interface {
 	// MadeIn records a context of World made in frameID of page target
 	// ("": the page of the frame is not known here).
-	MadeIn(target, frameID string, contextID int64)
+	MadeIn(target target.ID, frameID cdp.FrameID, contextID runtime.ExecutionContextID)
 }
 
 // Deps is what a Reader needs of the guard.

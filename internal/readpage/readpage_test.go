@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 
 	"github.com/cdpguard/cdpguard/internal/grants"
 	"github.com/cdpguard/cdpguard/internal/pages"
@@ -215,7 +218,7 @@ func (p setupPages) AwaitSetup(_ context.Context, target string) error {
 }
 
 // MadeIn records the reader's worlds as the guard's would.
-func (f *fixture) MadeIn(_, frame string, id int64) {
+func (f *fixture) MadeIn(_ target.ID, frame cdp.FrameID, id runtime.ExecutionContextID) {
 	f.worlds = append(f.worlds, fmt.Sprintf("%s/%d", frame, id))
 }
 

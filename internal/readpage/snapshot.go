@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/runtime"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/reader"
@@ -99,7 +101,7 @@ func (r *Reader) inWorld(ctx context.Context, session, frameID, method string, p
 	if err := cdpmsg.UnmarshalBrowser(res, &w); err != nil {
 		return fmt.Errorf("reader world: %w", err)
 	}
-	r.d.Worlds.MadeIn("", frameID, w.ID)
+	r.d.Worlds.MadeIn("", cdp.FrameID(frameID), runtime.ExecutionContextID(w.ID))
 	if method == "Runtime.evaluate" {
 		params["contextId"] = w.ID
 	} else {

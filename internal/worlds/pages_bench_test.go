@@ -11,8 +11,8 @@ func manyPages() *Worlds {
 	w := New(Deps{})
 	for i := range 100 {
 		t := "T" + strconv.Itoa(i)
-		w.MadeIn(t, t, int64(1000+2*i))
-		w.MadeIn(t, t, int64(1001+2*i))
+		w.madeIn(t, t, int64(1000+2*i))
+		w.madeIn(t, t, int64(1001+2*i))
 	}
 	return w
 }

@@ -24,6 +24,10 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
+
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/pages"
@@ -98,13 +102,14 @@ func (w *Worlds) IsName(s string) bool {
 }
 
 // MadeIn records a guard world's context in frameID, a frame of page
-// target ("" when the caller does not know the page).
-func (w *Worlds) MadeIn(target, frameID string, contextID int64) {
+// target ("" when the caller does not know the page). Its ids are
+// cdproto's types: the controls and the reader call it.
+func (w *Worlds) MadeIn(target target.ID, frameID cdp.FrameID, contextID runtime.ExecutionContextID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	m := made{frame: frameID, id: contextID, onPage: target != "" && target != frameID}
+	m := made{frame: string(frameID), id: int64(contextID), onPage: target != "" && string(target) != string(frameID)}
 	on := &w.loose
-	if pg := w.pageOfFrame(target, frameID); pg != nil {
+	if pg := w.pageOfFrame(string(target), string(frameID)); pg != nil {
 		on, _ = w.made.LoadOrStore(pg, &madeOn{})
 	}
 	if !slices.Contains(on.worlds, m) {

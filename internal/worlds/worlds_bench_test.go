@@ -16,8 +16,8 @@ func BenchmarkCommand(b *testing.B) {
 	w := New(Deps{})
 	for i := range 100 {
 		t := "T" + strconv.Itoa(i)
-		w.MadeIn(t, t, int64(1000+2*i))
-		w.MadeIn(t, t, int64(1001+2*i))
+		w.madeIn(t, t, int64(1000+2*i))
+		w.madeIn(t, t, int64(1001+2*i))
 	}
 	cmd := relay.Command{SessionID: "S1", Method: "Runtime.callFunctionOn", Params: []byte(`{"objectId":"-123.7.4","functionDeclaration":"function(){}"}`)}
 	ctx := context.Background()
@@ -38,8 +38,8 @@ func BenchmarkFrameDetachedOnPage(b *testing.B) {
 		t := "T" + strconv.Itoa(i)
 		reg.Track(t, "C")
 		reg.Attached(t, "S"+strconv.Itoa(i))
-		w.MadeIn(t, t, int64(1000+2*i))
-		w.MadeIn(t, t, int64(1001+2*i))
+		w.madeIn(t, t, int64(1000+2*i))
+		w.madeIn(t, t, int64(1001+2*i))
 	}
 	e := ev("S1", "Page.frameDetached", `{"frameId":"F1","reason":"remove"}`)
 	for b.Loop() {

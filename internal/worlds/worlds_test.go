@@ -48,7 +48,7 @@ func TestHide(t *testing.T) {
 	if w.Hide(ev("C", "Runtime.executionContextDestroyed", `{"executionContextId":3}`)) || len(w.seen) != 0 {
 		t.Errorf("executionContextsCleared did not forget the session's worlds: %v", w.seen)
 	}
-	w.MadeIn("", "F1", 5)
+	w.madeIn("", "F1", 5)
 	parsed := func(ctx int, frame string) *cdpmsg.Envelope {
 		return ev("A", "Debugger.scriptParsed", `{"scriptId":"1","executionContextId":`+strconv.Itoa(ctx)+`,"executionContextAuxData":{"isDefault":false,"type":"isolated","frameId":"`+frame+`"}}`)
 	}
@@ -83,16 +83,16 @@ func TestRemoteContextID(t *testing.T) {
 // that kept adding and removing iframes grew made without end (issue #22).
 func TestFrameDetached(t *testing.T) {
 	w := New(Deps{})
-	w.MadeIn("T", "T", 1)
+	w.madeIn("T", "T", 1)
 	for i := range 100 {
 		f := "F" + strconv.Itoa(i)
-		w.MadeIn("T", f, int64(10+i))
+		w.madeIn("T", f, int64(10+i))
 		w.OnFrameDetached(ev("S", "Page.frameDetached", `{"frameId":"`+f+`","reason":"remove"}`))
 	}
 	if got := w.all(); len(got) != 1 || got[0] != (made{frame: "T", id: 1}) {
 		t.Fatalf("after 100 iframes came and went: made %v; want only the main frame's world", got)
 	}
-	w.MadeIn("T", "FS", 50)
+	w.madeIn("T", "FS", 50)
 	w.OnFrameDetached(ev("S", "Page.frameDetached", `{"frameId":"FS","reason":"swap"}`))
 	if !slices.Contains(w.all(), made{frame: "FS", id: 50, onPage: true}) || !w.madeInTarget("T", []int64{50}) {
 		t.Fatal("a swapped frame's worlds were forgotten")
@@ -135,7 +135,7 @@ func TestCommand(t *testing.T) {
 			return relay.Verdict{}
 		},
 	})
-	w.MadeIn("T1", "T1", 4)
+	w.madeIn("T1", "T1", 4)
 	cmd := func(session, params string) relay.Command {
 		return relay.Command{SessionID: session, Method: "Runtime.evaluate", Params: []byte(params)}
 	}
@@ -189,9 +189,9 @@ func TestPageEndForgets(t *testing.T) {
 	}
 	reg.OnFrameAttached(ev("ST", "Page.frameAttached", `{"frameId":"F","parentFrameId":"T"}`))
 	w := New(Deps{Pages: reg})
-	w.MadeIn("T", "T", 1)
-	w.MadeIn("", "F", 2) // the reader's: its page from the registry
-	w.MadeIn("U", "U", 3)
+	w.madeIn("T", "T", 1)
+	w.madeIn("", "F", 2) // the reader's: its page from the registry
+	w.madeIn("U", "U", 3)
 	if !w.anyMade([]int64{2}) || w.madeInTarget("U", []int64{2}) {
 		t.Fatal("the reader's subframe world is not recorded, or on another page")
 	}
