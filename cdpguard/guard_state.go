@@ -2,6 +2,7 @@ package cdpguard
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -136,8 +137,14 @@ type muxCaller struct{ g *Guard }
 
 // Call sends a command and waits for its reply (relay.Mux.Call).
 func (m muxCaller) Call(ctx context.Context, sessionID, method string, params any) (jsonv2.Value, error) {
+	if m.g.mux == nil {
+		return nil, errNoBrowser // a guard never started (unit tests)
+	}
 	return m.g.mux.Call(ctx, sessionID, method, params)
 }
+
+// errNoBrowser is a call on a guard that was built but never started.
+var errNoBrowser = errors.New("no browser connection")
 
 // Start is Call written now and awaited later (relay.Mux.Start).
 func (m muxCaller) Start(sessionID, method string, params any) func(context.Context) (jsonv2.Value, error) {

@@ -185,6 +185,11 @@ func newGuardWith(cfg Config, lo launchOptions) (*Guard, error) {
 	g.pages = pages.New()
 	g.users = users.New(userContexts{g}, g.pages, cfg.SessionIdle, log)
 	g.users.SetLimits(g.userLimits())
+	g.dialogs = dialogs.New(g.fx.Sender(muxCaller{g}, log), g.pages, dialogs.GraceOf(cfg.DialogGrace), log)
+	// Answers wait for Chrome's reply, so that one refused while the page's
+	// navigation is ready to commit can be unstuck
+	// (docs/decisions/2026-12-02-beforeunload.md).
+	g.dialogs.SetCaller(muxCaller{g})
 	g.agents = g.newAgents()
 	g.pol = g.newPolicyState(rules, sum)
 	g.about.id = hex.EncodeToString(id)
@@ -227,11 +232,6 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		Self:                g.isSelfHost,
 		NetErrors:           g.proxy != nil, // the proxy's failed connections fail as Chrome's network errors
 	})
-	g.dialogs = dialogs.New(g.fx.Sender(g.mux, g.log), g.pages, dialogs.GraceOf(g.cfg.DialogGrace), g.log)
-	// Answers wait for Chrome's reply, so that one refused while the page's
-	// navigation is ready to commit can be unstuck
-	// (docs/decisions/2026-12-02-beforeunload.md).
-	g.dialogs.SetCaller(g.mux)
 	g.startControls()
 	g.goWaited(func() { g.files.Run(g.ctx, g.mux) }) // the download cap: ends with the guard
 	g.goWaited(func() { g.pol.Watch(g.ctx) })        // the policy file's watcher, if any: ends with the guard

@@ -128,9 +128,17 @@ func (g *Guard) liveUser() policystate.Live {
 	return func(key string) bool { return g.users.Lookup(key) != nil }
 }
 
-// policyUsers is the users as the policy in force keys and holds them
-// (devtoolsjson.Guard, admission's Acquire).
+// policyUsers is the users as the policy in force keys, holds and judges
+// them (devtoolsjson.Guard, rules.Policy, admission's Acquire).
 type policyUsers struct{ g *Guard }
+
+// Decide is decideFor.
+func (p policyUsers) Decide(u *users.User, url string) policy.Decision { return p.g.decideFor(u, url) }
+
+// View is Guard.getPolicy's answer for u: their group and session grants.
+func (p policyUsers) View(u *users.User) any {
+	return p.g.policyViewFor(u.Key, p.g.scopes.OfUser(u))
+}
 
 // KeyOf is keyOf.
 func (p policyUsers) KeyOf(h http.Header) (string, error) { return p.g.keyOf(h) }

@@ -8,7 +8,6 @@ import (
 	"github.com/cdpguard/cdpguard/internal/grants"
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/readpage"
-	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
@@ -49,12 +48,6 @@ func (g *Guard) newReader() *readpage.Reader {
 // reachable origins; nothing is sent to that host.
 func (g *Guard) Read(ctx context.Context, user, url string, offset, maxChars int) (ReadResult, error) {
 	return g.rd.Read(ctx, user, url, offset, maxChars)
-}
-
-// guardRead answers Guard.read on an agent's page session, for pages of
-// the agent's user.
-func (g *Guard) guardRead(ctx context.Context, st *agentState, cmd relay.Command) relay.Verdict {
-	return g.rd.Command(ctx, cmd, func(targetID string) bool { return g.users.OwnsTarget(st.User, targetID) })
 }
 
 // CheckRead returns the error Read would refuse url with under cfg's

@@ -2,7 +2,7 @@
 // (cdpguard/pipeline.go): the check or rewrite a command's firewall row
 // names (firewall.Rule.Action), applied to one agent command of one user.
 // It decides by the row's action, never by a method name; what it needs of
-// the guard it takes from Deps.
+// the guard it takes from Deps, as the components it calls.
 package rules
 
 import (
@@ -30,27 +30,47 @@ type Browser interface {
 	Call(ctx context.Context, sessionID, method string, params any) (jsonv2.Value, error)
 }
 
-// Deps are what the rules take from the guard. The funcs are called at
-// each command, so components built after the Stage (the reader, the
-// controls, the dialog handler) are seen.
-type Deps struct {
-	// Browser returns the browser connection; nil before there is one.
-	Browser func() Browser
+// Policy is the policy in force as it judges an agent's URLs and tells
+// them what it is (the guard's groups, session grants and own addresses).
+type Policy interface {
 	// Decide judges a URL an agent of u names: the policy of u's group,
 	// then u's session grants, then the guard's own addresses.
-	Decide func(u *users.User, url string) policy.Decision
+	Decide(u *users.User, url string) policy.Decision
+	// View is Guard.getPolicy's answer for u.
+	View(u *users.User) any
+}
+
+// Agents is the guard's agent connections (internal/admission).
+type Agents interface {
+	// Notify sends an event to the connections whose user to reports
+	// true and that sent Guard.enable.
+	Notify(to func(*users.User) bool, method string, params []byte)
+}
+
+// Reader answers Guard.read (internal/readpage).
+type Reader interface {
+	Command(ctx context.Context, cmd relay.Command, owns func(targetID string) bool) relay.Verdict
+}
+
+// Dialogs applies the dialog rows (internal/dialogs); target returns the
+// command's target.
+type Dialogs interface {
+	Command(ctx context.Context, owner any, name string, cmd relay.Command, action firewall.Action, target func() string) relay.Verdict
+}
+
+// Deps are what the rules take from the guard: its components, each built
+// before the Stage.
+type Deps struct {
+	// Browser is the browser connection; nil: none (unit tests).
+	Browser Browser
+	Policy  Policy
 	// Sessions places an agent's sessions (internal/targets.Record).
 	Sessions Sessions
-	// Blocked tells the connections of user key of a refused request
-	// (Guard.requestBlocked).
-	Blocked func(key string, b fetchdomain.Block)
+	// Agents are told of a refused navigation (Guard.requestBlocked).
+	Agents  Agents
 	Files   *files.Dirs
-	// Read answers Guard.read.
-	Read func(ctx context.Context, st *admission.Agent, cmd relay.Command) relay.Verdict
-	// PolicyView is Guard.getPolicy's answer for u.
-	PolicyView func(u *users.User) any
-	// Dialogs applies the dialog rows.
-	Dialogs func(ctx context.Context, a *relay.Agent, cmd relay.Command, action firewall.Action) relay.Verdict
+	Reader  Reader
+	Dialogs Dialogs
 	// ControlsRefusal applies the controls' column (Rule.Controls).
 	ControlsRefusal func(kind firewall.ControlsRule, params []byte) string
 	// Users lists a user's targets (internal/users.Registry).
@@ -64,10 +84,12 @@ type Sessions interface {
 	SessionTarget(ctx context.Context, a *relay.Agent, sessionID string) string
 }
 
-// Users lists the users' targets.
+// Users is the users registry (internal/users.Registry).
 type Users interface {
 	// Targets returns u's targets.
 	Targets(u *users.User) []string
+	// OwnsTarget reports whether u holds targetID.
+	OwnsTarget(u *users.User, targetID string) bool
 }
 
 // Stage applies a command's row.
@@ -99,7 +121,7 @@ func (s *Stage) Apply(ctx context.Context, a *relay.Agent, st *admission.Agent, 
 			return Refusal(name, "unreadable params: "+err.Error())
 		}
 		if u != "" {
-			if d := s.d.Decide(st.User, u); !d.Allowed {
+			if d := s.d.Policy.Decide(st.User, u); !d.Allowed {
 				return Refusal(name, fmt.Sprintf("%s (%s): %s", d.Reason, clip.String(u), rule.Why))
 			}
 		}
@@ -120,9 +142,9 @@ func (s *Stage) Apply(ctx context.Context, a *relay.Agent, st *admission.Agent, 
 			return Refusal(name, why+": "+rule.Why)
 		}
 	case firewall.GuardRead:
-		return s.d.Read(ctx, st, cmd)
+		return s.d.Reader.Command(ctx, cmd, func(targetID string) bool { return s.d.Users.OwnsTarget(st.User, targetID) })
 	case firewall.GuardPolicy:
-		b, err := jsonv2.Marshal(s.d.PolicyView(st.User))
+		b, err := jsonv2.Marshal(s.d.Policy.View(st.User))
 		if err != nil {
 			return Refusal(name, err.Error())
 		}
@@ -133,7 +155,7 @@ func (s *Stage) Apply(ctx context.Context, a *relay.Agent, st *admission.Agent, 
 	case firewall.Guard:
 		return Refusal(cmd.Method, rule.Why)
 	case firewall.DialogsListen, firewall.DialogsUnlisten, firewall.DialogsAnswer, firewall.Detach, firewall.AutoAttach:
-		return s.d.Dialogs(ctx, a, cmd, rule.Action)
+		return s.d.Dialogs.Command(ctx, a, a.Name(), cmd, rule.Action, func() string { return s.d.Sessions.SessionTarget(ctx, a, cmd.SessionID) })
 	case firewall.CloseOwnTargets:
 		s.closeOwnTargets(ctx, st)
 		return relay.Verdict{Local: []byte("{}")}
@@ -148,7 +170,7 @@ func (s *Stage) Apply(ctx context.Context, a *relay.Agent, st *admission.Agent, 
 // closeOwnTargets closes the user's targets: Browser.close from one agent
 // must not take the browser down for other users.
 func (s *Stage) closeOwnTargets(ctx context.Context, st *admission.Agent) {
-	b := s.d.Browser()
+	b := s.d.Browser
 	if b == nil {
 		return
 	}
@@ -180,7 +202,7 @@ func (s *Stage) checkRedirect(ctx context.Context, st *admission.Agent, cmd rela
 	if p.URL == "" {
 		return relay.Verdict{}
 	}
-	d := s.d.Decide(st.User, p.URL)
+	d := s.d.Policy.Decide(st.User, p.URL)
 	if d.Allowed {
 		return relay.Verdict{}
 	}
@@ -191,6 +213,16 @@ func (s *Stage) checkRedirect(ctx context.Context, st *admission.Agent, cmd rela
 	return Refusal(name, fmt.Sprintf("%s (%s): %s; %s", d.Reason, clip.String(p.URL), rule.Why, failed))
 }
 
+// notifyBlocked tells the connections of user key that sent Guard.enable
+// of a refused request (Guard.requestBlocked).
+func (s *Stage) notifyBlocked(key string, b fetchdomain.Block) {
+	params, err := jsonv2.Marshal(b)
+	if err != nil {
+		return
+	}
+	s.d.Agents.Notify(func(u *users.User) bool { return u.Key == key }, "Guard.requestBlocked", params)
+}
+
 // errNoBrowser is returned by failPaused without a browser connection
 // (unit tests of the rules).
 var errNoBrowser = errors.New("no browser connection")
@@ -198,7 +230,7 @@ var errNoBrowser = errors.New("no browser connection")
 // failPaused fails the agent's paused request on the agent's own session,
 // as the agent would with Fetch.failRequest.
 func (s *Stage) failPaused(ctx context.Context, cmd relay.Command, requestID, interceptionID string) error {
-	b := s.d.Browser()
+	b := s.d.Browser
 	if b == nil {
 		return errNoBrowser
 	}
@@ -280,7 +312,7 @@ func (s *Stage) refusedNavigation(ctx context.Context, a *relay.Agent, st *admis
 		frame = s.d.Sessions.SessionTarget(ctx, a, cmd.SessionID)
 	}
 	s.d.Log.Warn("navigation refused", "url", clip.String(p.URL), "reason", reason)
-	s.d.Blocked(st.User.Key, fetchdomain.Block{URL: p.URL, Reason: reason, ResourceType: "Document", FrameID: frame, TopLevel: p.FrameID == ""})
+	s.notifyBlocked(st.User.Key, fetchdomain.Block{URL: p.URL, Reason: reason, ResourceType: "Document", FrameID: frame, TopLevel: p.FrameID == ""})
 	res, err := jsonv2.Marshal(struct {
 		FrameID   string `json:"frameId"`
 		ErrorText string `json:"errorText"`

@@ -47,19 +47,35 @@ type onT1 struct{}
 
 func (onT1) SessionTarget(context.Context, *relay.Agent, string) string { return "T1" }
 func (onT1) Targets(*users.User) []string                               { return []string{"T1", "T2"} }
+func (onT1) OwnsTarget(*users.User, string) bool                        { return true }
+
+// aTest allows only a.test.
+type aTest struct{}
+
+func (aTest) Decide(_ *users.User, u string) policy.Decision {
+	if strings.Contains(u, "//a.test") {
+		return policy.Decision{Allowed: true, Reason: `allowed by "a.test"`}
+	}
+	return policy.Decision{Reason: `host is not in the allowlist`}
+}
+
+func (aTest) View(*users.User) any { return nil }
+
+// Notify records the blocks the stage reports (Guard.requestBlocked).
+func (r *rig) Notify(_ func(*users.User) bool, method string, params []byte) {
+	var b fetchdomain.Block
+	if method == "Guard.requestBlocked" && jsonv2.Unmarshal(params, &b) == nil {
+		r.blocked = append(r.blocked, b)
+	}
+}
 
 func newRig() *rig {
 	r := &rig{b: &browser{}}
 	r.stage = New(Deps{
-		Browser: func() Browser { return r.b },
-		Decide: func(_ *users.User, u string) policy.Decision {
-			if strings.Contains(u, "//a.test") {
-				return policy.Decision{Allowed: true, Reason: `allowed by "a.test"`}
-			}
-			return policy.Decision{Reason: `host is not in the allowlist`}
-		},
+		Browser:  r.b,
+		Policy:   aTest{},
 		Sessions: onT1{},
-		Blocked:  func(_ string, b fetchdomain.Block) { r.blocked = append(r.blocked, b) },
+		Agents:   r,
 		Users:    onT1{},
 		Log:      slog.New(slog.DiscardHandler),
 	})
