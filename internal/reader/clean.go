@@ -147,6 +147,7 @@ func clean(root *html.Node, title string) (cards bool) {
 		}
 	}
 	dropRelatedSections(root) // first: a wrapper the walk empties would widen a section
+	markDirectories(root)
 	walk(root)
 	dropHeadline(root, title)
 	return cards
@@ -155,6 +156,9 @@ func clean(root *html.Node, title string) (cards bool) {
 // boilerplate reports whether the element n is chrome inside the main
 // content.
 func boilerplate(n *html.Node, dominant float64, cards bool) bool {
+	if inDirectory(n) {
+		return false // a list of whom to write to (markDirectories)
+	}
 	if isWidget(n) {
 		return true // "Share this article?" over its icons, a picture's caption (markWidgets)
 	}

@@ -86,3 +86,25 @@ func TestExtractLeavesOutPictureCaption(t *testing.T) {
 		}
 	}
 }
+
+// TestExtractKeepsDirectory: a run of short lines each holding an e-mail
+// address is the page's list of whom to write to and stays; a single
+// byline with an address is still left out.
+func TestExtractKeepsDirectory(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("testdata", "widgets", "contact-directory.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Extract(Page{URL: "https://news.test/contact", Title: "How to reach the newsroom", HTML: string(src)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"Local: local@news.test", "Sport: sport@news.test", "Business: business@news.test", "Culture: culture@news.test", "Letters to the editor should be"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("text lacks %q:\n%s", w, got)
+		}
+	}
+	if strings.Contains(got, "Jo Bloggs") {
+		t.Errorf("text holds the byline:\n%s", got)
+	}
+}
