@@ -19,6 +19,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,6 +99,15 @@ func (st *State) Group(key string) *policyfile.Group {
 
 // PolicyOf returns the policy that judges the agents of key.
 func (st *State) PolicyOf(key string) *policy.Policy { return st.Group(key).Policy }
+
+// AllowAddrs lets the egress proxy dial the IP entries of key's group in
+// the policy in force (loopback or private addresses the operator named),
+// looked up at each dial, so reloads apply (egress.Scope.AllowAddrs).
+func (st *State) AllowAddrs(key string) func(netip.Addr) bool {
+	return func(a netip.Addr) bool {
+		return slices.Contains(st.PolicyOf(key).IPEntries(), a.Unmap())
+	}
+}
 
 // Reload reads the policy file and puts it in force, both under one lock,
 // so that two reloads racing (SIGHUP and the watcher) apply the file in
