@@ -23,7 +23,7 @@ func (g *Guard) startProxy() error {
 		Decide:       g.scopes.Decider(g.scopes.Default()), // the shared listener: Chrome's default context
 		HostMap:      g.hosts,
 		AllowPrivate: private,
-		AllowAddrs:   g.allowAddrsOf(scopes.DefaultKey), // the default group's IP entries, as in force
+		AllowAddrs:   g.pol.AllowAddrs(scopes.DefaultKey), // the default group's IP entries, as in force
 		Logger:       g.log,
 		OnRefuse:     g.onRefuse,
 		Self:         g.ep.self,

@@ -144,6 +144,23 @@ func (l *guardLife) Enter() bool { return (*lifecycle)(l).enter() }
 func (l *guardLife) Exit()       { l.wg.Done() }
 func (l *guardLife) Go(f func()) { (*lifecycle)(l).goWaited(f) }
 
+// GoOwned runs f on a goroutine Close waits for, unless the guard is
+// closing: l.barrier is Close's barrier, no goroutine starts once Close
+// waits for them.
+func (l *guardLife) GoOwned(f func()) bool {
+	l.barrier.Lock()
+	defer l.barrier.Unlock()
+	if l.ctx.Err() != nil {
+		return false
+	}
+	l.wg.Add(1)
+	go func() { // f's owner is the guard: Close waits for it
+		defer l.wg.Done()
+		f()
+	}()
+	return true
+}
+
 // spawn runs f(g.ctx) on a goroutine Close waits for; false, without
 // running it, once Close began.
 func (g *Guard) spawn(f func(ctx context.Context)) bool {

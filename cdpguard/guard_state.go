@@ -88,7 +88,7 @@ type userSide struct {
 type lifecycle struct {
 	ready atomic.Bool
 	// barrier is Close's barrier: handlers and goroutines check ctx and add
-	// to wg under it (enter, goOwned), Close takes it after cancelling ctx.
+	// to wg under it (enter, guardLife.GoOwned), Close takes it after cancelling ctx.
 	barrier sync.Mutex
 	ctx     context.Context // ends at Close; owns every goroutine of the guard
 	stop    context.CancelFunc

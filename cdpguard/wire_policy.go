@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/netip"
-	"slices"
 
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
@@ -164,13 +162,4 @@ func (g *Guard) acquireUser(ctx context.Context, key string) (*users.User, error
 func (g *Guard) policyOfTarget(targetID string) *policy.Policy {
 	key, _ := g.scopes.Owner(targetID)
 	return g.policyOf(key)
-}
-
-// allowAddrsOf lets the egress proxy dial the IP entries of key's group
-// in the policy in force (loopback or private addresses the operator named
-// for that group), and no other group's.
-func (g *Guard) allowAddrsOf(key string) func(netip.Addr) bool {
-	return func(a netip.Addr) bool {
-		return slices.Contains(g.policyOf(key).IPEntries(), a.Unmap())
-	}
 }

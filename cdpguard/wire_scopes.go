@@ -17,18 +17,17 @@ func (g *Guard) newScopes() *scopes.Table {
 		Users:   g.users,
 		Pages:   g.pages,
 		Browser: muxCaller{g},
-		Proxy: func() scopes.Proxy {
+		Proxy: func() scopes.Proxy { // started after newGuard: the browser's flags name its address
 			if g.proxy == nil {
 				return nil
 			}
 			return g.proxy
 		},
-		Go:         g.goOwned,
-		Policy:     g.policyOf,
-		AllowAddrs: g.allowAddrsOf,
-		Granted:    g.metrics.GrantsMade.Inc,
-		Downloads:  g.files.Defaults,
-		Log:        g.log,
+		Life:    (*guardLife)(&g.lifecycle),
+		Policy:  g.pol,
+		Granted: g.metrics.GrantsMade,
+		Files:   g.files,
+		Log:     g.log,
 	})
 }
 
@@ -43,23 +42,6 @@ func (c userContexts) Create(ctx context.Context, key string) (string, error) {
 
 func (c userContexts) Dispose(ctx context.Context, id string) error {
 	return c.g.scopes.Dispose(ctx, id)
-}
-
-// goOwned runs f on a goroutine Close waits for, unless the guard is
-// closing: g.barrier is Close's barrier, no goroutine starts once Close
-// waits for them.
-func (g *Guard) goOwned(f func()) bool {
-	g.barrier.Lock()
-	defer g.barrier.Unlock()
-	if g.ctx.Err() != nil {
-		return false
-	}
-	g.wg.Add(1)
-	go func() { // f's owner is the guard: Close waits for it
-		defer g.wg.Done()
-		f()
-	}()
-	return true
 }
 
 // decideFor judges a URL an agent of user u names (Page.navigate's

@@ -33,7 +33,7 @@ func (t *Table) Create(ctx context.Context, key string) (string, error) {
 		return "", fmt.Errorf("createBrowserContext: bad reply %s", res)
 	}
 	t.Bind(r.BrowserContextID, sc)
-	p, err := t.d.Downloads(key, r.BrowserContextID)
+	p, err := t.d.Files.Defaults(key, r.BrowserContextID)
 	if err == nil {
 		_, err = t.d.Browser.Call(ctx, "", "Browser.setDownloadBehavior", p)
 	}

@@ -41,17 +41,12 @@ func (b *contextBrowser) Call(_ context.Context, _, method string, params any) (
 // user are refused while the user has no session.
 func TestContexts(t *testing.T) {
 	b := &contextBrowser{}
-	failDownloads := false
+	files := &failingFiles{}
 	tb := New(Deps{
-		Browser: b, Go: func(f func()) bool { go f(); return true },
+		Browser: b, Life: goFunc(func(f func()) bool { go f(); return true }),
 		Policy: testPolicy(t),
-		Downloads: func(key, id string) (map[string]any, error) {
-			if failDownloads {
-				return nil, errors.New("no directory")
-			}
-			return map[string]any{"browserContextId": id}, nil
-		},
-		Log: slog.New(slog.DiscardHandler),
+		Files:  files,
+		Log:    slog.New(slog.DiscardHandler),
 	})
 	ctx := context.Background()
 	id, err := tb.Create(ctx, "alice")
@@ -76,7 +71,7 @@ func TestContexts(t *testing.T) {
 	if err := tb.Dispose(ctx, id); err != nil || tb.OfUser(u) != nil {
 		t.Fatalf("dispose: %v, scope left: %v", err, tb.OfUser(u) != nil)
 	}
-	failDownloads = true
+	files.fail = true
 	b.calls = nil
 	if _, err := tb.Create(ctx, "bob"); err == nil || !strings.Contains(err.Error(), "download behavior") {
 		t.Fatalf("create without a download behavior: %v", err)
@@ -84,4 +79,15 @@ func TestContexts(t *testing.T) {
 	if last := b.calls[len(b.calls)-1]; !strings.HasPrefix(last, "Target.disposeBrowserContext") {
 		t.Fatalf("the context without a download behavior was not disposed: %q", b.calls)
 	}
+}
+
+// failingFiles gives every context the download params naming it, or
+// fails when fail is set.
+type failingFiles struct{ fail bool }
+
+func (f *failingFiles) Defaults(_, id string) (map[string]any, error) {
+	if f.fail {
+		return nil, errors.New("no directory")
+	}
+	return map[string]any{"browserContextId": id}, nil
 }

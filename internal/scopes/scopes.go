@@ -65,6 +65,33 @@ type Proxy interface {
 	ServeScoped(ln net.Listener, s egress.Scope) error
 }
 
+// Life is the guard's life as the scopes' listeners run in it.
+type Life interface {
+	// GoOwned runs f on a goroutine the guard owns and waits for at its
+	// close; it reports false, and does not run f, once the guard is
+	// closing.
+	GoOwned(f func()) bool
+}
+
+// Policy is the policy in force for the user of key (their group's),
+// read per decision, so reloads apply (internal/policystate.State).
+type Policy interface {
+	PolicyOf(key string) *policy.Policy
+	// AllowAddrs lets a user's listener dial the IP entries of the user's
+	// group (egress.Scope.AllowAddrs).
+	AllowAddrs(key string) func(netip.Addr) bool
+}
+
+// Counter counts one thing (a prometheus.Counter).
+type Counter interface{ Inc() }
+
+// Files gives a user's new context its download directory.
+type Files interface {
+	// Defaults returns the Browser.setDownloadBehavior params of a
+	// user's new context.
+	Defaults(key, contextID string) (map[string]any, error)
+}
+
 // Deps is what a Table needs of the rest of the guard.
 type Deps struct {
 	Users   Users
@@ -73,20 +100,16 @@ type Deps struct {
 	// Proxy returns the egress proxy, nil when there is none (unit tests):
 	// scopes then have grants only, and no listener.
 	Proxy func() Proxy
-	// Go runs f on a goroutine the guard owns and waits for at its close;
-	// it reports false, and does not run f, once the guard is closing.
-	Go func(f func()) bool
-	// Policy returns the policy in force for the user of key (their
-	// group's); read per decision, so reloads apply.
-	Policy func(key string) *policy.Policy
-	// AllowAddrs lets a user's listener dial the IP entries of the user's
-	// group (egress.Scope.AllowAddrs).
-	AllowAddrs func(key string) func(netip.Addr) bool
-	Granted    func() // counts a host granted; may be nil
-	// Downloads returns the Browser.setDownloadBehavior params of a
-	// user's new context (internal/files.Dirs.Defaults; contexts.go).
-	Downloads func(key, contextID string) (map[string]any, error)
-	Log       *slog.Logger
+	// Life runs the users' listeners on goroutines the guard waits for.
+	Life Life
+	// Policy is the policy in force (internal/policystate).
+	Policy Policy
+	// Granted counts a host granted; may be nil.
+	Granted Counter
+	// Files gives a user's new context its download directory
+	// (internal/files.Dirs; contexts.go).
+	Files Files
+	Log   *slog.Logger
 }
 
 // Scope is one session's grants and, for a user, its proxy listener. A nil
@@ -203,7 +226,7 @@ func (t *Table) Grant(targetID, host, via string) (string, error) {
 	}
 	if added {
 		if t.d.Granted != nil {
-			t.d.Granted()
+			t.d.Granted.Inc()
 		}
 		t.d.Log.Info("grant", "user", clip.String(sc.key), "host", h, "via", via)
 	}
@@ -220,7 +243,7 @@ func (t *Table) Grantable(targetID, host string) (string, error) {
 		return "", fmt.Errorf("grant: %w", err)
 	}
 	key, _ := t.Owner(targetID)
-	if d := t.d.Policy(key).DecideHost(h, 443); !d.Allowed && d.Rule != "" {
+	if d := t.d.Policy.PolicyOf(key).DecideHost(h, 443); !d.Allowed && d.Rule != "" {
 		return "", fmt.Errorf("grant: host %q is refused by the blocklist entry %q; a grant cannot override it", h, d.Rule)
 	}
 	return h, nil
@@ -349,10 +372,10 @@ func (t *Table) Open(key string) (*Scope, error) {
 	sc.ln = ln
 	sc.proxyURL = "http://" + ln.Addr().String()
 	s := egress.Scope{Decide: t.Decider(sc), Tag: sc}
-	if t.d.AllowAddrs != nil {
-		s.AllowAddrs = t.d.AllowAddrs(key)
+	if t.d.Policy != nil {
+		s.AllowAddrs = t.d.Policy.AllowAddrs(key)
 	}
-	started := t.d.Go(func() { // this user's listener: ends when the user's session does, or at the guard's close
+	started := t.d.Life.GoOwned(func() { // this user's listener: ends when the user's session does, or at the guard's close
 		if err := p.ServeScoped(ln, s); err != nil && !errors.Is(err, egress.ErrClosed) {
 			t.d.Log.Error("a user's egress proxy listener stopped", "user", clip.String(key), "err", err)
 		}
@@ -369,7 +392,7 @@ func (t *Table) Open(key string) (*Scope, error) {
 // scope's grants.
 func (t *Table) Decider(sc *Scope) egress.DecideFunc {
 	return func(host string, port int) (bool, string) {
-		d := sc.Grants().Decide(t.d.Policy(sc.Key()).DecideHost(host, port))
+		d := sc.Grants().Decide(t.d.Policy.PolicyOf(sc.Key()).DecideHost(host, port))
 		return d.Allowed, d.Reason
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -51,24 +52,40 @@ func (f fakeBrowser) Call(context.Context, string, string, any) (jsonv2.Value, e
 	return jsonv2.Value(`{"defaultBrowserContextId":"` + f + `","browserContextIds":[]}`), nil
 }
 
-func testPolicy(t *testing.T) func(string) *policy.Policy {
+func testPolicy(t *testing.T) onePolicy {
 	t.Helper()
 	p, err := policy.Parse([]string{"allowed.test"}, []string{"*.blocked.test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(string) *policy.Policy { return p }
+	return onePolicy{p}
 }
+
+// onePolicy is every user's policy; it allows no IP entries.
+type onePolicy struct{ p *policy.Policy }
+
+func (o onePolicy) PolicyOf(string) *policy.Policy          { return o.p }
+func (o onePolicy) AllowAddrs(string) func(netip.Addr) bool { return nil }
+
+// goFunc is a test's Life.
+type goFunc func(f func()) bool
+
+func (g goFunc) GoOwned(f func()) bool { return g(f) }
+
+// count is a test's Counter.
+type count int
+
+func (c *count) Inc() { *c++ }
 
 // TestGrantScopes: Grant refuses bad hosts and unknown targets before
 // touching any scope; a bound scope's grants decide for its user only; a
 // scope whose session ended refuses grants and grants nothing.
 func TestGrantScopes(t *testing.T) {
-	granted := 0
+	var granted count
 	tb := New(Deps{
 		Users:   fakeUsers{"T1": {"u", "CTX", "CTX"}, "T2": {"v", "OTHER", "OTHER"}},
 		Policy:  testPolicy(t),
-		Granted: func() { granted++ },
+		Granted: &granted,
 	})
 	for _, host := range []string{"", "10.0.0.1", "x.blocked.test", "*.a.test"} {
 		if _, err := tb.Grant("T1", host, "test"); err == nil {
@@ -99,7 +116,7 @@ func TestGrantScopes(t *testing.T) {
 	if _, err := tb.Grant("T1", "a.test", "controls"); err != nil || granted != 1 {
 		t.Errorf("a second grant of the same host: %v, counted %d times", err, granted)
 	}
-	pol := testPolicy(t)("u")
+	pol := testPolicy(t).PolicyOf("u")
 	if d := tb.OfUser(u).Grants().Decide(pol.Decide("https://a.test/")); !d.Allowed {
 		t.Errorf("the user's grant does not decide: %+v", d)
 	}
@@ -207,14 +224,14 @@ func TestOpenServes(t *testing.T) {
 		Users:  fakeUsers{"T": {"u", "CTX", "CTX"}},
 		Proxy:  func() Proxy { return p },
 		Policy: testPolicy(t),
-		Go: func(f func()) bool {
+		Life: goFunc(func(f func()) bool {
 			if closing {
 				return false
 			}
 			wg.Add(1)
 			go func() { defer wg.Done(); f() }()
 			return true
-		},
+		}),
 	})
 	sc, err := tb.Open("u")
 	if err != nil || !strings.HasPrefix(sc.ProxyURL(), "http://127.0.0.1:") {
