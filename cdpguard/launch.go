@@ -218,18 +218,18 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 	}
 	g.mux = relay.NewMux(conn, g.log, bus.Publish)
 	g.judge = fetchdomain.New(g.mux, fetchdomain.Options{
-		Rules:               g.rulesForFrame,
-		OnShed:              g.metrics.PausesShed.Inc,
+		Rules:               judgeSide{g},
+		Shed:                g.metrics.PausesShed,
 		ReadLoopSender:      g.fx.Sender(g.mux, g.log),
 		ErrorForNavigation:  g.cfg.BlockedNavigation == "error",
 		PauseTimeout:        g.cfg.PauseTimeout,
 		Logger:              g.log,
-		OnBlock:             g.onBlock,
-		OnAnswer:            g.metrics.Decision,
+		Blocks:              judgeSide{g},
+		Latency:             g.metrics,
 		BlockServiceWorkers: g.cfg.ServiceWorkers != "guard",
 		Grants:              g.scopes,
 		Pages:               g.pages,
-		Self:                g.isSelfHost,
+		Self:                judgeSide{g},
 		NetErrors:           g.proxy != nil, // the proxy's failed connections fail as Chrome's network errors
 	})
 	g.startControls()

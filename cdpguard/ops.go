@@ -11,6 +11,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
 	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/users"
@@ -102,8 +103,22 @@ func (g *Guard) serving() bool {
 	}
 }
 
-// onBlock counts a refused request and tells agents that asked.
-func (g *Guard) onBlock(b fetchdomain.Block) {
+// judgeSide is the guard's side of the Fetch judge (fetchdomain.Rules,
+// Self and Blocks): the policy of a frame's user, the guard's own
+// addresses, and what follows a refused request.
+type judgeSide struct{ g *Guard }
+
+// RulesFor is rulesForFrame.
+func (s judgeSide) RulesFor(frameID string) (*policy.Policy, string) {
+	return s.g.rulesForFrame(frameID)
+}
+
+// IsSelf is isSelfHost.
+func (s judgeSide) IsSelf(host string, port int) bool { return s.g.isSelfHost(host, port) }
+
+// Blocked counts a refused request and tells agents that asked.
+func (s judgeSide) Blocked(b fetchdomain.Block) {
+	g := s.g
 	g.metrics.FetchBlocked.WithLabelValues(b.ResourceType).Inc()
 	key, ok := g.users.OwnerKey(b.FrameID)
 	g.logFetchBlock(b, key, ok)

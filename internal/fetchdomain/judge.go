@@ -46,20 +46,21 @@ type Options struct {
 	ErrorForNavigation bool
 	// QueueSize bounds the pauses waiting for the worker; zero means 4096.
 	QueueSize int
-	// OnShed, if set, is told about every request failed at once because
-	// the queue was full (see Judge.Paused). It must not block.
-	OnShed func()
+	// Shed, if set, counts every request failed at once because the queue
+	// was full (see Judge.Paused). It must not block.
+	Shed Counter
 	// PauseTimeout fails a pause not answered in time; zero means 10 s.
 	PauseTimeout time.Duration
 	Logger       *slog.Logger
 	// BlockServiceWorkers refuses service worker scripts (requests with the
 	// Service-Worker: script header), so no service worker registers.
 	BlockServiceWorkers bool
-	// OnBlock, if set, is told about every refused request. It must not block.
-	OnBlock func(Block)
-	// OnAnswer, if set, is told how long each pause the worker answered
-	// waited (for the decision latency histogram). It must not block.
-	OnAnswer func(time.Duration)
+	// Blocks, if set, is told about every refused request. It must not
+	// block.
+	Blocks Blocks
+	// Latency, if set, is told how long each pause the worker answered
+	// waited (the decision latency histogram). It must not block.
+	Latency Latency
 	// ReadLoopSender, if set, sends the answers Paused gives itself (a
 	// pause the queue has no room for, one after Run has ended, one that
 	// cannot be read): Paused runs on the browser connection's read loop,
@@ -70,17 +71,13 @@ type Options struct {
 	// policy refuses, and never override a --block entry
 	// (grants.Set.Decide).
 	Grants Grants
-	// Self, if set, reports whether host (normalised, as policy.Decision
-	// has it) and port are the guard itself (every address of the host on
-	// one of its ports, selfaddr.Set). Such requests are refused whatever
-	// the policy and the grants say: a page must not reach the guard's own
-	// HTTP surface.
-	Self func(host string, port int) bool
-	// Rules, if set, returns the policy and instructions in force for a
-	// request of frameID (its user's group, after the latest reload); it
-	// replaces Policy and Instructions. It is called once per request, so
-	// it must be cheap and must not block.
-	Rules func(frameID string) (*policy.Policy, string)
+	// Self, if set, knows the guard's own addresses: requests to them are
+	// refused whatever the policy and the grants say, since a page must
+	// not reach the guard's own HTTP surface.
+	Self Self
+	// Rules, if set, gives the policy and instructions in force for a
+	// request; they replace Policy and Instructions.
+	Rules Rules
 	// Pages, if set, is the page registry (internal/pages): a page's main
 	// frame has its target's id, so a Document request in a live page's is
 	// a top-level navigation (answered with the explanation page); unset,
@@ -98,6 +95,33 @@ type Grants interface {
 	// ForFrame returns the grants of the user whose tab frameID belongs
 	// to (nil: none).
 	ForFrame(frameID string) *grants.Set
+}
+
+// Counter counts one thing (a prometheus.Counter).
+type Counter interface{ Inc() }
+
+// Latency observes how long a pause waited for its answer
+// (internal/metrics.Metrics).
+type Latency interface{ Decision(waited time.Duration) }
+
+// Blocks is told about every refused request (the guard's log, metrics,
+// controls and the user's agents).
+type Blocks interface{ Blocked(b Block) }
+
+// Self knows the guard's own addresses.
+type Self interface {
+	// IsSelf reports whether host (normalised, as policy.Decision has it)
+	// and port are the guard itself (every address of the host on one of
+	// its ports, selfaddr.Set).
+	IsSelf(host string, port int) bool
+}
+
+// Rules is the policy in force by the user of a frame.
+type Rules interface {
+	// RulesFor returns the policy and instructions in force for a
+	// request of frameID (its user's group, after the latest reload). It
+	// is called once per request, so it must be cheap and must not block.
+	RulesFor(frameID string) (*policy.Policy, string)
 }
 
 // Pages tells the live pages (internal/pages.Registry).
@@ -182,7 +206,7 @@ func EnableParams() map[string]any {
 
 // Paused takes a Fetch.requestPaused event from the read loop and never
 // blocks it: the deadline starts now and the worker answers. A pause that
-// finds the queue full is failed at once (OnShed is told), and a pause that
+// finds the queue full is failed at once (Options.Shed counts it), and a pause that
 // comes after Run has ended is failed at once too, so that no request is
 // left held when the guard stops (Chrome lets held requests go out when the
 // intercepting connection closes: README "Security model", Lifetime, and
@@ -216,8 +240,8 @@ func (j *Judge) Paused(sessionID string, params []byte) {
 	default:
 		if j.claim(rp.RequestID) {
 			j.log.Warn("too many paused requests waiting; failing this one", "requestId", rp.RequestID, "url", rp.Request.URL)
-			if j.opts.OnShed != nil {
-				j.opts.OnShed()
+			if j.opts.Shed != nil {
+				j.opts.Shed.Inc()
 			}
 			j.failFromReadLoop(sessionID, rp.RequestID)
 		}
@@ -301,8 +325,8 @@ func (j *Judge) answer(p pause) {
 	if !j.claim(rp.RequestID) {
 		return
 	}
-	if j.opts.OnAnswer != nil {
-		defer func() { j.opts.OnAnswer(time.Since(p.at)) }()
+	if j.opts.Latency != nil {
+		defer func() { j.opts.Latency.Decision(time.Since(p.at)) }()
 	}
 	pol, instructions := j.rules(rp.FrameID)
 	d := j.decide(pol, rp.Request.URL, rp.FrameID)
@@ -319,8 +343,8 @@ func (j *Judge) answer(p pause) {
 	top := rp.ResourceType == "Document" && j.opts.Pages != nil && j.opts.Pages.IsPage(rp.FrameID)
 	b := Block{URL: rp.Request.URL, Reason: d.Reason, ResourceType: rp.ResourceType, FrameID: rp.FrameID, TopLevel: top}
 	j.log.Debug("request blocked", "url", b.URL, "reason", b.Reason, "type", b.ResourceType, "topLevel", top, "redirect", rp.RedirectedRequestID != "")
-	if j.opts.OnBlock != nil {
-		j.opts.OnBlock(b)
+	if j.opts.Blocks != nil {
+		j.opts.Blocks.Blocked(b)
 	}
 	if top && !j.opts.ErrorForNavigation {
 		body := base64.StdEncoding.EncodeToString(ExplanationPage(rp.Request.URL, d.Reason, pol.Origins(), instructions))
@@ -345,7 +369,7 @@ func (j *Judge) answer(p pause) {
 // frameID: Options.Rules when set, else Options.Policy and Instructions.
 func (j *Judge) rules(frameID string) (*policy.Policy, string) {
 	if j.opts.Rules != nil {
-		return j.opts.Rules(frameID)
+		return j.opts.Rules.RulesFor(frameID)
 	}
 	return j.opts.Policy, j.opts.Instructions
 }
@@ -361,7 +385,7 @@ func (j *Judge) decide(p *policy.Policy, url, frameID string) policy.Decision {
 		d = j.opts.Grants.ForFrame(frameID).Decide(d)
 	}
 	if d.Allowed && j.opts.Self != nil && d.Host != "" {
-		if port, ok := selfaddr.URLPort(url); ok && j.opts.Self(d.Host, port) {
+		if port, ok := selfaddr.URLPort(url); ok && j.opts.Self.IsSelf(d.Host, port) {
 			return policy.Decision{Reason: ReasonSelf, Host: d.Host}
 		}
 	}

@@ -212,8 +212,8 @@ func TestQueueFullFailsAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shed := 0
-	j := New(s, Options{Policy: pol, QueueSize: 1, PauseTimeout: time.Minute, OnShed: func() { shed++ }})
+	var shed count
+	j := New(s, Options{Policy: pol, QueueSize: 1, PauseTimeout: time.Minute, Shed: &shed})
 	// Run is not started yet (a stuck worker): the queue of one fills with R1.
 	j.Paused("S", paused("R1", "http://allowed.test/a", "Image", "", nil))
 	returned := make(chan struct{})
@@ -231,7 +231,7 @@ func TestQueueFullFailsAtOnce(t *testing.T) {
 		t.Fatalf("answers = %+v, want R2 failed at once", got)
 	}
 	if shed != 1 {
-		t.Errorf("OnShed called %d times, want 1", shed)
+		t.Errorf("Shed counted %d times, want 1", shed)
 	}
 	// The queued pause is still answered, once, when the worker runs.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -340,7 +340,7 @@ func TestSelfRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	self := func(host string, port int) bool { return host == "10.9.8.7" && port == 9222 }
+	self := selfAt{"10.9.8.7", 9222}
 	for _, c := range []struct {
 		url, typ, frame string
 		top             bool
@@ -422,3 +422,16 @@ func (s *stuckSender) Send(session, method string, params any) error {
 	}
 	return s.fakeSender.Send(session, method, params)
 }
+
+// count is a test's Counter.
+type count int
+
+func (c *count) Inc() { *c++ }
+
+// selfAt is a guard listening on one host and port.
+type selfAt struct {
+	host string
+	port int
+}
+
+func (s selfAt) IsSelf(host string, port int) bool { return host == s.host && port == s.port }
