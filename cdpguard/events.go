@@ -10,7 +10,7 @@ import (
 // made): the one place where events are routed. It is built before the
 // browser connection exists and sealed before its read loop starts; the
 // observers read the components through g when an event comes, so a
-// component built after the bus (the judge, the controls) is seen.
+// component built after the bus (the judge) is seen.
 // Observers run on the read loop: anything that waits for a reply runs in a
 // goroutine its component owns.
 func (g *Guard) eventBus() (*events.Bus, error) {

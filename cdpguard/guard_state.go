@@ -158,5 +158,8 @@ func (m muxCaller) NewAgent(ctx context.Context, conn relay.AgentConn, opts rela
 
 // Send is Call without a reply (relay.Mux.Send).
 func (m muxCaller) Send(sessionID, method string, params any) error {
+	if m.g.mux == nil {
+		return errNoBrowser
+	}
 	return m.g.mux.Send(sessionID, method, params)
 }

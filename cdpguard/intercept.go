@@ -18,16 +18,16 @@ func refuseParams(cmd relay.Command, name string, rule firewall.Rule) relay.Verd
 // guard: its policy, files, reader, dialogs, controls and browser.
 func (g *Guard) newRuleStage() *rules.Stage {
 	return rules.New(rules.Deps{
-		Browser:         muxCaller{g},
-		Policy:          policyUsers{g},
-		Sessions:        g.targets,
-		Agents:          g.agents,
-		Files:           g.files,
-		Reader:          g.rd,
-		Dialogs:         g.dialogs,
-		ControlsRefusal: func(kind firewall.ControlsRule, params []byte) string { return g.ctl.Refusal(kind, params) }, // g.ctl is built in start
-		Users:           g.users,
-		Log:             g.log,
+		Browser:  muxCaller{g},
+		Policy:   policyUsers{g},
+		Sessions: g.targets,
+		Agents:   g.agents,
+		Files:    g.files,
+		Reader:   g.rd,
+		Dialogs:  g.dialogs,
+		Controls: g.ctl, // nil when off: Refusal refuses nothing
+		Users:    g.users,
+		Log:      g.log,
 	})
 }
 

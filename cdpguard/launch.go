@@ -200,6 +200,7 @@ func newGuardWith(cfg Config, lo launchOptions) (*Guard, error) {
 	g.targets = g.newTargets()
 	g.worlds = g.newWorlds()
 	g.scopes = g.newScopes()
+	g.ctl = g.newControls()
 	g.iso = g.newIsolator()
 	g.mcp = g.newMCP()
 	g.ep.json = g.newDevtoolsJSON()
@@ -232,7 +233,9 @@ func (g *Guard) start(ctx context.Context, conn relay.Transport) error {
 		Self:                judgeSide{g},
 		NetErrors:           g.proxy != nil, // the proxy's failed connections fail as Chrome's network errors
 	})
-	g.startControls()
+	if g.ctl != nil {
+		g.goWaited(g.ctl.Run) // the controls' push loop: ends with the guard
+	}
 	g.goWaited(func() { g.files.Run(g.ctx, g.mux) }) // the download cap: ends with the guard
 	g.goWaited(func() { g.pol.Watch(g.ctx) })        // the policy file's watcher, if any: ends with the guard
 	g.goWaited(func() { g.users.Run(g.ctx) })        // the idle-user sweeper: ends with the guard

@@ -13,15 +13,15 @@ import (
 	"github.com/cdpguard/cdpguard/internal/worlds"
 )
 
-// startControls builds the human controls (internal/controls) when
-// Config.Controls is on; g.ctl stays nil, the controls off, otherwise.
-// Their push loop ends with the guard.
-func (g *Guard) startControls() {
+// newControls builds the human controls (internal/controls) when
+// Config.Controls is on; nil, the controls off, otherwise. start runs
+// their push loop, which ends with the guard.
+func (g *Guard) newControls() *controls.Controls {
 	if !g.cfg.Controls {
-		return
+		return nil
 	}
-	g.ctl = controls.New(g.ctx, controls.Deps{
-		Browser:        g.mux,
+	ctl := controls.New(g.ctx, controls.Deps{
+		Browser:        muxCaller{g},
 		Worlds:         ctlWorlds{g.worlds},
 		Grants:         ctlGrants{g},
 		World:          g.worlds.NewName("controls"),
@@ -31,8 +31,8 @@ func (g *Guard) startControls() {
 		Go:             g.goWaited,
 		Log:            g.log,
 	})
-	g.dialogs.SetHuman(true, g.ctl.DialogAnswered)
-	g.goWaited(g.ctl.Run) // the push loop: ends with the guard
+	g.dialogs.SetHuman(true, ctl.DialogAnswered)
+	return ctl
 }
 
 // ctlWorlds records the controls' contexts among the guard's worlds.

@@ -22,7 +22,7 @@ var ErrReadRefused = readpage.ErrRefused
 type ReadResult = readpage.Result
 
 // newReader wires the reader's page driver (internal/readpage) to the
-// guard: its browser connection (read at each call: start creates it),
+// guard: its browser connection (muxCaller),
 // policy, users, hidden worlds and endpoint (GET /read).
 func (g *Guard) newReader() *readpage.Reader {
 	return readpage.New(readpage.Deps{

@@ -58,6 +58,13 @@ type Dialogs interface {
 	Command(ctx context.Context, owner any, name string, cmd relay.Command, action firewall.Action, target func() string) relay.Verdict
 }
 
+// Controls are the human's controls (internal/controls).
+type Controls interface {
+	// Refusal returns why the controls refuse a command of kind, "" when
+	// they do not.
+	Refusal(kind firewall.ControlsRule, params []byte) string
+}
+
 // Deps are what the rules take from the guard: its components, each built
 // before the Stage.
 type Deps struct {
@@ -71,8 +78,8 @@ type Deps struct {
 	Files   *files.Dirs
 	Reader  Reader
 	Dialogs Dialogs
-	// ControlsRefusal applies the controls' column (Rule.Controls).
-	ControlsRefusal func(kind firewall.ControlsRule, params []byte) string
+	// Controls apply the controls' column (Rule.Controls); nil: off.
+	Controls Controls
 	// Users lists a user's targets (internal/users.Registry).
 	Users Users
 	Log   *slog.Logger
@@ -160,7 +167,10 @@ func (s *Stage) Apply(ctx context.Context, a *relay.Agent, st *admission.Agent, 
 		s.closeOwnTargets(ctx, st)
 		return relay.Verdict{Local: []byte("{}")}
 	case firewall.Controls:
-		if why := s.d.ControlsRefusal(rule.Controls, cmd.Params); why != "" {
+		if s.d.Controls == nil {
+			break
+		}
+		if why := s.d.Controls.Refusal(rule.Controls, cmd.Params); why != "" {
 			return Refusal(name, why)
 		}
 	}
