@@ -75,7 +75,7 @@ func (g *Guard) newRoutes() *routes.Table {
 			devtoolsjson.WriteJSON(w, g.policyViewFor(key, g.scopes.OfUser(g.users.Lookup(key))))
 		},
 		Read:    g.rd.ServeHTTP,
-		Metrics: func() http.Handler { return g.metrics.Handler },
+		Metrics: g.metrics.Handler,
 		JSON:    g.ep.json,
 		MCP:     g.mcp,
 		Agent:   g.serveAgent,

@@ -18,7 +18,7 @@ type Table struct {
 	Ready   func() bool          // GET /readyz
 	Policy  http.HandlerFunc     // GET /policy
 	Read    http.HandlerFunc     // GET /read
-	Metrics func() http.Handler  // GET /metrics; read at each request (a Supervisor swaps the metrics)
+	Metrics http.Handler         // GET /metrics
 	JSON    *devtoolsjson.Handler
 	MCP     http.Handler // /mcp
 	// Agent upgrades to an agent's WebSocket; targetID is "" for a
@@ -49,7 +49,7 @@ func (rt *Table) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/read":
 		rt.Read(w, r)
 	case path == "/metrics":
-		rt.Metrics().ServeHTTP(w, r)
+		rt.Metrics.ServeHTTP(w, r)
 	case strings.HasSuffix(path, "/json/version") || strings.HasSuffix(path, "/json/version/"):
 		rt.JSON.Version(w, r)
 	case path == "/json" || path == "/json/" || path == "/json/list" || path == "/json/list/":

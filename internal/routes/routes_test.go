@@ -21,7 +21,7 @@ func TestRoutes(t *testing.T) {
 		Ready:   func() bool { return ready },
 		Policy:  mark("policy"),
 		Read:    mark("read"),
-		Metrics: func() http.Handler { return mark("metrics") },
+		Metrics: mark("metrics"),
 		MCP:     mark("mcp"),
 		Agent: func(_ http.ResponseWriter, _ *http.Request, id string) {
 			got, target = "agent", id
