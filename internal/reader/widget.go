@@ -22,11 +22,11 @@ const widgetControlsMin = 3
 // captions a row of controls: it holds widgetControlsMin controls itself
 // ("Möchten Sie den Artikel teilen?" over share icons, "War der Artikel
 // nützlich?" over rating stars), or the block after it has no text and
-// holds them (a heading over a share bar). It marks a picture's caption
-// too (pictureCaption): the post's own tree (cutPost) leaves out the
-// picture that gives it away. The caption says so in the
-// site's own language; what gives it away is what the renderer drew beside
-// it, icons and stars, not words. It runs before the Readability port,
+// holds them (a heading over a share bar). The caption says so in the
+// site's own language; what gives it away is what the renderer drew
+// beside it, icons and stars, not words. It marks a picture's caption too
+// (pictureCaption), here because the post's own tree (cutPost) leaves out
+// the picture that gives it away. It runs before the Readability port,
 // which removes share bars by their class names and would leave the
 // caption alone; the cleaning removes what it marked (removing it before
 // the port would change the port's pick). One pass, children before their
