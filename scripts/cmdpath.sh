@@ -2,7 +2,8 @@
 # scripts/cmdpath.sh lists the guard's files that run while one agent
 # command crosses it (e2e/bench/cmdpath, built with coverage), inside a
 # private network namespace as the tests run. Arguments go to cmdpath,
-# e.g. -method Page.navigate; the default is Runtime.evaluate.
+# e.g. -method Page.navigate -params '{"url":"$PAGE"}'; the default is
+# Runtime.evaluate of 1+1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin_dir=$(mktemp -d)

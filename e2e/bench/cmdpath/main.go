@@ -11,7 +11,7 @@
 // (scripts/cmdpath.sh does both):
 //
 //	go build -cover -covermode=atomic -coverpkg=github.com/cdpguard/cdpguard/... -o /tmp/cmdpath ./e2e/bench/cmdpath
-//	/tmp/cmdpath -method Runtime.evaluate
+//	/tmp/cmdpath -method Page.navigate -params '{"url":"$PAGE"}'
 package main
 
 import (
@@ -43,16 +43,17 @@ const module = "github.com/cdpguard/cdpguard/"
 
 func main() {
 	chrome := flag.String("chrome", "/usr/bin/chromium", "Chromium binary")
-	method := flag.String("method", "Runtime.evaluate", "the agent command measured (Runtime.evaluate or Page.navigate)")
+	method := flag.String("method", "Runtime.evaluate", "the agent command measured, sent on the page's session")
+	params := flag.String("params", `{"expression":"1+1","returnByValue":true}`, "its params as JSON; $PAGE is the page's URL (-method Page.navigate -params '{\"url\":\"$PAGE\"}')")
 	runs := flag.Int("runs", 5, "commands measured; a file counts when it ran in all of them")
 	flag.Parse()
-	if err := run(*chrome, *method, *runs); err != nil {
+	if err := run(*chrome, *method, *params, *runs); err != nil {
 		fmt.Fprintln(os.Stderr, "cmdpath:", err)
 		os.Exit(1)
 	}
 }
 
-func run(chrome, method string, runs int) error {
+func run(chrome, method, paramsJSON string, runs int) error {
 	if err := coverage.ClearCounters(); err != nil {
 		return fmt.Errorf("not built with -cover -covermode=atomic: %w", err)
 	}
@@ -93,11 +94,9 @@ func run(chrome, method string, runs int) error {
 	if err != nil {
 		return err
 	}
-	params := map[string]any{"expression": "1+1", "returnByValue": true}
-	if method == "Page.navigate" {
-		params = map[string]any{"url": page}
-	} else if method != "Runtime.evaluate" {
-		return fmt.Errorf("method %q: want Runtime.evaluate or Page.navigate", method)
+	var params jsonv2.Value
+	if err := jsonv2.Unmarshal([]byte(strings.ReplaceAll(paramsJSON, "$PAGE", page)), &params); err != nil {
+		return fmt.Errorf("-params: %w", err)
 	}
 	for range 3 { // warm: first calls set up what later ones reuse
 		if _, err := c.Call(ctx, session, method, params); err != nil {
