@@ -172,7 +172,7 @@ func newGuardWith(cfg Config, lo launchOptions) (*Guard, error) {
 	g := &Guard{cfg: cfg, log: log}
 	g.attached = lo.attach
 	// The metrics first: every component counts into them. A Supervisor's
-	// outlive the guard (its gauges read its current guard).
+	// metrics outlive its guards (their gauges read the current one).
 	g.metrics = lo.metrics
 	if g.metrics == nil {
 		g.metrics = newMetrics(func() *Guard { return g })

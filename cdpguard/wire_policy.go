@@ -56,7 +56,7 @@ func (g *Guard) SetPolicy(allow, block []string, instructions string) error {
 func (g *Guard) newPolicyState(rules *policyfile.Set, sum [32]byte) *policystate.State {
 	return policystate.New(rules, sum, policystate.Deps{
 		File: g.cfg.PolicyFile, Poll: g.cfg.PolicyPoll, Log: g.log,
-		OnReload: func(result string) { g.metrics.PolicyReloads.WithLabelValues(result).Inc() },
+		Reloads: g.metrics.PolicyReloads,
 		Recheck: func() int {
 			if g.proxy == nil {
 				return 0

@@ -43,8 +43,9 @@ type Deps struct {
 	Poll time.Duration
 	// Log gets one line a reload or a refusal; nil discards them.
 	Log *slog.Logger
-	// OnReload counts a reload by result, "ok" or "error"; nil: none.
-	OnReload func(result string)
+	// Reloads counts a reload by result, "ok" or "error"
+	// (NewReloadsCounter); nil: none.
+	Reloads *prometheus.CounterVec
 	// Recheck runs, under the reload lock, right after a new policy is
 	// swapped in and before anything slow (the diff, the log line): it
 	// closes the open tunnels the new policy refuses and returns how many,
@@ -209,8 +210,8 @@ func (st *State) refused(err error) {
 }
 
 func (st *State) count(result string) {
-	if st.d.OnReload != nil {
-		st.d.OnReload(result)
+	if st.d.Reloads != nil {
+		st.d.Reloads.WithLabelValues(result).Inc()
 	}
 }
 
@@ -256,7 +257,7 @@ func firstOf(list []string, n int) []string {
 }
 
 // NewReloadsCounter registers the policy reload counter on reg, for
-// Deps.OnReload.
+// Deps.Reloads.
 func NewReloadsCounter(reg prometheus.Registerer) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "cdpguard_policy_reloads_total",

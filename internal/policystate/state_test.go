@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/cdpguard/cdpguard/internal/policy"
 	"github.com/cdpguard/cdpguard/internal/policyfile"
 )
@@ -24,20 +27,28 @@ func write(t *testing.T, path, s string) {
 }
 
 // fromFile returns a State reading path, with its counts and changes.
-func fromFile(t *testing.T, path string) (*State, map[string]int, *atomic.Int32) {
+func fromFile(t *testing.T, path string) (*State, reloads, *atomic.Int32) {
 	t.Helper()
 	s, sum, err := policyfile.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	counts := map[string]int{}
+	counts := NewReloadsCounter(prometheus.NewRegistry())
 	changes := new(atomic.Int32)
 	st := New(s, sum, Deps{File: path, Poll: 10 * time.Millisecond,
-		OnReload: func(r string) { mu.Lock(); counts[r]++; mu.Unlock() },
+		Reloads:  counts,
 		OnChange: func() { changes.Add(1) },
 	})
-	return st, counts, changes
+	return st, reloads{counts}, changes
+}
+
+// reloads reads the reload counter by result.
+type reloads struct{ c *prometheus.CounterVec }
+
+func (r reloads) of(result string) int {
+	var m dto.Metric
+	_ = r.c.WithLabelValues(result).Write(&m)
+	return int(m.GetCounter().GetValue())
 }
 
 func allows(st *State, key, url string) bool { return st.PolicyOf(key).Decide(url).Allowed }
@@ -53,14 +64,14 @@ func TestReload(t *testing.T) {
 	if err := st.Reload("test"); err != nil || !allows(st, "", "https://two.test/") || allows(st, "", "https://one.test/") {
 		t.Fatalf("reload: %v", err)
 	}
-	if changes.Load() != 1 || counts["ok"] != 1 {
+	if changes.Load() != 1 || counts.of("ok") != 1 {
 		t.Errorf("after a change: changes %d counts %v", changes.Load(), counts)
 	}
-	if err := st.Reload("again"); err != nil || changes.Load() != 1 || counts["ok"] != 2 {
+	if err := st.Reload("again"); err != nil || changes.Load() != 1 || counts.of("ok") != 2 {
 		t.Errorf("a reload without change: %v, changes %d counts %v", err, changes.Load(), counts)
 	}
 	write(t, path, "allow:\n  - \"no such/entry\"\n")
-	if err := st.Reload("bad"); !errors.Is(err, ErrPolicyFile) || !allows(st, "", "https://two.test/") || counts["error"] != 1 {
+	if err := st.Reload("bad"); !errors.Is(err, ErrPolicyFile) || !allows(st, "", "https://two.test/") || counts.of("error") != 1 {
 		t.Errorf("a bad file: %v, counts %v", err, counts)
 	}
 	if err := st.Set(policyfile.Static(nil, ""), "set"); !errors.Is(err, ErrPolicyFile) || !allows(st, "", "https://two.test/") {
