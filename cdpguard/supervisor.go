@@ -76,7 +76,7 @@ func Supervise(ctx context.Context, cfg Config, opts SupervisorOptions) (*Superv
 		},
 		Gate:      httpgate.Gate{PublicHosts: cfg.PublicHosts},
 		Metrics:   s.metrics.Handler,
-		OnRestart: s.metrics.BrowserRestarts.Inc,
+		Restarts:  s.metrics.BrowserRestarts,
 		ErrGaveUp: ErrGaveUp,
 		Log:       log,
 	})

@@ -36,6 +36,9 @@ type Guard interface {
 	Close() error
 }
 
+// Counter counts one thing (a prometheus.Counter).
+type Counter interface{ Inc() }
+
 // Options are what a Supervisor needs. A zero MaxFailures, Window or
 // Backoff means 5, 5 minutes or 500 ms (cdpguard.SupervisorOptions).
 type Options[G Guard] struct {
@@ -48,7 +51,7 @@ type Options[G Guard] struct {
 	Launch    func(ctx context.Context, last G) (G, error)
 	Gate      httpgate.Gate // the request checks while no guard is ready
 	Metrics   http.Handler  // GET /metrics while no guard is ready
-	OnRestart func()        // a relaunched browser is guarded again
+	Restarts  Counter       // counts a relaunched browser guarded again; may be nil
 	ErrGaveUp error         // wrapped by Err when it gives up
 	Log       *slog.Logger
 }
@@ -208,7 +211,9 @@ func (s *Supervisor[T, G]) watch(g G) {
 			_ = next.Close()
 			return
 		}
-		s.opts.OnRestart()
+		if s.opts.Restarts != nil {
+			s.opts.Restarts.Inc()
+		}
 		s.opts.Log.Info("the browser was relaunched; the endpoint is ready again")
 		g = next
 	}

@@ -74,7 +74,7 @@ func (l *launcher) launch(_ context.Context, last *fakeGuard) (*fakeGuard, error
 
 var errGaveUp = errors.New("gave up")
 
-func start(t *testing.T, l *launcher, maxFailures int, restarted *atomic.Int32) *Supervisor[fakeGuard, *fakeGuard] {
+func start(t *testing.T, l *launcher, maxFailures int, restarted *counter) *Supervisor[fakeGuard, *fakeGuard] {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -86,7 +86,7 @@ func start(t *testing.T, l *launcher, maxFailures int, restarted *atomic.Int32) 
 		Backoff:     time.Millisecond,
 		Launch:      l.launch,
 		Metrics:     http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "metrics") }),
-		OnRestart:   func() { restarted.Add(1) },
+		Restarts:    restarted,
 		ErrGaveUp:   errGaveUp,
 		Log:         slog.New(slog.DiscardHandler),
 	})
@@ -130,7 +130,7 @@ func status(s *Supervisor[fakeGuard, *fakeGuard], path string) int {
 // /metrics answer 200.
 func TestRelaunch(t *testing.T) {
 	l := &launcher{launched: make(chan *fakeGuard, 4)}
-	var restarted atomic.Int32
+	var restarted counter
 	s := start(t, l, 5, &restarted)
 	first := next(t, l)
 	if code := status(s, "/json/version"); code != http.StatusTeapot {
@@ -160,7 +160,7 @@ func TestRelaunch(t *testing.T) {
 		t.Errorf("after the relaunch: %d, want the new guard's answer", code)
 	}
 	if restarted.Load() != 1 {
-		t.Errorf("OnRestart ran %d times, want 1", restarted.Load())
+		t.Errorf("Restarts counted %d times, want 1", restarted.Load())
 	}
 	l.mu.Lock()
 	if len(l.lasts) != 2 || l.lasts[0] != nil || l.lasts[1] != first {
@@ -181,7 +181,7 @@ func TestRelaunch(t *testing.T) {
 // after MaxFailures within the window, and says why.
 func TestGivesUp(t *testing.T) {
 	l := &launcher{launched: make(chan *fakeGuard, 4)}
-	var restarted atomic.Int32
+	var restarted counter
 	s := start(t, l, 2, &restarted)
 	first := next(t, l)
 	l.mu.Lock()
@@ -197,7 +197,7 @@ func TestGivesUp(t *testing.T) {
 		t.Errorf("Err = %v, want it to wrap ErrGaveUp", s.Err())
 	}
 	if restarted.Load() != 0 {
-		t.Errorf("OnRestart ran %d times with every launch failing", restarted.Load())
+		t.Errorf("Restarts counted %d times with every launch failing", restarted.Load())
 	}
 	_ = s.Close() // idempotent after giving up
 }
@@ -251,3 +251,8 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("second relaunch waits %v, want 1s", got)
 	}
 }
+
+// counter is a test's Counter.
+type counter struct{ atomic.Int32 }
+
+func (c *counter) Inc() { c.Add(1) }
