@@ -299,8 +299,40 @@ func rcArmedThenMoved(ctx context.Context, t *testing.T, e *rcEnv, victim, prep,
 // before the human's click, and the page blocks its main thread for 1.5 s
 // so that the click, and the report of it, reach the guard after the
 // quiet window. The window is measured to the click itself.
+//
+// The 250 ms is the test's aim, not a fact: on a loaded machine xdotool
+// can start a second late, and a click that late is a human's by the rules
+// (CI at load 31, 2026-12-07). The page tells how long after alice's
+// blocking script (sent after her input, so no earlier than the guard saw
+// that input) the click happened, by the event's own time, which is what
+// the controls report too: an attempt whose click came later than the
+// window is left out of the sweep and tried again with a new host, three
+// times at most.
 func rcQuietWhileBlocked(ctx context.Context, t *testing.T, e *rcEnv) {
-	v := e.victim(t, "rc-quiet-blocked")
+	const margin = 150 * time.Millisecond // below the guard's 1 s window
+	for try := 1; ; try++ {
+		name := "rc-quiet-blocked"
+		if try > 1 {
+			name += "-" + strconv.Itoa(try)
+		}
+		gap, ok := rcQuietWhileBlockedOnce(ctx, t, e, name)
+		if !ok || gap < time.Second-margin {
+			t.Logf("the click came %v after alice's input (recorded: %v)", gap, ok)
+			return // staged as meant: the sweep checks the host
+		}
+		e.excused[name] = fmt.Sprintf("the click came %v after alice's input, past the quiet window", gap)
+		t.Logf("try %d: %s", try, e.excused[name])
+		if try == 3 {
+			t.Fatalf("three tries could not click within the quiet window after alice's input (last: %v): the attack was never staged", gap)
+		}
+	}
+}
+
+// rcQuietWhileBlockedOnce stages rcQuietWhileBlocked on a new victim and
+// returns at least how long after alice's input the click happened, by the
+// page's clock, and whether the page saw the click.
+func rcQuietWhileBlockedOnce(ctx context.Context, t *testing.T, e *rcEnv, name string) (time.Duration, bool) {
+	v := e.victim(t, name)
 	p := e.explain(ctx, t, v, false)
 	res, err := e.alice.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "background": true})
 	rcMust(t, "alice's other tab", err)
@@ -310,6 +342,13 @@ func rcQuietWhileBlocked(ctx context.Context, t *testing.T, e *rcEnv) {
 	_ = json.Unmarshal(res, &ct)
 	other, err := headed.AttachPage(ctx, e.alice, ct.TargetID)
 	rcMust(t, "attach alice's other tab", err)
+	// The page logs the click's time (capture, on the window: before the
+	// controls' own listener) to the test's own connection, since a grant
+	// navigates the page away before anyone could ask it.
+	logged, stop := e.chrome.Direct.Subscribe(p.human, "Runtime.consoleAPICalled")
+	defer stop()
+	rcMust(t, "the human's Runtime.enable", ignore(e.chrome.Direct.Call(ctx, p.human, "Runtime.enable", nil)))
+	e.agentEval(ctx, t, p, `addEventListener('click', (ev) => console.debug('rc-clicked-after', ev.timeStamp - globalThis.__rcBlockAt), {capture: true, once: true}), 1`)
 	time.Sleep(max(rcArm, rcQuiet)) // armed, and no input for a while
 	// The human's real click (X input: press and release queue together),
 	// mapped to the screen before the page blocks.
@@ -319,11 +358,29 @@ func rcQuietWhileBlocked(ctx context.Context, t *testing.T, e *rcEnv) {
 	// blocked main thread would hold the input's answer back too.
 	rcMust(t, "alice's input elsewhere", ignore(e.alice.Call(ctx, other, "Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": 10, "y": 10})))
 	inputAt := time.Now()
-	e.agentEval(ctx, t, p, `setTimeout(() => { const end = performance.now() + 1500; while (performance.now() < end) {} }, 0), 1`)
+	e.agentEval(ctx, t, p, `globalThis.__rcBlockAt = performance.now(), setTimeout(() => { const end = performance.now() + 1500; while (performance.now() < end) {} }, 0), 1`)
 	time.Sleep(250*time.Millisecond - time.Since(inputAt))
 	n := len(e.log.about(p.target))
 	rcMust(t, "human X click", e.d.Human().Click(ctx, screen))
 	t.Logf("guard: %q", e.decided(t, p, n, 3*time.Second))
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	msg, err := e.chrome.Direct.Wait(wctx, logged, "the page's record of the click")
+	if err != nil {
+		t.Logf("the page logged no click (%v): the guard had nothing to grant", err)
+		return 0, false
+	}
+	var c struct {
+		Args []struct {
+			Value any `json:"value"`
+		} `json:"args"`
+	}
+	_ = json.Unmarshal(msg, &c)
+	if len(c.Args) != 2 {
+		t.Fatalf("the page's record of the click: %s", msg)
+	}
+	ms, _ := c.Args[1].Value.(float64)
+	return time.Duration(ms * float64(time.Millisecond)), true
 }
 
 // rcDebuggerPause: the human clicks 250 ms after the explanation page's tab
