@@ -15,38 +15,25 @@ const captionTextMax = 400
 const altMin = 30
 
 // pictureCaption reports whether n (with at most captionTextMax
-// characters of text) is the caption of a picture beside it: the element just before
-// or after it (no text between them) is a picture, or a wrapper holding
-// one and no text, whose alt or title text is n's text or its start.
-// Pages write the caption twice, once for the picture's tooltip and once
-// under it, where the renderer shows it as a line of its own.
-func pictureCaption(n *html.Node) bool {
-	prev, next := siblingElement(n, -1), siblingElement(n, 1)
-	if prev == nil && next == nil {
-		return false
-	}
-	t := strings.ToLower(innerText(n))
-	return prev != nil && describes(prev, t) || next != nil && describes(next, t)
-}
-
-// siblingElement returns the element just before (dir -1) or after (dir
-// 1) n, nil when text or nothing comes first.
-func siblingElement(n *html.Node, dir int) *html.Node {
-	step := func(c *html.Node) *html.Node {
-		if dir < 0 {
-			return c.PrevSibling
+// characters of text) is the caption of a picture beside it: prev or
+// next, the elements just before and after it when they hold no text,
+// is a picture or holds one whose alt or title text is n's text or its
+// start. Pages write the caption twice, once for the picture's tooltip
+// and once under it, where the renderer shows it as a line of its own.
+func pictureCaption(n, prev, next *html.Node) bool {
+	t := ""
+	for _, c := range []*html.Node{prev, next} {
+		if c == nil {
+			continue
 		}
-		return c.NextSibling
-	}
-	for c := step(n); c != nil; c = step(c) {
-		switch {
-		case c.Type == html.ElementNode:
-			return c
-		case c.Type == html.TextNode && strings.TrimSpace(c.Data) != "":
-			return nil
+		if t == "" {
+			t = strings.ToLower(innerText(n))
+		}
+		if describes(c, t) {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 // describes reports whether a picture under n (n itself, or inside a

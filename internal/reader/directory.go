@@ -2,6 +2,8 @@ package reader
 
 import (
 	"regexp"
+	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 )
@@ -22,35 +24,44 @@ const attrDirectory = "data-cdpguard-directory"
 // whom to write to is its text, though each line alone reads as the
 // credit line of a story's writer (contactLine), which is left out.
 func markDirectories(root *html.Node) {
+	directoryStats(root)
+}
+
+// directoryStats returns the text under n (as textAndLinkLen counts it)
+// and whether a text node under it holds an "@", after marking the
+// directories among its descendants. One pass, children before their
+// parent.
+func directoryStats(n *html.Node) (text int, at bool) {
+	switch {
+	case n.Type == html.TextNode:
+		return utf8.RuneCountInString(strings.Join(strings.Fields(n.Data), " ")), strings.IndexByte(n.Data, '@') >= 0
+	case n.Type != html.ElementNode || skipped[n.DataAtom] || hidden(n):
+		return 0, false
+	}
 	var run []*html.Node
 	flush := func() {
 		if len(run) >= directoryMin {
-			for _, n := range run {
-				n.Attr = append(n.Attr, html.Attribute{Key: attrDirectory, Val: "1"})
+			for _, c := range run {
+				c.Attr = append(c.Attr, html.Attribute{Key: attrDirectory, Val: "1"})
 			}
 		}
 		run = run[:0]
 	}
-	var walk func(n *html.Node)
-	walk = func(n *html.Node) {
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if c.Type != html.ElementNode {
-				continue
-			}
-			text, _ := textAndLinkLen(c)
-			if text == 0 {
-				continue // an empty block (a picture, a spacer) does not end a run
-			}
-			if text < chromeLineMax && emailAddress.MatchString(innerText(c)) {
-				run = append(run, c)
-				continue
-			}
-			flush()
-			walk(c)
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		t, a := directoryStats(c)
+		text += t
+		at = at || a
+		if c.Type != html.ElementNode || t == 0 {
+			continue // an empty block (a picture, a spacer) does not end a run
+		}
+		if a && t < chromeLineMax && emailAddress.MatchString(innerText(c)) {
+			run = append(run, c)
+			continue
 		}
 		flush()
 	}
-	walk(root)
+	flush()
+	return text, at
 }
 
 // inDirectory reports whether markDirectories marked n.

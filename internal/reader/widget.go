@@ -110,10 +110,6 @@ func widgetStats(n *html.Node, captions map[string]bool) (text, ctrl int) {
 	default:
 		return 0, 0
 	}
-	type kid struct {
-		n          *html.Node
-		text, ctrl int
-	}
 	var kids []kid
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		t, k := widgetStats(c, captions)
@@ -134,7 +130,7 @@ func widgetStats(n *html.Node, captions map[string]bool) (text, ctrl int) {
 			}
 		}
 		if !caption {
-			caption = pictureCaption(k.n)
+			caption = pictureCaption(k.n, textless(kids, i, -1), textless(kids, i, 1))
 		}
 		if caption {
 			unmark(k.n)
@@ -167,6 +163,29 @@ func unmark(n *html.Node) {
 		}
 		unmark(c)
 	}
+}
+
+// textless returns the element just before (dir -1) or after (dir 1)
+// kids[i] when it has no text, nil when text or nothing comes first.
+func textless(kids []kid, i, dir int) *html.Node {
+	for j := i + dir; j >= 0 && j < len(kids); j += dir {
+		switch k := kids[j]; {
+		case k.n.Type == html.ElementNode:
+			if k.text == 0 {
+				return k.n
+			}
+			return nil
+		case k.text > 0:
+			return nil
+		}
+	}
+	return nil
+}
+
+// kid is a child node with its text and controls (widgetStats).
+type kid struct {
+	n          *html.Node
+	text, ctrl int
 }
 
 // keepWidget are elements never taken for a widget's caption: the page's
