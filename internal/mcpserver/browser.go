@@ -308,6 +308,7 @@ func (u *user) pages(ctx context.Context) ([]*target.Info, error) {
 		rank[id] = i
 	}
 	closed := map[target.ID]bool{}
+	var ended []target.ID
 	u.mu.Lock()
 	for id, t := range u.tabs {
 		if !t.loopClosed {
@@ -315,11 +316,19 @@ func (u *user) pages(ctx context.Context) ([]*target.Info, error) {
 		}
 		if slices.ContainsFunc(res.TargetInfos, func(t *target.Info) bool { return t.TargetID == id }) {
 			closed[id] = true
-		} else { // Chrome no longer lists it: gone
-			delete(u.tabs, id)
+		} else { // Chrome no longer lists it: gone, and forgotten as any tab
+			t.loopClosed = false
+			ended = append(ended, id)
 		}
 	}
 	u.mu.Unlock()
+	// forget, not a bare delete: the tab may still be the current one (a
+	// dialog's answer selects its tab) and in evTabs, and a current tab
+	// whose record is gone was used by the next call with its ended
+	// session (MCPModelTasks after dialogLoop, 2026-12-07).
+	for _, id := range ended {
+		u.forget(id)
+	}
 	var out []*target.Info
 	for i := len(res.TargetInfos) - 1; i >= 0; i-- {
 		t := res.TargetInfos[i]
@@ -358,6 +367,9 @@ func (u *user) page(ctx context.Context, create bool) (*tab, error) {
 		if t.detached {
 			gone = append(gone, t)
 		}
+	}
+	if u.cur != nil && u.cur.detached && u.tabs[u.cur.id] != u.cur {
+		gone = append(gone, u.cur) // current, with no record left: never used again
 	}
 	u.mu.Unlock()
 	for _, t := range gone {

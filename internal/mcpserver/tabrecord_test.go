@@ -72,3 +72,36 @@ func TestTabRecordEnds(t *testing.T) {
 		t.Errorf("records after Chrome's listing (T1 listed, T3 not): T1 kept %v, T3 kept %v; want true, false", u.tabs["T1"] == t1, u.tabs["T3"] != nil)
 	}
 }
+
+// TestLoopClosedCurrentTabEnds: a tab closed for a dialog loop that is
+// still the current one (answering a dialog selects its tab) and whose
+// record ends because Chrome no longer lists it is no longer current: the
+// next call must not use its ended session (MCPModelTasks/fillForm after
+// dialogLoop failed so, every call refused as "not one of this
+// connection's sessions").
+func TestLoopClosedCurrentTabEnds(t *testing.T) {
+	fb := &fakeBrowser{noHang: true}
+	u := newUser(&Server{}, "k")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p := NewPipe(u.onEvent)
+	if _, err := fb.Open(ctx, "k", p); err != nil {
+		t.Fatal(err)
+	}
+	u.pipe = p
+	defer func() { u.reset(); fb.wg.Wait() }()
+	gone := &tab{id: "T9", s: Session{p: p, ID: "S9"}, loopClosed: true, detached: true} // Chrome lists only T1
+	u.tabs[gone.id] = gone
+	u.evTabs = append(u.evTabs, gone)
+	u.cur = gone
+	if _, err := u.pages(ctx); err != nil { // e.g. a result listing the tabs
+		t.Fatal(err)
+	}
+	if u.cur == gone || u.tabs["T9"] != nil || len(u.evTabs) != 0 {
+		t.Fatalf("the ended loop tab is still current %v, recorded %v, in evTabs %d", u.cur == gone, u.tabs["T9"] != nil, len(u.evTabs))
+	}
+	got, err := u.page(ctx, true)
+	if err != nil || got == gone || got.s.ID == "S9" {
+		t.Fatalf("the next call's tab: %+v, %v; want another tab", got, err)
+	}
+}
