@@ -20,24 +20,38 @@ import (
 //     (internal/pages) and the relay (its routing), each a copy of a
 //     page's state that a page's end must clear by hand.
 //
-// It only logs (go test -v -run TestFigures ./internal/repocheck/).
+// It logs them (go test -v -run TestFigures ./internal/repocheck/) and
+// fails when one is over its budget below: the budgets are a ratchet,
+// lowered when work brings a figure down, never raised.
 func TestFigures(t *testing.T) {
 	t.Parallel()
 	files, fset := moduleFiles(t)
 	funcs, fields := funcFields(files, fset)
-	t.Logf("function-typed fields in Deps/Options/Config structs of internal/: %d", len(funcs))
+	t.Logf("function-typed fields in Deps/Options/Config structs of internal/: %d (budget %d)", len(funcs), funcFieldBudget)
 	for _, f := range fields {
 		t.Logf("\t%s", f)
 	}
 	maps, relay := idMaps(files, fset)
-	t.Logf("maps keyed by target/session/frame/context/page/tab/window ids outside internal/pages and internal/relay: %d (internal/relay: %d more)", len(maps), len(relay))
+	t.Logf("maps keyed by target/session/frame/context/page/tab/window ids outside internal/pages and internal/relay: %d (budget %d; internal/relay: %d more)", len(maps), idMapBudget, len(relay))
 	for _, m := range maps {
 		t.Logf("\t%s", m)
 	}
 	for _, m := range relay {
 		t.Logf("\trelay: %s", m)
 	}
+	if len(funcs) > funcFieldBudget {
+		t.Errorf("%d function-typed fields in dependency structs, budget %d: pass the component (a small interface the package declares) instead of a closure (docs/decisions/2026-12-07-components-not-closures.md)", len(funcs), funcFieldBudget)
+	}
+	if len(maps) > idMapBudget {
+		t.Errorf("%d id-keyed maps outside the page registry and the relay, budget %d: keep a page's state on its page (internal/pages Slot, docs/decisions/2026-12-07-page-object.md)", len(maps), idMapBudget)
+	}
 }
+
+// The figures' budgets on 2026-12-07 (issue 36's targets: 40 and 8).
+const (
+	funcFieldBudget = 26
+	idMapBudget     = 13
+)
 
 // depsStruct matches the names of dependency and option structs.
 var depsStruct = regexp.MustCompile(`(Deps|Options|Config)$`)
