@@ -159,7 +159,14 @@ func restartSweeps(t *testing.T, dir, chrome, tmp string) {
 		t.Fatalf("cdpguard did not stop within 15s of SIGTERM:\n%s", srv.out)
 	}
 	if now := profiles(); len(now) != 0 {
-		t.Errorf("profiles in TMPDIR after a SIGTERM: %q", now)
+		var left []string // what is left says whether the removal ran
+		for _, d := range now {
+			es, _ := os.ReadDir(d)
+			for _, e := range es {
+				left = append(left, e.Name())
+			}
+		}
+		t.Errorf("profiles in TMPDIR after a SIGTERM: %q, holding %q; the guard's output:\n%s", now, left, srv.out)
 	}
 }
 
