@@ -15,14 +15,7 @@ import (
 // stars, a heading over a share bar, and a German "might interest you"
 // section of teasers. The article's paragraphs stay; the rest goes.
 func TestExtractLeavesOutWidgets(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("testdata", "widgets", "share-prompts.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Extract(Page{URL: "https://news.test/otters", Title: "Otters return to the upper valley", HTML: string(src)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := extractWidget(t, "share-prompts.html", "https://news.test/otters", "Otters return to the upper valley")
 	for _, w := range []string{
 		"The river trust counted forty-one otters",
 		"Ten years ago the same walk turned up four.",
@@ -69,14 +62,7 @@ func TestMarkWidgetsKeepsText(t *testing.T) {
 // whose alt text it repeats is left out (a news page's lead picture); a
 // paragraph after a picture with a one-word alt is the article's.
 func TestExtractLeavesOutPictureCaption(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("testdata", "widgets", "picture-caption.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Extract(Page{URL: "https://news.test/otter", Title: "The first otter of the survey", HTML: string(src)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := extractWidget(t, "picture-caption.html", "https://news.test/otter", "The first otter of the survey")
 	if strings.Contains(got, "A volunteer measures a spraint") {
 		t.Errorf("text holds the picture's caption:\n%s", got)
 	}
@@ -91,14 +77,7 @@ func TestExtractLeavesOutPictureCaption(t *testing.T) {
 // address is the page's list of whom to write to and stays; a single
 // byline with an address is still left out.
 func TestExtractKeepsDirectory(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("testdata", "widgets", "contact-directory.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Extract(Page{URL: "https://news.test/contact", Title: "How to reach the newsroom", HTML: string(src)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := extractWidget(t, "contact-directory.html", "https://news.test/contact", "How to reach the newsroom")
 	for _, w := range []string{"Local: local@news.test", "Sport: sport@news.test", "Business: business@news.test", "Culture: culture@news.test", "Letters to the editor should be"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("text lacks %q:\n%s", w, got)
@@ -107,4 +86,19 @@ func TestExtractKeepsDirectory(t *testing.T) {
 	if strings.Contains(got, "Jo Bloggs") {
 		t.Errorf("text holds the byline:\n%s", got)
 	}
+}
+
+// extractWidget reads the fixture testdata/widgets/name as the page at url
+// with title, and returns the reader's text.
+func extractWidget(t *testing.T, name, url, title string) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", "widgets", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Extract(Page{URL: url, Title: title, HTML: string(src)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
