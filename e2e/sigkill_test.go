@@ -166,7 +166,7 @@ func restartSweeps(t *testing.T, dir, chrome, tmp string) {
 				left = append(left, e.Name())
 			}
 		}
-		t.Errorf("profiles in TMPDIR after a SIGTERM: %q, holding %q; the guard's output:\n%s", now, left, srv.out)
+		t.Errorf("profiles in TMPDIR after a SIGTERM: %q, holding %q; the guard exited with %v; its output:\n%s", now, left, cmd.ProcessState, srv.out)
 	}
 }
 

@@ -286,13 +286,15 @@ func serve(c *cli.Context) error {
 	cfg.ChromeFlags = splitChromeFlags(c.StringSlice("chrome-flag"))
 	cfg.UserDataDir = c.String("user-data-dir")
 	cfg.Controls = controlsFlag(c, cfg.Headed)
+	sig, stopSig := stopSignals()
+	defer stopSig()
 	ctx, cancel := context.WithTimeout(c.Context, 60*time.Second)
 	defer cancel()
 	s, err := cdpguard.Supervise(ctx, cfg, cdpguard.SupervisorOptions{})
 	if err != nil {
 		return err
 	}
-	return run(log, s, s.Err)
+	return run(log, s, s.Err, sig)
 }
 
 func attach(c *cli.Context) error {
@@ -303,6 +305,8 @@ func attach(c *cli.Context) error {
 	if err := checkPolicyFlags(c); err != nil {
 		return err
 	}
+	sig, stopSig := stopSignals()
+	defer stopSig()
 	ctx, cancel := context.WithTimeout(c.Context, 60*time.Second)
 	defer cancel()
 	cfg := config(c, log)
@@ -314,7 +318,7 @@ func attach(c *cli.Context) error {
 	printAttachNote(c.App.ErrWriter, g.EgressProxyURL(), c.IsSet("egress-listen"))
 	return run(log, g, func() error {
 		return errors.New("the browser connection was lost; every agent connection was closed")
-	})
+	}, sig)
 }
 
 func check(c *cli.Context) error {

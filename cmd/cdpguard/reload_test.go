@@ -58,8 +58,10 @@ func TestSIGTERMDuringReload(t *testing.T) {
 	f := newSlowServed()
 	defer close(f.finished)
 	ret := make(chan error, 1)
+	sig, stopSig := stopSignals()
+	defer stopSig()
 	go func() {
-		ret <- run(slog.New(slog.NewTextHandler(io.Discard, nil)), f, func() error { return errors.New("stopped") })
+		ret <- run(slog.New(slog.NewTextHandler(io.Discard, nil)), f, func() error { return errors.New("stopped") }, sig)
 	}()
 	deadline := time.After(10 * time.Second)
 	for started := false; !started; {

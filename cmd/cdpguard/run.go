@@ -28,11 +28,10 @@ const reloadStopWait = 2 * time.Second
 // orchestrator takes over. SIGHUP reloads the policy file (the guard
 // logs the result; a bad file changes nothing) off the signal loop, so a
 // slow reload never holds up a SIGTERM and no SIGHUP is lost.
-func run(log *slog.Logger, s served, stopped func() error) error {
+//
+// sig is stopSignals' channel, made before the guard started.
+func run(log *slog.Logger, s served, stopped func() error, sig <-chan os.Signal) error {
 	log.Info("listening on " + s.URL())
-	sig := make(chan os.Signal, 4)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sig)
 	r := startReloader(log, s)
 	for {
 		select {
@@ -53,6 +52,20 @@ func run(log *slog.Logger, s served, stopped func() error) error {
 			return stopped()
 		}
 	}
+}
+
+// stopSignals starts catching the signals run handles, and returns their
+// channel and what stops catching them. serve and attach call it before
+// they start the guard: a SIGTERM during the start or right after it (an
+// orchestrator's, or a test's on the "listening on" line) is then run's
+// clean stop, not the default action, which ends the process at once and
+// leaves the browser's profile behind (fresh-clone runs 26 and 27:
+// TestSIGKILLTakesBrowserDown's SIGTERM came before run's Notify). A
+// signal that comes during the start waits in the channel until run.
+func stopSignals() (<-chan os.Signal, func()) {
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	return sig, func() { signal.Stop(sig) }
 }
 
 // reloader runs the SIGHUP reloads of one run, one at a time, on a

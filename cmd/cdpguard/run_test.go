@@ -35,8 +35,10 @@ func TestSIGHUPReloadsPolicy(t *testing.T) {
 	defer signal.Stop(own)
 	f := &fakeServed{done: make(chan struct{}), reloads: make(chan struct{}, 8)}
 	ret := make(chan error, 1)
+	sig, stopSig := stopSignals()
+	defer stopSig()
 	go func() {
-		ret <- run(slog.New(slog.NewTextHandler(io.Discard, nil)), f, func() error { return errors.New("stopped") })
+		ret <- run(slog.New(slog.NewTextHandler(io.Discard, nil)), f, func() error { return errors.New("stopped") }, sig)
 	}()
 	deadline := time.After(10 * time.Second)
 	for got := 0; got < 2; {
