@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 )
 
 const (
@@ -74,23 +73,9 @@ func lockProfile(dir string) (*os.File, error) {
 	return f, nil
 }
 
-// removeTries bounds how often remove tries again: a file that a process
-// of the browser's (one outside its process group, or one the kernel has
-// not finished tearing down) writes while RemoveAll runs makes a directory
-// not empty when RemoveAll gets to it.
-const (
-	removeTries = 10
-	removeGap   = 100 * time.Millisecond
-)
-
-// remove deletes the directory, trying again a few times (removeTries)
-// while it is not gone, then lets go of its lock.
+// remove deletes the directory, then lets go of its lock.
 func (p *profile) remove() error {
 	err := os.RemoveAll(p.dir)
-	for i := 1; err != nil && i < removeTries; i++ {
-		time.Sleep(removeGap)
-		err = os.RemoveAll(p.dir)
-	}
 	if p.lock != nil {
 		_ = p.lock.Close()
 	}
