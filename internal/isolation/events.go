@@ -19,7 +19,7 @@ import (
 // Which events it looks at, and what it does with each, is the row of the
 // agent event table (firewall.AgentEvent).
 func (i *Isolator) Event(c *Conn, a Agent, e *cdpmsg.Envelope) bool {
-	switch rule := firewall.AgentEvent(e.Method); rule {
+	switch firewall.AgentEvent(e.Method) {
 	case firewall.EvTargetInfo:
 		var p struct {
 			TargetInfo cdpmsg.TargetInfo `json:"targetInfo"`
@@ -36,7 +36,7 @@ func (i *Isolator) Event(c *Conn, a Agent, e *cdpmsg.Envelope) bool {
 		if !i.o.Users.OwnsContext(c.User, t.BrowserContextID) || firewall.NotWeb(t.Type, t.URL) != "" {
 			return false
 		}
-		if t.Attached && !c.isAttached(t.TargetID) {
+		if t.Attached && !attached(a, t.TargetID) {
 			e.Params = hideAttached(e.Params)
 		}
 		return true
@@ -59,8 +59,7 @@ func (i *Isolator) Event(c *Conn, a Agent, e *cdpmsg.Envelope) bool {
 		// of a target the agent already owns.
 		mine := i.o.Users.OwnsContext(c.User, p.TargetInfo.BrowserContextID) || !a.IsBrowserSession(e.SessionID)
 		if mine && firewall.NotWeb(p.TargetInfo.Type, p.TargetInfo.URL) == "" {
-			c.setAttached(p.TargetInfo.TargetID, true)
-			return true
+			return true // the relay then records the agent's session (Agent.SessionsOn)
 		}
 		i.o.Undo(e.SessionID, p.SessionID, p.WaitingForDebugger)
 		return false
@@ -69,13 +68,7 @@ func (i *Isolator) Event(c *Conn, a Agent, e *cdpmsg.Envelope) bool {
 			SessionID string `json:"sessionId"`
 			TargetID  string `json:"targetId"`
 		}
-		if cdpmsg.UnmarshalBrowser(e.Params, &p) != nil || !a.Owns(p.SessionID) {
-			return false
-		}
-		if rule == firewall.EvSessionDetached {
-			c.setAttached(p.TargetID, false)
-		}
-		return true
+		return cdpmsg.UnmarshalBrowser(e.Params, &p) == nil && a.Owns(p.SessionID)
 	}
 	return true
 }

@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
@@ -35,6 +34,10 @@ type Agent interface {
 	// IsBrowserSession reports whether session is one of the agent's
 	// browser-level sessions.
 	IsBrowserSession(sessionID string) bool
+	// SessionsOn returns the agent's sessions attached to targetID (and
+	// the sessions that attached them): the relay's routing, which ends a
+	// session with its detach, its parent's or its target's end.
+	SessionsOn(targetID string) (sessions, parents []string)
 }
 
 // Scopes makes the params of users' browser contexts.
@@ -84,38 +87,21 @@ type Isolator struct{ o Options }
 // and OnCap.
 func New(o Options) *Isolator { return &Isolator{o: o} }
 
-// Conn is one agent connection's isolation state: its user, and the targets
+// Conn is one agent connection's isolation state: its user. Which targets
 // it holds sessions to (so that the guard's own attachment to every target
-// does not show through as "attached").
+// does not show through as "attached") is the relay's record of the
+// agent's sessions (Agent.SessionsOn), which ends each with the session.
 type Conn struct {
 	User *users.User
-
-	mu       sync.Mutex
-	attached map[string]int // target id → this connection's sessions to it
 }
 
 // NewConn returns the state of a new connection of u.
-func NewConn(u *users.User) *Conn { return &Conn{User: u, attached: map[string]int{}} }
+func NewConn(u *users.User) *Conn { return &Conn{User: u} }
 
-func (c *Conn) setAttached(targetID string, on bool) {
-	if targetID == "" {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if on {
-		c.attached[targetID]++
-	} else if c.attached[targetID] > 1 {
-		c.attached[targetID]--
-	} else {
-		delete(c.attached, targetID)
-	}
-}
-
-func (c *Conn) isAttached(targetID string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.attached[targetID] > 0
+// attached reports whether agent a holds a session to targetID.
+func attached(a Agent, targetID string) bool {
+	sessions, _ := a.SessionsOn(targetID)
+	return len(sessions) > 0
 }
 
 // Command applies the method's isolation columns of its firewall row
@@ -134,7 +120,7 @@ func (i *Isolator) Command(ctx context.Context, c *Conn, a Agent, cmd relay.Comm
 	case firewall.Windows:
 		return i.window(ctx, c.User, cmd)
 	case firewall.ListTargets:
-		return relay.Verdict{OnReply: i.filterTargets(c)}
+		return relay.Verdict{OnReply: i.filterTargets(c, a)}
 	case firewall.ListContexts:
 		return relay.Verdict{OnReply: i.filterContexts(c.User)}
 	case firewall.CreateContexts:
@@ -175,28 +161,21 @@ func (i *Isolator) target(c *Conn, a Agent, cmd relay.Command, scope firewall.Sc
 	if p.SessionID != "" && !a.Owns(p.SessionID) {
 		return refusal(cmd.Method, fmt.Sprintf("session %s is not this connection's", p.SessionID))
 	}
-	id := p.TargetID
-	switch scope {
-	case firewall.AttachTargets:
-		return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
-			if len(errRaw) == 0 {
-				c.setAttached(id, true)
-			}
-			return result, errRaw
-		}}
-	case firewall.WindowOfTarget:
-		// Learn the user's window ids from the replies about its targets.
-		return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
-			var r struct {
-				WindowID int64 `json:"windowId"`
-			}
-			if id != "" && len(errRaw) == 0 && cdpmsg.UnmarshalBrowser(result, &r) == nil {
-				i.o.Users.AddWindow(id, r.WindowID)
-			}
-			return result, errRaw
-		}}
+	if scope != firewall.WindowOfTarget {
+		// An attach passed (AttachTargets) is the relay's to record.
+		return relay.Verdict{}
 	}
-	return relay.Verdict{}
+	// Learn the user's window ids from the replies about its targets.
+	id := p.TargetID
+	return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
+		var r struct {
+			WindowID int64 `json:"windowId"`
+		}
+		if id != "" && len(errRaw) == 0 && cdpmsg.UnmarshalBrowser(result, &r) == nil {
+			i.o.Users.AddWindow(id, r.WindowID)
+		}
+		return result, errRaw
+	}}
 }
 
 // window refuses a command naming a window that shows none of the user's

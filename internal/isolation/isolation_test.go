@@ -53,11 +53,23 @@ func (b *fakeBrowser) Call(_ context.Context, _ string, method string, params an
 	return jsonv2.Value(fmt.Sprintf(`{"windowId":%d,"bounds":{}}`, w)), nil
 }
 
-// fakeAgent owns the sessions it is given.
-type fakeAgent struct{ owned, browser map[string]bool }
+// fakeAgent owns the sessions it is given; on is the relay's record of
+// its sessions attached to targets (session → target).
+type fakeAgent struct {
+	owned, browser map[string]bool
+	on             map[string]string
+}
 
 func (a fakeAgent) Owns(s string) bool             { return a.owned[s] }
 func (a fakeAgent) IsBrowserSession(s string) bool { return a.browser[s] }
+func (a fakeAgent) SessionsOn(target string) (sessions, parents []string) {
+	for s, t := range a.on {
+		if t == target {
+			sessions, parents = append(sessions, s), append(parents, "SA")
+		}
+	}
+	return sessions, parents
+}
 
 type undo struct {
 	parent, child string
@@ -115,7 +127,7 @@ func newWorld(t *testing.T) *world {
 		Undo:    func(p, c string, wait bool) { w.undone = append(w.undone, undo{p, c, wait}) },
 	})
 	w.conn = NewConn(w.alice)
-	w.agent = fakeAgent{owned: map[string]bool{"SA": true, "SA1": true}, browser: map[string]bool{"SA": true}}
+	w.agent = fakeAgent{owned: map[string]bool{"SA": true, "SA1": true}, browser: map[string]bool{"SA": true}, on: map[string]string{}}
 	return w
 }
 
@@ -157,13 +169,10 @@ func TestTargets(t *testing.T) {
 	wantRefused(t, w.cmd(t, "Target.getTargetInfo", `{"targetId":`), "unreadable params")
 	wantPassed(t, w.cmd(t, "Target.getTargetInfo", ``))
 
-	v := w.cmd(t, "Target.attachToTarget", `{"targetId":"A1","flatten":true}`)
-	wantPassed(t, v)
-	v.OnReply([]byte(`{"sessionId":"SA1"}`), nil)
-	if !w.conn.isAttached("A1") {
-		t.Error("a successful attach is not recorded")
-	}
-	v = w.cmd(t, "Browser.getWindowForTarget", `{"targetId":"A1"}`)
+	// A successful attach is the relay's to record (Agent.SessionsOn):
+	// TestAttachedIsTheRelays.
+	wantPassed(t, w.cmd(t, "Target.attachToTarget", `{"targetId":"A1","flatten":true}`))
+	v := w.cmd(t, "Browser.getWindowForTarget", `{"targetId":"A1"}`)
 	v.OnReply([]byte(`{"windowId":7,"bounds":{}}`), nil)
 	if !w.reg.OwnsWindow(w.alice, 7) {
 		t.Error("the window of a reply about alice's target is not alice's")
@@ -188,7 +197,7 @@ func TestWindows(t *testing.T) {
 
 func TestListing(t *testing.T) {
 	w := newWorld(t)
-	w.conn.setAttached("A1", true)
+	w.agent.on["SA1"] = "A1"
 	reply := fmt.Sprintf(`{"targetInfos":[
 		{"targetId":"A1","type":"page","url":"http://a.test/","attached":true,"browserContextId":%q},
 		{"targetId":"A3","type":"page","url":"http://a.test/","attached":true,"browserContextId":%q},
@@ -292,7 +301,7 @@ func TestEvents(t *testing.T) {
 	if !see(e) || !strings.Contains(string(e.Params), `"attached":false`) {
 		t.Errorf("the guard's own attachment shows through: %s", e.Params)
 	}
-	w.conn.setAttached("A1", true)
+	w.agent.on["SA1"] = "A1" // the relay's record of alice's attach
 	e = event("Target.targetInfoChanged", "SA", ti("A1", "page", "http://a.test/", w.alice.Primary, true))
 	if !see(e) || !strings.Contains(string(e.Params), `"attached":true`) {
 		t.Errorf("alice's own attachment hidden: %s", e.Params)
@@ -316,8 +325,8 @@ func TestEvents(t *testing.T) {
 		t.Error("targetDestroyed/targetCrashed: want alice's web targets only")
 	}
 
-	if !see(event("Target.detachedFromTarget", "SA", `{"sessionId":"SA1","targetId":"A1"}`)) || w.conn.isAttached("A1") {
-		t.Error("alice's own detach: want shown and the attachment forgotten")
+	if !see(event("Target.detachedFromTarget", "SA", `{"sessionId":"SA1","targetId":"A1"}`)) {
+		t.Error("alice's own detach: want shown (the relay forgets the session)")
 	}
 	if see(event("Target.detachedFromTarget", "SA", `{"sessionId":"SB1","targetId":"B1"}`)) ||
 		see(event("Target.receivedMessageFromTarget", "SA", `{"sessionId":"SB1","message":"{}"}`)) {
@@ -335,8 +344,8 @@ func TestAttachedEvents(t *testing.T) {
 	att := func(session, id, typ, url, ctx string, waiting bool) string {
 		return fmt.Sprintf(`{"sessionId":%q,"targetInfo":{"targetId":%q,"type":%q,"url":%q,"attached":true,"browserContextId":%q},"waitingForDebugger":%v}`, session, id, typ, url, ctx, waiting)
 	}
-	if !see(event("Target.attachedToTarget", "SA", att("SA1", "A1", "page", "http://a.test/", w.alice.Primary, true))) || !w.conn.isAttached("A1") {
-		t.Error("alice's auto-attach to her own tab: want shown and recorded")
+	if !see(event("Target.attachedToTarget", "SA", att("SA1", "A1", "page", "http://a.test/", w.alice.Primary, true))) {
+		t.Error("alice's auto-attach to her own tab: want shown (the relay then records it)")
 	}
 	// A child of alice's own tab, announced on her tab session: hers even
 	// though its context is not in the event (an OOPIF's worker, say).
@@ -408,5 +417,43 @@ func TestListingLoneSurrogate(t *testing.T) {
 	}
 	if len(got.TargetInfos) != 1 || got.TargetInfos[0].TargetID != "A1" {
 		t.Errorf("getTargets filtered to %+v; want alice's A1", got.TargetInfos)
+	}
+}
+
+// TestAttachedIsTheRelays: a target is shown attached to a connection
+// exactly while the relay holds one of its sessions on it. Isolation kept
+// its own count before, raised by both the attach's event and its reply
+// and lowered by the detach once, so a target an agent attached with
+// Target.attachToTarget and detached from stayed "attached" in its
+// Target.getTargets for good.
+func TestAttachedIsTheRelays(t *testing.T) {
+	w := newWorld(t)
+	listed := func() bool {
+		t.Helper()
+		v := w.cmd(t, "Target.getTargets", `{}`)
+		res, _ := v.OnReply([]byte(fmt.Sprintf(`{"targetInfos":[{"targetId":"A1","type":"page","url":"http://a.test/","attached":true,"browserContextId":%q}]}`, w.alice.Primary)), nil)
+		var got struct {
+			TargetInfos []cdpmsg.TargetInfo `json:"targetInfos"`
+		}
+		if err := jsonv2.Unmarshal(res, &got); err != nil || len(got.TargetInfos) != 1 {
+			t.Fatalf("getTargets reply %s: %v", res, err)
+		}
+		return got.TargetInfos[0].Attached
+	}
+	v := w.cmd(t, "Target.attachToTarget", `{"targetId":"A1","flatten":true}`)
+	wantPassed(t, v)
+	w.agent.on["SA1"] = "A1" // the relay records the attach's event
+	if v.OnReply != nil {
+		v.OnReply([]byte(`{"sessionId":"SA1"}`), nil)
+	}
+	if !listed() {
+		t.Error("a target the connection holds a session to is listed unattached")
+	}
+	delete(w.agent.on, "SA1") // the relay ends the session at its detach
+	if !w.iso.Event(w.conn, w.agent, event("Target.detachedFromTarget", "SA", `{"sessionId":"SA1","targetId":"A1"}`)) {
+		t.Error("alice's own detach hidden")
+	}
+	if listed() {
+		t.Error("a target the connection detached from is still listed attached")
 	}
 }

@@ -9,9 +9,9 @@ import (
 )
 
 // filterTargets keeps only the user's web-content targets in a
-// Target.getTargets reply, shown as not attached unless c holds a session
-// to them.
-func (i *Isolator) filterTargets(c *Conn) func(result, errRaw []byte) ([]byte, []byte) {
+// Target.getTargets reply, shown as not attached unless agent a holds a
+// session to them.
+func (i *Isolator) filterTargets(c *Conn, a Agent) func(result, errRaw []byte) ([]byte, []byte) {
 	return func(result, errRaw []byte) ([]byte, []byte) {
 		if len(errRaw) > 0 {
 			return result, errRaw
@@ -32,7 +32,7 @@ func (i *Isolator) filterTargets(c *Conn) func(result, errRaw []byte) ([]byte, [
 			if ctxID != "" && i.o.Users.OwnsContext(c.User, ctxID) && firewall.NotWeb(typ, url) == "" {
 				var id string
 				_ = cdpmsg.UnmarshalBrowser(t["targetId"], &id)
-				if !c.isAttached(id) {
+				if !attached(a, id) {
 					t["attached"] = jsonv2.Value("false")
 				}
 				kept = append(kept, t)
