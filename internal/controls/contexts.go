@@ -46,7 +46,7 @@ func (c *Controls) contextCreated(session, frameID string, id int64, uniq string
 	}
 	c.mu.Unlock()
 	c.d.Worlds.MadeIn(cdptarget.ID(target), cdp.FrameID(frameID), runtime.ExecutionContextID(id))
-	c.taint.created(target, id, time.Now())
+	c.taintCreated(target, id, time.Now())
 	if main {
 		c.poke()
 	}
@@ -90,11 +90,11 @@ func (c *Controls) contextGone(session string, match func(int64, string) bool) {
 	}
 	if len(gone) > 0 {
 		for id := range gone {
-			if c.taint.refusal(target, id) != "" {
+			if p.taintRefusal(id) != "" {
 				p.recover.wasTainted(id) // a recovery may find the same world again
 			}
 		}
-		c.taint.gone(target, func(id int64) bool { return gone[id] })
+		p.untaint(func(id int64) bool { return gone[id] })
 		for id := range gone {
 			delete(p.worlds, id)
 		}

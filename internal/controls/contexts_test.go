@@ -1,6 +1,7 @@
 package controls
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
@@ -49,13 +50,13 @@ func TestControlsContextsByUniqueID(t *testing.T) {
 func TestRecoveryKeepsTaint(t *testing.T) {
 	c := newTest(t)
 	c.contextCreated("S", "T", 4, "u.4")
-	c.taint.mark("T", []int64{4})
+	c.markTainted("T", []int64{4})
 	c.contextGone("S", func(int64, string) bool { return true }) // the late Cleared
-	if c.taint.refusal("T", 4) != "" {
+	if c.taintRefusal("T", 4) != "" {
 		t.Fatal("setup: the Cleared did not forget the taint")
 	}
 	p := c.state("T")
-	if !p.recover.tainted[4] {
+	if !slices.Contains(p.recover.tainted, 4) {
 		t.Fatal("the forgotten tainted context is not remembered for recovery")
 	}
 	// The navigation as the bus delivers it (Page.frameNavigated).

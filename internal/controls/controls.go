@@ -137,8 +137,8 @@ type Controls struct {
 	dbg     debuggers       // agents' debugger sessions (agents.go)
 	wake    chan struct{}
 
-	// recs holds each page's state on the page (internal/pages); the
-	// page's end forgets it and its taints (ended).
+	// recs holds each page's state on the page (internal/pages), its
+	// taints too; the page's end forgets it.
 	recs *pages.Slot[*page]
 	mu   sync.Mutex // before dbg.mu and the Deps' own locks (Pages, recs)
 }
@@ -151,7 +151,10 @@ type page struct {
 	ctxUniq string // ctxID's uniqueId; "" when it was recovered (recover.go)
 	// worlds holds every controls context of the target by id, each with
 	// its frame and uniqueIds (contexts.go).
-	worlds  map[int64]*world
+	worlds map[int64]*world
+	// tainted lists the controls contexts agents may have reached
+	// (taint.go): their binding calls are refused.
+	tainted []int64
 	recover recovery // asking Chrome for a lost main-frame context
 	blocked int
 	recent  []block
@@ -236,7 +239,7 @@ func New(ctx context.Context, d Deps) *Controls {
 		binding: firewall.ReservedPrefix + hex.EncodeToString(b),
 		wake:    make(chan struct{}, 1),
 	}
-	c.recs = pages.NewSlot(c.ended)
+	c.recs = pages.NewSlot[*page](nil)
 	return c
 }
 
@@ -245,14 +248,6 @@ func New(ctx context.Context, d Deps) *Controls {
 func (c *Controls) rec(target string) *page {
 	p, _ := c.recs.Get(c.d.Pages.Page(target))
 	return p
-}
-
-// ended forgets the taints of a destroyed page (its page's end: its state
-// went with it).
-func (c *Controls) ended(pg *pages.Page, _ *page) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.taint.gone(string(pg.ID()), func(int64) bool { return true })
 }
 
 // World returns the controls world's name ("" when off).
@@ -313,7 +308,6 @@ func (c *Controls) PageGone(targetID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.recs.Delete(c.d.Pages.Page(targetID))
-	c.taint.gone(targetID, func(int64) bool { return true })
 }
 
 // OnContextCreated, OnContextDestroyed, OnContextsCleared, OnBindingCalled
@@ -417,7 +411,7 @@ func (c *Controls) FrameNavigated(session, frameID, frameURL string) {
 			// A recovered context is the previous document's.
 			if id := p.ctxID; p.worlds[id] == nil || len(p.worlds[id].uniqs) == 0 {
 				delete(p.worlds, id)
-				c.taint.gone(target, func(i int64) bool { return i == id })
+				p.untaint(func(i int64) bool { return i == id })
 			}
 			p.ctxID = 0
 		}

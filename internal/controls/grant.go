@@ -49,8 +49,8 @@ func (c *Controls) bindingCalled(session string, params []byte) {
 		why = "not a page the guard set up"
 	case p.ContextID == 0 || p.ContextID != pg.ctxID:
 		why = fmt.Sprintf("execution context %d is not the guard's controls world of the page's main frame", p.ContextID)
-	case c.taint.refusal(target, p.ContextID) != "":
-		why = c.taint.refusal(target, p.ContextID)
+	case pg.taintRefusal(p.ContextID) != "":
+		why = pg.taintRefusal(p.ContextID)
 	case pg.explain == nil || !pg.explain.committed:
 		why = "the page is not the explanation page of a blocked navigation"
 	case pg.explain.granted || pg.explain.busy:

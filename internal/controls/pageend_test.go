@@ -13,10 +13,10 @@ func TestPageEndForgetsState(t *testing.T) {
 	c := newTest(t)
 	setup(c, "T", "S")
 	c.contextCreated("S", "T", 4, "u.4")
-	c.taint.mark("T", []int64{4})
+	c.markTainted("T", []int64{4})
 	c.d.Pages.(*pages.Registry).Destroyed("T")
-	if c.state("T") != nil || c.taint.refusal("T", 4) != "" {
-		t.Fatalf("after the page's end: state %v, taint %q", c.state("T"), c.taint.refusal("T", 4))
+	if c.state("T") != nil || c.taintRefusal("T", 4) != "" {
+		t.Fatalf("after the page's end: state %v, taint %q", c.state("T"), c.taintRefusal("T", 4))
 	}
 }
 
@@ -39,7 +39,7 @@ func TestWorldsEndWithPage(t *testing.T) {
 		t.Fatalf("after the page's end: %d pages' states kept", n)
 	}
 	c.Named(&fakeAgent{}, "S", "T", []int64{4, 5})
-	if c.taint.refusal("T", 4)+c.taint.refusal("T", 5) != "" {
+	if c.taintRefusal("T", 4)+c.taintRefusal("T", 5) != "" {
 		t.Error("a context of an ended page was tainted")
 	}
 }

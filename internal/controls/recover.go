@@ -2,6 +2,7 @@ package controls
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -25,11 +26,12 @@ type recovery struct {
 	gen   uint64 // bumped whenever the main-frame context changes
 	busy  bool   // a request is in flight
 	tries int    // requests for this document
-	// tainted holds the ids of tainted controls contexts forgotten in this
-	// document (taint.go): an event that names no context (a late
-	// executionContextsCleared) may have forgotten a world that still
-	// lives, and a recovery that finds it again must not make it clean.
-	tainted map[int64]bool
+	// tainted lists the ids of tainted controls contexts forgotten in this
+	// document (taint.go), a few at most: an event that names no context
+	// (a late executionContextsCleared) may have forgotten a world that
+	// still lives, and a recovery that finds it again must not make it
+	// clean.
+	tainted []int64
 }
 
 func (r *recovery) changed() { r.gen++ }
@@ -37,10 +39,9 @@ func (r *recovery) changed() { r.gen++ }
 func (r *recovery) navigated() { r.gen++; r.tries = 0; r.tainted = nil }
 
 func (r *recovery) wasTainted(id int64) {
-	if r.tainted == nil {
-		r.tainted = map[int64]bool{}
+	if !slices.Contains(r.tainted, id) {
+		r.tainted = append(r.tainted, id)
 	}
-	r.tainted[id] = true
 }
 
 // recoveryAsk is one request for a page's controls world.
@@ -107,9 +108,8 @@ func (c *Controls) recoverWorld(ctx context.Context, r recoveryAsk) {
 	} else {
 		p.worlds[id] = &world{frame: r.target}
 	}
-	c.taint.created(r.target, id, time.Now())
-	if p.recover.tainted[id] {
-		c.taint.mark(r.target, []int64{id})
+	if c.taint.named(r.target, id, time.Now()) || slices.Contains(p.recover.tainted, id) {
+		p.taint([]int64{id})
 	}
 	p.dirty = true
 	c.poke()

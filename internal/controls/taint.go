@@ -40,12 +40,11 @@ const maxContextNotes = 4096
 // and stays in flight until the command's reply; a controls context named
 // by a command in flight when the guard sees it created, or by a command
 // the guard let through while it lives (Named), is tainted: its binding calls
-// are refused.
+// are refused. The taint is the page's (page.tainted), ended with it.
 type worldTaint struct {
-	mu      sync.Mutex
-	notes   []*contextNote            // oldest first
-	lost    time.Time                 // when notes were last dropped for room
-	tainted map[string]map[int64]bool // target → tainted controls contexts
+	mu    sync.Mutex
+	notes []*contextNote // oldest first
+	lost  time.Time      // when notes were last dropped for room
 }
 
 // contextNote is one execution context id an agent command named.
@@ -100,62 +99,76 @@ func (w *worldTaint) note(target string, ids []int64, now time.Time) (done func(
 	}
 }
 
-// created taints the controls context id of target if an agent command
-// naming it (on target, or on a session the guard cannot place) is in
-// flight at now. Call it after the context is recorded as a guard world
-// (Worlds.MadeIn): a command checked before that was noted before.
-func (w *worldTaint) created(target string, id int64, now time.Time) {
+// named reports whether an agent command naming id (on target, or on a
+// session the guard cannot place) is in flight at now, or notes were
+// dropped for room meanwhile: a controls context the guard sees created
+// then is tainted (Controls.taintCreated).
+func (w *worldTaint) named(target string, id int64, now time.Time) bool {
 	w.mu.Lock()
-	named := !w.lost.IsZero() && now.Sub(w.lost) <= worldTaintWindow
+	defer w.mu.Unlock()
+	if !w.lost.IsZero() && now.Sub(w.lost) <= worldTaintWindow {
+		return true
+	}
 	for _, n := range w.notes {
 		if n.id == id && (n.target == "" || n.target == target) && n.inFlight(now) {
-			named = true
+			return true
 		}
 	}
-	w.mu.Unlock()
-	if named {
-		w.mark(target, []int64{id})
+	return false
+}
+
+// taintCreated taints the new controls context id of target if an agent
+// command naming it was in flight (worldTaint.named). Call it after the
+// context is recorded as a guard world (Worlds.MadeIn): a command checked
+// before that was noted before. The caller does not hold c.mu.
+func (c *Controls) taintCreated(target string, id int64, now time.Time) {
+	if c.taint.named(target, id, now) {
+		c.markTainted(target, []int64{id})
 	}
 }
 
-// mark taints ids of target.
-func (w *worldTaint) mark(target string, ids []int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.tainted == nil {
-		w.tainted = map[string]map[int64]bool{}
+// markTainted taints ids of page target's controls contexts.
+func (c *Controls) markTainted(target string, ids []int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.rec(target); p != nil {
+		p.taint(ids)
 	}
-	if w.tainted[target] == nil {
-		w.tainted[target] = map[int64]bool{}
-	}
+}
+
+// taintRefusal returns why a binding call from context id of page target
+// is refused as tainted, or "".
+func (c *Controls) taintRefusal(target string, id int64) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rec(target).taintRefusal(id)
+}
+
+// taint marks ids as tainted on p: a few at most (an agent naming a
+// controls context), so a list. The caller holds Controls.mu.
+func (p *page) taint(ids []int64) {
 	for _, id := range ids {
-		w.tainted[target][id] = true
+		if !slices.Contains(p.tainted, id) {
+			p.tainted = append(p.tainted, id)
+		}
 	}
 }
 
-// refusal returns why a binding call from context id of target is
-// refused, or "".
-func (w *worldTaint) refusal(target string, id int64) string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.tainted[target][id] {
+// taintRefusal returns why a binding call from p's context id is refused,
+// or "" (also for a nil p). The caller holds Controls.mu.
+func (p *page) taintRefusal(id int64) string {
+	if p == nil || !slices.Contains(p.tainted, id) {
 		return ""
 	}
 	return fmt.Sprintf("an agent's command named this page's controls context (execution context %d), so agent code may run in it; reload the page for fresh controls", id)
 }
 
-// gone forgets the taint of target's contexts that match (destroyed: the
-// code in them went with them).
-func (w *worldTaint) gone(target string, match func(int64) bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for id := range w.tainted[target] {
-		if match(id) {
-			delete(w.tainted[target], id)
-		}
-	}
-	if len(w.tainted[target]) == 0 {
-		delete(w.tainted, target)
+// untaint forgets the taint of p's contexts that match (destroyed: the
+// code in them went with them). The caller holds Controls.mu.
+func (p *page) untaint(match func(int64) bool) {
+	p.tainted = slices.DeleteFunc(p.tainted, match)
+	if len(p.tainted) == 0 {
+		p.tainted = nil
 	}
 }
 
@@ -185,25 +198,21 @@ func (c *Controls) Named(a Agent, session, target string, ids []int64) {
 	if target == "" {
 		target, _ = a.TargetOf(session)
 	}
-	var hit []string
-	live := func(t string, p *page) {
+	live := func(p *page) {
 		for _, id := range ids {
 			if _, ok := p.worlds[id]; ok {
-				hit = append(hit, t)
+				p.taint(ids)
 			}
 		}
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if p := c.rec(target); target != "" && p != nil {
-		live(target, p)
+		live(p)
 	} else if target == "" {
-		c.recs.Range(func(pg *pages.Page, p *page) bool {
-			live(string(pg.ID()), p)
+		c.recs.Range(func(_ *pages.Page, p *page) bool {
+			live(p)
 			return true
 		})
-	}
-	c.mu.Unlock()
-	for _, t := range hit {
-		c.taint.mark(t, ids)
 	}
 }

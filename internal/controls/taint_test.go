@@ -20,11 +20,9 @@ func TestWorldTaint(t *testing.T) {
 	// cannot place: tainted.
 	w.note("T1", []int64{2}, t0)
 	w.note("", []int64{3}, t0)
-	w.created("T1", 2, t0.Add(time.Second))
-	w.created("T1", 3, t0.Add(time.Second))
 	for _, id := range []int64{2, 3} {
-		if why := w.refusal("T1", id); !strings.Contains(why, "agent's command named this page's controls context") {
-			t.Errorf("context %d named in flight: refusal %q", id, why)
+		if !w.named("T1", id, t0.Add(time.Second)) {
+			t.Errorf("context %d named in flight: not tainted", id)
 		}
 	}
 
@@ -34,34 +32,36 @@ func TestWorldTaint(t *testing.T) {
 	done()
 	now := time.Now().Add(worldTaintReplyGrace + time.Second)
 	w.note("T3", []int64{5}, now)
-	w.created("T2", 4, now)
-	w.created("T2", 5, now)
-	if why := w.refusal("T2", 4) + w.refusal("T2", 5); why != "" {
-		t.Errorf("clean contexts refused: %q", why)
+	if w.named("T2", 4, now) || w.named("T2", 5, now) {
+		t.Error("clean contexts tainted")
 	}
 	// A reply within the grace still counts (reply and creation come on
 	// different sessions).
 	done = w.note("T4", []int64{6}, time.Now())
 	done()
-	w.created("T4", 6, time.Now())
-	if w.refusal("T4", 6) == "" {
+	if !w.named("T4", 6, time.Now()) {
 		t.Error("a command replied just before the creation did not taint")
 	}
 	// No reply ever: in flight for the window only.
 	w.note("T5", []int64{7}, t0)
-	w.created("T5", 7, t0.Add(worldTaintWindow+time.Second))
-	if w.refusal("T5", 7) != "" {
+	if w.named("T5", 7, t0.Add(worldTaintWindow+time.Second)) {
 		t.Error("a note older than the window tainted")
 	}
 
-	// A destroyed context forgets its taint; pageGone forgets all.
-	w.gone("T1", func(id int64) bool { return id == 2 })
-	if w.refusal("T1", 2) != "" || w.refusal("T1", 3) == "" {
-		t.Error("gone forgot the wrong taint")
+	// A page's taint refuses its binding calls; a destroyed context
+	// forgets its taint, the page's end all (TestPageEndForgetsState).
+	p := &page{}
+	p.taint([]int64{2, 3})
+	if why := p.taintRefusal(2); !strings.Contains(why, "agent's command named this page's controls context") {
+		t.Errorf("a tainted context: refusal %q", why)
 	}
-	w.gone("T1", func(int64) bool { return true })
-	if w.refusal("T1", 3) != "" {
-		t.Error("pageGone left a taint")
+	p.untaint(func(id int64) bool { return id == 2 })
+	if p.taintRefusal(2) != "" || p.taintRefusal(3) == "" {
+		t.Error("untaint forgot the wrong taint")
+	}
+	p.untaint(func(int64) bool { return true })
+	if p.taintRefusal(3) != "" {
+		t.Error("untaint of all left a taint")
 	}
 
 	// A note whose reply never came does not hold up the others: replied
@@ -85,8 +85,7 @@ func TestWorldTaint(t *testing.T) {
 	if len(f.notes) > maxContextNotes {
 		t.Errorf("%d notes kept, bound %d", len(f.notes), maxContextNotes)
 	}
-	f.created("T8", 1, t0.Add(time.Second))
-	if f.refusal("T8", 1) == "" {
+	if !f.named("T8", 1, t0.Add(time.Second)) {
 		t.Error("after dropped notes a new controls context was not tainted")
 	}
 }
@@ -106,20 +105,20 @@ func TestNamed(t *testing.T) {
 		t.Error("no end for the note of a command naming ids")
 	}
 	c.Named(a, "S", "", []int64{7})
-	if c.taint.refusal("T1", 7) == "" {
+	if c.taintRefusal("T1", 7) == "" {
 		t.Error("a live controls context named through the guard's check was not tainted")
 	}
 	c.Named(a, "S", "", []int64{8})
 	c.Named(a, "S", "T2", []int64{7}) // another target's context 7
 	c.Named(a, "S", "T9", []int64{7}) // a page the guard has not set up
-	if c.taint.refusal("T1", 8) != "" || c.taint.refusal("T2", 7) != "" {
+	if c.taintRefusal("T1", 8) != "" || c.taintRefusal("T2", 7) != "" {
 		t.Error("an id with no controls context was tainted")
 	}
 	// The agent knows the session's target: only that page's contexts count.
 	c.state("T2").worlds[9] = &world{frame: "T2"}
 	c.state("T1").worlds[9] = &world{frame: "T1"}
 	c.Named(&fakeAgent{targets: map[string]string{"S2": "T2"}}, "S2", "", []int64{9})
-	if c.taint.refusal("T2", 9) == "" || c.taint.refusal("T1", 9) != "" {
+	if c.taintRefusal("T2", 9) == "" || c.taintRefusal("T1", 9) != "" {
 		t.Error("the agent's own target was not the one tainted")
 	}
 	if c.Note(a, "S", nil) != nil {
