@@ -24,7 +24,7 @@ func BenchmarkScriptParsed(b *testing.B) {
 	w := manyPages()
 	e := ev("A1", "Debugger.scriptParsed", `{"scriptId":"9","executionContextId":1199,"executionContextAuxData":{"frameId":"T99","type":"isolated"}}`)
 	for b.Loop() {
-		if !w.Hide(e) {
+		if !w.HideFrom(nil, e) {
 			b.Fatal("the guard's world script was not hidden")
 		}
 	}
@@ -37,5 +37,36 @@ func BenchmarkFrameDetached(b *testing.B) {
 	e := ev("S1", "Page.frameDetached", `{"frameId":"F1","reason":"remove"}`)
 	for b.Loop() {
 		w.OnFrameDetached(e)
+	}
+}
+
+// BenchmarkContextDestroyed: a page's own context destroyed on an agent's
+// session (every navigation, to every agent with Runtime on), with two
+// guard worlds kept from an agent session on each of 100 pages; placed:
+// the relay places the session, unplaced: every page's record is looked
+// through.
+func BenchmarkContextDestroyed(b *testing.B) {
+	w := manyPages()
+	name := w.NewName("controls")
+	a := agent{}
+	for i := range 100 {
+		s, t := "A"+strconv.Itoa(i), "T"+strconv.Itoa(i)
+		a[s] = t
+		for _, id := range []int{1000 + 2*i, 1001 + 2*i} {
+			w.HideFrom(a, ev(s, "Runtime.executionContextCreated", `{"context":{"id":`+strconv.Itoa(id)+`,"name":"`+name+`","auxData":{"frameId":"`+t+`"}}}`))
+		}
+	}
+	e := ev("A99", "Runtime.executionContextDestroyed", `{"executionContextId":3}`)
+	for _, c := range []struct {
+		name string
+		a    Agent
+	}{{"placed", a}, {"unplaced", nil}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if w.HideFrom(c.a, e) {
+					b.Fatal("a page's own context's destroy was hidden")
+				}
+			}
+		})
 	}
 }

@@ -11,9 +11,10 @@
 // Runtime.executionContextsCleared, Debugger.scriptParsed and
 // Debugger.scriptFailedToParse; on the guard's own page sessions
 // (OnFrameNavigated, OnFrameDetached) Page.frameNavigated and
-// Page.frameDetached. The context ids of a page's guard worlds are a record
-// on its page (internal/pages), which the page's end
-// (Target.targetDestroyed) forgets.
+// Page.frameDetached. The context ids of a page's guard worlds, and those
+// Hide kept from each agent session on the page, are records on its page
+// (internal/pages), which the page's end (Target.targetDestroyed)
+// forgets.
 package worlds
 
 import (
@@ -21,7 +22,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -43,13 +43,14 @@ type Worlds struct {
 	// made holds, on each page, the guard's worlds there (madeOn); its
 	// end forgets them.
 	made *pages.Slot[*madeOn]
+	// hid holds, on the page of each agent session, the guard worlds
+	// whose executionContextCreated Hide kept from that session (hidOn),
+	// so that the matching executionContextDestroyed is kept from it too;
+	// the page's end (its sessions end with it) forgets them.
+	hid *pages.Slot[*hidOn]
 
-	mu    sync.Mutex // before the page registry's lock and made's
+	mu    sync.Mutex // before the page registry's lock, made's and hid's
 	names [][]byte
-	// seen holds, per agent session, the context ids of guard worlds whose
-	// executionContextCreated was kept from that agent, so that the matching
-	// executionContextDestroyed is kept from it too.
-	seen map[string]bool
 	// loose are the worlds made in a frame whose page the registry could
 	// not tell (none when every world is made on a known page).
 	loose madeOn
@@ -75,7 +76,7 @@ func New(d Deps) *Worlds {
 	if d.Pages == nil {
 		d.Pages = pages.New() // no page known but those MadeIn names
 	}
-	return &Worlds{deps: d, seen: map[string]bool{}, made: pages.NewSlot[*madeOn](nil)}
+	return &Worlds{deps: d, made: pages.NewSlot[*madeOn](nil), hid: pages.NewSlot[*hidOn](nil)}
 }
 
 // NewName returns a fresh random world name for purpose and hides it.
@@ -224,12 +225,25 @@ func (w *Worlds) OnFrameDetached(e *cdpmsg.Envelope) {
 	}
 }
 
-// Hide reports whether an event on an agent's session is about a guard
-// world and must not reach the agent. Which events it looks at is their
-// row of the agent event table (firewall.AgentEvent). It runs on the read
-// loop: a byte search first, decoding only events that mention a guard
-// world.
-func (w *Worlds) Hide(e *cdpmsg.Envelope) bool {
+// Agent is the agent connection an event came on (relay.Agent).
+type Agent interface {
+	// TargetOf returns the target of one of the agent's sessions; ok is
+	// false for a session the relay does not place (a page connection's
+	// own session).
+	TargetOf(sessionID string) (target string, ok bool)
+}
+
+// Hide is HideFrom with no agent to place the event's session: a
+// destroyed context's session is then looked for on every page's record.
+// The guard's wiring calls it until it passes the agent.
+func (w *Worlds) Hide(e *cdpmsg.Envelope) bool { return w.HideFrom(nil, e) }
+
+// HideFrom reports whether an event on one of agent a's sessions is about
+// a guard world and must not reach the agent. Which events it looks at is
+// their row of the agent event table (firewall.AgentEvent). It runs on
+// the read loop: a byte search first, decoding only events that mention a
+// guard world.
+func (w *Worlds) HideFrom(a Agent, e *cdpmsg.Envelope) bool {
 	switch firewall.AgentEvent(e.Method) {
 	case firewall.EvContextCreated:
 		if !w.mentioned(e.Params) {
@@ -237,8 +251,11 @@ func (w *Worlds) Hide(e *cdpmsg.Envelope) bool {
 		}
 		var p struct {
 			Context struct {
-				ID   int64  `json:"id"`
-				Name string `json:"name"`
+				ID      int64  `json:"id"`
+				Name    string `json:"name"`
+				AuxData struct {
+					FrameID string `json:"frameId"`
+				} `json:"auxData"`
 			} `json:"context"`
 		}
 		if cdpmsg.UnmarshalBrowser(e.Params, &p) != nil {
@@ -248,8 +265,8 @@ func (w *Worlds) Hide(e *cdpmsg.Envelope) bool {
 			return false
 		}
 		w.mu.Lock()
-		w.seen[worldKey(e.SessionID, p.Context.ID)] = true
-		w.mu.Unlock()
+		defer w.mu.Unlock()
+		w.hide(w.sessionPage(a, e.SessionID, p.Context.AuxData.FrameID), e.SessionID, p.Context.ID)
 		return true
 	case firewall.EvContextDestroyed:
 		var p struct {
@@ -258,15 +275,13 @@ func (w *Worlds) Hide(e *cdpmsg.Envelope) bool {
 		if cdpmsg.UnmarshalBrowser(e.Params, &p) != nil {
 			return false
 		}
-		k := worldKey(e.SessionID, p.ID)
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if w.seen[k] {
-			delete(w.seen, k)
-			return true
-		}
+		return w.unhide(w.sessionPage(a, e.SessionID, ""), e.SessionID, func(id int64) bool { return id == p.ID })
 	case firewall.EvContextsCleared:
-		w.forgetSession(e.SessionID)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.unhide(w.sessionPage(a, e.SessionID, ""), e.SessionID, func(int64) bool { return true })
 	case firewall.EvScriptParsed:
 		if !bytes.Contains(e.Params, []byte(`"isolated"`)) {
 			return false
@@ -318,19 +333,6 @@ func (w *Worlds) madeInFrame(frameID string, id int64) bool {
 	return found
 }
 
-// forgetSession drops what Hide remembered for an agent session whose
-// contexts are all gone.
-func (w *Worlds) forgetSession(session string) {
-	prefix := session + "\x00"
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for k := range w.seen {
-		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
-			delete(w.seen, k)
-		}
-	}
-}
-
 func (w *Worlds) mentioned(params []byte) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -340,8 +342,4 @@ func (w *Worlds) mentioned(params []byte) bool {
 		}
 	}
 	return false
-}
-
-func worldKey(session string, id int64) string {
-	return session + "\x00" + strconv.FormatInt(id, 10)
 }

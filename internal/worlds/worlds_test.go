@@ -17,7 +17,12 @@ func ev(session, method, params string) *cdpmsg.Envelope {
 }
 
 func TestHide(t *testing.T) {
-	w := New(Deps{})
+	reg := pages.New()
+	for _, id := range []string{"TA", "TB", "TC"} {
+		reg.Track(id, "C")
+	}
+	w := New(Deps{Pages: reg})
+	a := agent{"A": "TA", "B": "TB", "C": "TC"}
 	name := w.NewName("reader")
 	if !strings.HasPrefix(name, "cdpguard_reader_") || !w.IsName(name) || w.IsName("cdpguard_reader_") || w.NewName("reader") == name {
 		t.Fatalf("NewName = %q: not a fresh hidden name with the reserved prefix", name)
@@ -39,24 +44,24 @@ func TestHide(t *testing.T) {
 		{ev("A", "Page.frameNavigated", `{"frame":{"name":"`+name+`"}}`), false},
 	}
 	for i, c := range cases {
-		if got := w.Hide(c.e); got != c.hide {
+		if got := w.HideFrom(a, c.e); got != c.hide {
 			t.Errorf("case %d (%s %s): Hide = %v, want %v", i, c.e.Method, c.e.Params, got, c.hide)
 		}
 	}
-	w.Hide(ev("C", "Runtime.executionContextCreated", `{"context":{"id":3,"name":"`+name+`"}}`))
-	w.Hide(ev("C", "Runtime.executionContextsCleared", `{}`))
-	if w.Hide(ev("C", "Runtime.executionContextDestroyed", `{"executionContextId":3}`)) || len(w.seen) != 0 {
-		t.Errorf("executionContextsCleared did not forget the session's worlds: %v", w.seen)
+	w.HideFrom(a, ev("C", "Runtime.executionContextCreated", `{"context":{"id":3,"name":"`+name+`"}}`))
+	w.HideFrom(a, ev("C", "Runtime.executionContextsCleared", `{}`))
+	if w.HideFrom(a, ev("C", "Runtime.executionContextDestroyed", `{"executionContextId":3}`)) || w.hiddenCount() != 0 {
+		t.Errorf("executionContextsCleared did not forget the session's worlds: %d kept", w.hiddenCount())
 	}
 	w.madeIn("", "F1", 5)
 	parsed := func(ctx int, frame string) *cdpmsg.Envelope {
 		return ev("A", "Debugger.scriptParsed", `{"scriptId":"1","executionContextId":`+strconv.Itoa(ctx)+`,"executionContextAuxData":{"isDefault":false,"type":"isolated","frameId":"`+frame+`"}}`)
 	}
-	if !w.Hide(parsed(5, "F1")) || w.Hide(parsed(5, "F2")) || w.Hide(parsed(6, "F1")) {
+	if !w.HideFrom(a, parsed(5, "F1")) || w.HideFrom(a, parsed(5, "F2")) || w.HideFrom(a, parsed(6, "F1")) {
 		t.Error("Debugger.scriptParsed: the guard world's scripts are not hidden, or others are")
 	}
 	w.OnFrameNavigated(ev("S", "Page.frameNavigated", `{"frame":{"id":"F1","url":"https://a.test/"}}`))
-	if w.Hide(parsed(5, "F1")) {
+	if w.HideFrom(a, parsed(5, "F1")) {
 		t.Error("Page.frameNavigated did not forget the frame's worlds")
 	}
 }
@@ -206,4 +211,63 @@ type sessions map[string]string
 
 func (s sessions) SessionTarget(_ context.Context, _ *relay.Agent, session string) string {
 	return s[session]
+}
+
+// agent places an agent's sessions on targets, as the relay does.
+type agent map[string]string
+
+func (a agent) TargetOf(session string) (string, bool) {
+	t, ok := a[session]
+	return t, ok
+}
+
+// hiddenCount returns how many guard worlds Hide remembers keeping from
+// agent sessions, on every page.
+func (w *Worlds) hiddenCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	w.hid.Range(func(_ *pages.Page, on *hidOn) bool {
+		n += len(on.hid)
+		return true
+	})
+	return n
+}
+
+// TestHiddenEndsWithPage: what Hide kept from an agent session is a
+// record on the session's page, ended with it. Before, a session that
+// ended with no executionContextsCleared (its page closed, its agent
+// left or detached) was remembered for the guard's life. A page
+// connection's own session, which the relay does not place, is recorded
+// on the page of the context's frame, and its destroy still finds it.
+func TestHiddenEndsWithPage(t *testing.T) {
+	reg := pages.New()
+	for _, id := range []string{"T", "U"} {
+		reg.Track(id, "C")
+	}
+	w := New(Deps{Pages: reg})
+	name := w.NewName("controls")
+	created := func(session string, id int, frame string) *cdpmsg.Envelope {
+		return ev(session, "Runtime.executionContextCreated", `{"context":{"id":`+strconv.Itoa(id)+`,"name":"`+name+`","auxData":{"frameId":"`+frame+`"}}}`)
+	}
+	a := agent{"S1": "T", "S2": "U"}
+	for _, e := range []*cdpmsg.Envelope{created("S1", 4, "T"), created("S1", 5, "T"), created("S2", 4, "U"), created("P", 6, "U")} {
+		if !w.HideFrom(a, e) {
+			t.Fatalf("a guard world shown: %s", e.Params)
+		}
+	}
+	if n := w.hiddenCount(); n != 4 {
+		t.Fatalf("%d hidden worlds remembered, want 4", n)
+	}
+	reg.Destroyed("T")
+	if n := w.hiddenCount(); n != 2 {
+		t.Fatalf("after T's end %d hidden worlds remembered, want U's 2", n)
+	}
+	if !w.HideFrom(a, ev("S2", "Runtime.executionContextDestroyed", `{"executionContextId":4}`)) ||
+		!w.HideFrom(a, ev("P", "Runtime.executionContextDestroyed", `{"executionContextId":6}`)) {
+		t.Error("the destroy of a guard world kept from a session of U was shown")
+	}
+	if n := w.hiddenCount(); n != 0 {
+		t.Errorf("%d hidden worlds remembered after their destroys, want 0", n)
+	}
 }
