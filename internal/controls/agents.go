@@ -2,7 +2,6 @@ package controls
 
 import (
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp/jsonv2"
@@ -53,9 +52,9 @@ func (c *Controls) AgentCommand(cmd Command, kind firewall.ControlsRule) ReplyHo
 	now := time.Now()
 	switch kind {
 	case firewall.CtlDebuggerOn:
-		c.dbg.set(cmd.Agent, cmd.User, cmd.Session, true)
+		c.dbg.set(c.sessionPage(cmd.Agent, cmd.Session), cmd.Agent, cmd.User, cmd.Session, true)
 	case firewall.CtlDebuggerOff:
-		c.dbg.set(cmd.Agent, cmd.User, cmd.Session, false)
+		c.dbg.set(c.sessionPage(cmd.Agent, cmd.Session), cmd.Agent, cmd.User, cmd.Session, false)
 		// A handler the agent kept paused runs on now: as right after
 		// input (e2e TestTimed/RedTeamControls/debugger-pause).
 		c.input.Begin(quiet.User(cmd.User), now)()
@@ -69,7 +68,7 @@ func (c *Controls) AgentCommand(cmd Command, kind firewall.ControlsRule) ReplyHo
 		if len(cmd.Params) > 0 && jsonv2.Unmarshal(cmd.Params, &p) != nil {
 			return nil
 		}
-		if c.dbg.detach(cmd.Agent, p.SessionID) {
+		if c.dbg.detach(c.sessionPage(cmd.Agent, p.SessionID), cmd.Agent, p.SessionID) {
 			return endOnReply(c.input.Begin(quiet.User(cmd.User), now))
 		}
 	case firewall.CtlInput:
@@ -144,101 +143,6 @@ func (c *Controls) AgentGone(a Agent) {
 	if user, on := c.dbg.gone(a); on {
 		c.input.Begin(quiet.User(user), time.Now())()
 	}
-}
-
-// debuggers records, per agent, the sessions where it has the Debugger
-// domain enabled.
-type debuggers struct {
-	mu sync.Mutex
-	m  map[Agent]*agentDebugger
-}
-
-type agentDebugger struct {
-	user     string
-	sessions map[string]bool
-}
-
-// set records whether agent a (of user) has the debugger on in session.
-func (d *debuggers) set(a Agent, user, session string, on bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ad := d.m[a]
-	if !on {
-		if ad != nil {
-			delete(ad.sessions, session)
-		}
-		return
-	}
-	if d.m == nil {
-		d.m = map[Agent]*agentDebugger{}
-	}
-	if ad == nil {
-		ad = &agentDebugger{user: user, sessions: map[string]bool{}}
-		d.m[a] = ad
-	}
-	ad.sessions[session] = true
-}
-
-// detach forgets session's debugger and reports whether it was on.
-func (d *debuggers) detach(a Agent, session string) bool {
-	if session == "" {
-		return false
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ad := d.m[a]
-	if ad == nil {
-		return false
-	}
-	on := ad.sessions[session]
-	delete(ad.sessions, session)
-	return on
-}
-
-// gone forgets agent a and reports its user and whether it had the
-// debugger on anywhere.
-func (d *debuggers) gone(a Agent) (user string, on bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ad := d.m[a]
-	delete(d.m, a)
-	if ad == nil {
-		return "", false
-	}
-	return ad.user, len(ad.sessions) > 0
-}
-
-// debugging returns why a grant on a page of user owner must wait while
-// one of that user's agents has the JavaScript debugger enabled, or "".
-// Another user's debugger cannot reach the page (users never share a
-// renderer); on a page of no user (known false) every agent's counts.
-// Agents are asked whether they still own a session outside d.mu.
-func (d *debuggers) debugging(owner string, known bool) string {
-	type held struct {
-		a        Agent
-		sessions []string
-	}
-	var all []held
-	d.mu.Lock()
-	for a, ad := range d.m {
-		if known && ad.user != owner {
-			continue
-		}
-		h := held{a: a}
-		for s := range ad.sessions {
-			h.sessions = append(h.sessions, s)
-		}
-		all = append(all, h)
-	}
-	d.mu.Unlock()
-	for _, h := range all {
-		for _, s := range h.sessions {
-			if h.a.Owns(s) { // a detached session's debugger went with it
-				return "an agent has the JavaScript debugger enabled (Debugger.enable): its breakpoints can run code in any script, the controls' too"
-			}
-		}
-	}
-	return ""
 }
 
 // scrubGuardScript answers Debugger.getScriptSource with an error when the

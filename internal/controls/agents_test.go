@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cdpguard/cdpguard/internal/firewall"
+	"github.com/cdpguard/cdpguard/internal/pages"
 	"github.com/cdpguard/cdpguard/js"
 )
 
@@ -39,7 +40,7 @@ func TestDetachDebuggerCountsAsInput(t *testing.T) {
 	if why := c.input.Busy("", false, time.Now()); !strings.Contains(why, "before the click") {
 		t.Errorf("no quiet window after the detach: %q", why)
 	}
-	if c.dbg.detach(a, "S1") {
+	if c.dbg.detach(c.sessionPage(a, "S1"), a, "S1") {
 		t.Error("the detached session's debugger is still recorded")
 	}
 }
@@ -127,6 +128,32 @@ func TestDebuggerBlocksOwnUser(t *testing.T) {
 	}
 	if c.input.Busy("alice", true, time.Now()) == "" {
 		t.Error("an agent gone with the debugger on did not start the quiet window")
+	}
+}
+
+// TestDebuggerEndsWithPage: the debugger of an agent's session the relay
+// places is a record on the session's page, ended with it (the session
+// ends with its page); the agent's record, and a debugger on a session
+// no page holds, end with the agent.
+func TestDebuggerEndsWithPage(t *testing.T) {
+	c := newTest(t)
+	c.d.Pages.(*pages.Registry).Track("T", "C")
+	a := &fakeAgent{owned: map[string]bool{"S1": true, "P": true}, targets: map[string]string{"S1": "T"}}
+	watch(c, a, "alice", "Debugger.enable", "S1", `{}`)
+	pg := c.d.Pages.Page("T")
+	if rec, ok := c.dbg.on.Get(pg); !ok || len(rec.on) != 1 || c.dbg.debugging("alice", true) == "" {
+		t.Fatal("the debugger on a session of page T is not recorded on T")
+	}
+	c.d.Pages.(*pages.Registry).Destroyed("T")
+	if _, ok := c.dbg.on.Get(pg); ok || c.dbg.debugging("alice", true) != "" {
+		t.Fatal("the debugger of a session of an ended page still counts")
+	}
+	watch(c, a, "alice", "Debugger.enable", "P", `{}`) // a page connection's own session
+	if c.dbg.debugging("alice", true) == "" {
+		t.Fatal("the debugger on a session no page holds does not count")
+	}
+	if user, on := c.dbg.gone(a); user != "alice" || !on || c.dbg.debugging("alice", true) != "" {
+		t.Errorf("the agent's end: user %q, on %v; its debugger still counts: %q", user, on, c.dbg.debugging("alice", true))
 	}
 }
 

@@ -134,7 +134,7 @@ type Controls struct {
 	binding string          // the binding's random name, exposed in the controls world only
 	input   quiet.Tracker   // agents' input, debugger and window moves (internal/quiet)
 	taint   worldTaint      // controls contexts agents may have reached (taint.go)
-	dbg     debuggers       // agents' debugger sessions (agents.go)
+	dbg     debuggers       // agents' debugger sessions, on their pages (debuggers.go)
 	wake    chan struct{}
 
 	// recs holds each page's state on the page (internal/pages), its
@@ -238,6 +238,7 @@ func New(ctx context.Context, d Deps) *Controls {
 		ctx:     ctx,
 		binding: firewall.ReservedPrefix + hex.EncodeToString(b),
 		wake:    make(chan struct{}, 1),
+		dbg:     newDebuggers(),
 	}
 	c.recs = pages.NewSlot[*page](nil)
 	return c
