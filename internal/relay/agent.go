@@ -38,34 +38,6 @@ type CloseError struct {
 
 func (e *CloseError) Error() string { return e.Reason }
 
-// Verdict is what Hooks.Intercept decides about one agent command. The zero
-// Verdict forwards the command unchanged.
-type Verdict struct {
-	// Refuse, when set, answers the command with a CDP error carrying this
-	// message; nothing reaches the browser.
-	Refuse string
-	// Local, when set, answers the command with this result; nothing reaches
-	// the browser.
-	Local []byte
-	// Params, when set, replaces the command's params.
-	Params []byte
-	// OnReply, when set, may rewrite the browser's reply.
-	OnReply func(result, errRaw []byte) ([]byte, []byte)
-	// Method, when set, replaces the command's method; the reply is
-	// handled as the reply to Method (e.g. a browser-level session).
-	Method string
-}
-
-// Command is an agent command as Hooks.Intercept sees it.
-type Command struct {
-	Method string
-	Params []byte
-	// SessionID is the browser session the command goes to; Browser is true
-	// when that is one of the agent's browser-level sessions.
-	SessionID string
-	Browser   bool
-}
-
 // Hooks are the owner's side of one agent connection (the guard's
 // admission of it, internal/admission): what judges its commands and
 // events, and what is told of its activity, its bounds and its end. None
@@ -489,3 +461,27 @@ func (a *Agent) visible(session string) string {
 
 // Close ends the agent connection with a reason.
 func (a *Agent) Close(code int, reason string) { a.closeWith(code, reason) }
+
+// closeWith ends the agent with code and reason; it reports whether this
+// call did (the first close wins).
+func (a *Agent) closeWith(code int, reason string) bool {
+	return a.closeThen(code, reason, nil)
+}
+
+// closeThen is closeWith that, when this call is the one that closes, runs
+// first (when not nil) before the agent's end is signalled.
+func (a *Agent) closeThen(code int, reason string, first func()) bool {
+	closed := false
+	a.closeMu.Do(func() {
+		closed = true
+		if reason != "" {
+			a.closeErr = errors.New(reason)
+		}
+		a.closeCode = code
+		if first != nil {
+			first()
+		}
+		close(a.quit)
+	})
+	return closed
+}

@@ -134,7 +134,6 @@ func (m *Mux) Run() error {
 			m.log.Warn("undecodable message from browser", "err", err)
 			continue
 		}
-		e.DecodeSessions()
 		m.route(e)
 	}
 }
@@ -184,6 +183,9 @@ func (m *Mux) route(e *cdpmsg.Envelope) {
 		p.agent.deliverReply(p, e)
 		return
 	}
+	// An event: the two that make and end sessions are decoded here,
+	// once, for the guard's books and the agent's (a reply needs neither).
+	e.DecodeSessions()
 	if e.SessionID == "" {
 		m.trackGuardSession(e)
 		m.guard(e)

@@ -1,6 +1,15 @@
 package relay
 
-import "github.com/cdpguard/cdpguard/internal/cdpmsg"
+import (
+	"slices"
+
+	"github.com/cdpguard/cdpguard/internal/cdpmsg"
+)
+
+// This file holds an agent's sessions: learned from the events and
+// replies that attach them, ended when Chrome ends them (their commands
+// in flight settled, endSessions), and all forgotten and detached at the
+// agent's end (cleanup).
 
 // sessionTarget is what one of an agent's target sessions is attached to,
 // and the session that attached it (where a detach must be sent).
@@ -142,4 +151,120 @@ func (a *Agent) own(session string, browser bool) {
 	a.m.mu.Lock()
 	a.m.sessions[session] = a
 	a.m.mu.Unlock()
+}
+
+// targetClosedMessage is the error a command whose session ended is settled
+// with inside the guard (its reply hook sees it), in Chrome's words
+// (content/browser/devtools/devtools_session.cc, chromium/chromium at
+// 00a7bd264b02: kTargetClosedMessage, sent by
+// DevToolsSession::ClearPendingMessages as a ServerError, code -32000).
+//
+// The agent gets no answer to such a command, as from Chrome: a session
+// that detaches, or whose target closes, drops its commands in flight
+// without a word (DevToolsAgentHostImpl::DetachInternal disposes of the
+// session; measured in e2e TestRelayIDsPerSession). Clients end them
+// themselves when told of the detach, and tell that case apart: Puppeteer
+// rejects them with its TargetCloseError, which it ignores while setting
+// up a target that closes at once, where an answer from the guard would
+// be a ProtocolError it throws (docs/decisions/2026-12-07-ids-per-session.md).
+// Chrome's own answers (a crashed page that is reloaded answers its
+// commands "Target crashed") are forwarded like any reply.
+const targetClosedMessage = "Inspected target navigated or closed"
+
+// endSessions forgets the agent's sessions that Chrome ended (detached
+// with their parent, or their target closed or crashed) and settles each
+// of their commands still in flight (settleLost), freeing its id; the mux
+// forgets the command, so a late reply from the browser is not
+// delivered. It runs on the mux read loop, before the event that tells
+// the agent the session ended.
+func (a *Agent) endSessions(ended []string) {
+	a.mu.Lock()
+	gone := make(map[string]bool, len(ended))
+	for _, s := range ended {
+		gone[s] = true
+		delete(a.targets, s)
+		delete(a.owned, s)
+		delete(a.browsers, s)
+	}
+	var bids []int64
+	for k, bid := range a.inflight {
+		if gone[k.session] {
+			delete(a.inflight, k)
+			bids = append(bids, bid)
+		}
+	}
+	a.mu.Unlock()
+	var lost []*pending
+	a.m.mu.Lock()
+	for _, s := range ended {
+		if a.m.sessions[s] == a {
+			delete(a.m.sessions, s)
+		}
+	}
+	slices.Sort(bids) // in the order sent
+	for _, bid := range bids {
+		// A command whose reply the read loop already took is answered
+		// by that reply; this loop is the read loop, so none is half-way.
+		if p := a.m.pending[bid]; p != nil && p.agent == a {
+			delete(a.m.pending, bid)
+			lost = append(lost, p)
+		}
+	}
+	a.m.mu.Unlock()
+	for _, p := range lost {
+		a.settleLost(p)
+	}
+}
+
+// settleLost ends a command whose session ended inside the guard: its
+// reply hook sees Chrome's error (state kept for the command, such as the
+// controls' record of an agent's input, ends with it) and its slot of the
+// user's window is free. The agent is not answered (targetClosedMessage).
+func (a *Agent) settleLost(p *pending) {
+	a.releaseSlot(p)
+	if p.hook != nil {
+		p.hook(nil, cdpmsg.AppendErrorObject(nil, cdpmsg.CodeServerError, targetClosedMessage))
+	}
+	select { // one fewer command owes a reply (waitRoom)
+	case a.replied <- struct{}{}:
+	default:
+	}
+}
+
+// cleanup forgets the agent's sessions and detaches its browser sessions.
+func (a *Agent) cleanup() {
+	a.mu.Lock()
+	a.closed = true
+	if a.pauseTimer != nil {
+		a.pauseTimer.Stop()
+	}
+	owned := a.owned
+	browsers := a.browsers
+	a.owned, a.browsers = map[string]bool{}, map[string]bool{}
+	a.mu.Unlock()
+	a.m.mu.Lock()
+	for s := range owned {
+		if a.m.sessions[s] == a {
+			delete(a.m.sessions, s)
+		}
+	}
+	var lost []*pending
+	for id, p := range a.m.pending {
+		if p.agent == a {
+			delete(a.m.pending, id)
+			lost = append(lost, p)
+		}
+	}
+	delete(a.m.agents, a)
+	closed := a.m.closed
+	a.m.mu.Unlock()
+	for _, p := range lost { // their reply hooks end what they began (the controls' record of input in flight)
+		a.settleLost(p)
+	}
+	if closed {
+		return
+	}
+	for s := range browsers {
+		_ = a.m.Send("", "Target.detachFromTarget", map[string]any{"sessionId": s})
+	}
 }

@@ -6,6 +6,13 @@ import (
 	"time"
 )
 
+// This file holds what one command costs its agent and its user on its
+// way to the browser, and what its answer gives back: the rate limits
+// (the agent's token bucket and its user's, Share), the user's window of
+// commands waiting in the browser (a slot, freed on the reply), and the
+// agent's commands in flight by (session, id), freed on the reply. The
+// bytes its reply takes in the agent's queue are bytes.go's.
+
 // Defaults of a user's share of the browser connection.
 const (
 	// DefaultUserRate bounds the commands per second of all of one user's
@@ -106,4 +113,39 @@ func takeToken(tokens *float64, refill *time.Time, rate int, now time.Time) bool
 	}
 	*tokens--
 	return true
+}
+
+// allow takes one token from the agent's bucket.
+func (a *Agent) allow() bool {
+	if a.opts.Rate < 0 {
+		return true
+	}
+	return takeToken(&a.tokens, &a.refill, a.opts.Rate, time.Now())
+}
+
+// releaseSlot frees the user's window slot p holds, if any.
+func (a *Agent) releaseSlot(p *pending) {
+	if p.slot && a.opts.Share != nil {
+		p.slot = false
+		a.opts.Share.release()
+	}
+}
+
+// inflightKey names one agent command in flight. CDP ids are unique within
+// a session, not within a connection: Puppeteer up to 23 numbers each
+// CDPSession's commands from 1, so two sessions of one connection may have
+// the same id in flight at once, as Chrome allows.
+type inflightKey struct {
+	session string // the browser session the command went to
+	id      int64  // the agent's own id
+}
+
+// doneID frees an agent's (session, id) once its command is answered,
+// unless the pair now stands for a later command (browser id bid).
+func (a *Agent) doneID(key inflightKey, bid int64) {
+	a.mu.Lock()
+	if a.inflight[key] == bid {
+		delete(a.inflight, key)
+	}
+	a.mu.Unlock()
 }
