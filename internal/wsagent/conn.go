@@ -6,7 +6,6 @@ package wsagent
 
 import (
 	"bufio"
-	"context"
 	"net"
 	"net/http"
 	"time"
@@ -29,13 +28,6 @@ type wsAgentConn struct {
 	writeTimeout time.Duration
 	onStall      func()
 	rx           *receiver
-}
-
-func (w *wsAgentConn) Read(ctx context.Context) ([]byte, error) {
-	if w.rx == nil { // tests that made the connection themselves
-		w.rx = &receiver{c: w.c, raw: w.raw, timeout: DefaultReceiveTimeout}
-	}
-	return w.rx.read(ctx)
 }
 
 func (w *wsAgentConn) Close(code int, reason string) error {

@@ -73,6 +73,15 @@ type receiver struct {
 	reason   string      // the close reason when expired (set before expired)
 }
 
+// Read returns the agent's next message (relay.AgentConn), read by the
+// connection's receiver.
+func (w *wsAgentConn) Read(ctx context.Context) ([]byte, error) {
+	if w.rx == nil { // tests that made the connection themselves
+		w.rx = &receiver{c: w.c, raw: w.raw, timeout: DefaultReceiveTimeout}
+	}
+	return w.rx.read(ctx)
+}
+
 // read returns the next text message.
 func (r *receiver) read(ctx context.Context) ([]byte, error) {
 	r.releaseHeld()
