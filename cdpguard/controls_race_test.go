@@ -13,7 +13,7 @@ import (
 	"github.com/cdpguard/cdpguard/e2e/cdptest"
 )
 
-// TestControlsWorldRace: an agent that races worldCommand into the
+// TestControlsWorldRace: an agent that races the worlds stage into the
 // controls world (Runtime.evaluate with guessed contextIds while its tab
 // navigates to a blocked URL, before the guard has read the world's
 // executionContextCreated) and forges a "trusted" click through the

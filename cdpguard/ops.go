@@ -10,9 +10,7 @@ import (
 	"github.com/cdpguard/cdpguard/internal/bounds"
 	"github.com/cdpguard/cdpguard/internal/egress"
 	"github.com/cdpguard/cdpguard/internal/fetchdomain"
-	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/policy"
-	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/scopes"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
@@ -49,15 +47,6 @@ func (g *Guard) logFetchBlock(b fetchdomain.Block, key string, owned bool) {
 // refused; the user is known only on a user's own listener.
 func (g *Guard) logProxyRefusal(r egress.Refusal) {
 	blocklog.Proxy(g.log, r, scopes.FromTag(r.Tag).Key())
-}
-
-// countRefusal counts an agent command the guard refused, by the firewall
-// row that refused it (firewall.RefusalLabel).
-func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
-	if v.Refuse != "" {
-		g.metrics.CDPRefused.WithLabelValues(firewall.RefusalLabel(cmd.Method, cmd.Browser)).Inc()
-	}
-	return v
 }
 
 // useEndpoint records the address a Supervisor serves the endpoint on,

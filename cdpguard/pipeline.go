@@ -3,6 +3,8 @@ package cdpguard
 import (
 	"context"
 
+	"github.com/cdpguard/cdpguard/internal/clip"
+	"github.com/cdpguard/cdpguard/internal/controls"
 	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/worlds"
@@ -10,7 +12,7 @@ import (
 
 // commandStages is the one path of every agent command, in order. The
 // firewall's row of the command is looked up once, before the first stage
-// (agentCommand). Each stage either ends the command with its verdict (a
+// (commandPipeline.Intercept). Each stage either ends the command with its verdict (a
 // refusal, a local answer, a rewrite that is the whole verdict) or calls
 // c.next for the verdict of the stages after it and returns that, possibly
 // combined with its own (relay.Combine). So a stage listed earlier sees
@@ -56,33 +58,73 @@ func (c *agentCommand) next(g *Guard, ctx context.Context) relay.Verdict {
 	return s.run(g, ctx, c)
 }
 
-// judgeCommand runs cmd through commandStages.
-func (g *Guard) judgeCommand(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
+// commandPipeline runs every agent command through commandStages, whatever
+// the agent's kind (admission.Pipeline).
+type commandPipeline struct{ g *Guard }
+
+// Intercept judges one agent command: the firewall's row of the command is
+// looked up once, the stages run in order, and a refusal is counted by its
+// row. Refusals name the rule; the connection stays usable.
+func (p commandPipeline) Intercept(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
+	g := p.g
 	c := &agentCommand{Command: cmd, agent: a, st: st, stages: commandStages[:]}
 	c.rule, c.name = firewall.Lookup(cmd.Method, cmd.Browser)
-	return c.next(g, ctx)
+	v := g.countRefusal(cmd, c.next(g, ctx))
+	if v.Refuse != "" || cmd.Browser {
+		// Debug: which methods clients send on the browser session, and
+		// what the guard refused (e2e TestClients records them).
+		g.log.Debug("agent command", "method", cmd.Method, "browserLevel", cmd.Browser, "refused", v.Refuse, "user", clip.String(st.User.Key))
+	}
+	return v
 }
 
-// controlsStage lets the controls follow the commands a grant depends on
-// once the later stages let them through (agentWatch).
+// countRefusal counts an agent command the guard refused, by the firewall
+// row that refused it (firewall.RefusalLabel).
+func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
+	if v.Refuse != "" {
+		g.metrics.CDPRefused.WithLabelValues(firewall.RefusalLabel(cmd.Method, cmd.Browser)).Inc()
+	}
+	return v
+}
+
+// controlsStage shows the controls a command the later stages let
+// through, as the firewall row's controls column says (Rule.Controls;
+// internal/controls/agents.go): the input and debugger commands a grant
+// depends on. Other rows, refused and locally answered commands pass.
 func (g *Guard) controlsStage(ctx context.Context, c *agentCommand) relay.Verdict {
-	return g.agentWatch(c.agent, c.st, c.Command, c.rule, c.next(g, ctx))
+	v := c.next(g, ctx)
+	if c.rule.Controls == firewall.CtlNone || v.Refuse != "" || v.Local != nil {
+		return v
+	}
+	var user string
+	if c.st.User != nil {
+		user = c.st.User.Key
+	}
+	hook := g.ctl.AgentCommand(controls.Command{Agent: c.agent, User: user, Session: c.SessionID, Params: c.Params}, c.rule.Controls)
+	if hook == nil {
+		return v
+	}
+	return relay.Combine(relay.Verdict{OnReply: hook}, v)
 }
 
-// browserTargetStage turns an attach to the browser's own target into a
-// browser session of the agent's own (targets.Record.AttachBrowser).
+// browserTargetStage turns an attach to the browser's own target (the
+// AttachTarget row) into a browser session of the agent's own
+// (targets.Record.AttachBrowser).
 func (g *Guard) browserTargetStage(ctx context.Context, c *agentCommand) relay.Verdict {
-	if v, done := g.targets.AttachBrowser(c.Command, c.rule.Action); done {
-		return v
+	if c.rule.Action == firewall.AttachTarget {
+		if v, done := g.targets.AttachBrowser(c.Command); done {
+			return v
+		}
 	}
 	return c.next(g, ctx)
 }
 
 // worldsStage refuses commands that name one of the guard's hidden worlds
-// and keeps the note of the context ids a passed command names until its
-// reply (worldCommand, worlds.WithNamed).
+// by context id (worlds.Worlds.Command; by name it is the firewall's
+// RefuseReserved rows) and keeps the note of the context ids a passed
+// command names until its reply (worlds.WithNamed).
 func (g *Guard) worldsStage(ctx context.Context, c *agentCommand) relay.Verdict {
-	wv := g.worldCommand(ctx, c.agent, c.Command)
+	wv := g.worlds.Command(ctx, c.agent, c.Command)
 	if wv.Refuse != "" {
 		return wv
 	}

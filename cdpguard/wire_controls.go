@@ -8,7 +8,6 @@ import (
 	"github.com/chromedp/cdproto/target"
 
 	"github.com/cdpguard/cdpguard/internal/controls"
-	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/worlds"
 )
@@ -58,36 +57,16 @@ func (c ctlGrants) Reachable(target string) []string {
 	return slices.Concat(c.g.policyOfTarget(target).Origins(), c.g.scopes.Hosts(target))
 }
 
-// agentWatch shows the controls an agent command about to reach the
-// browser, as the firewall table's controls column says (Rule.Controls).
-func (g *Guard) agentWatch(a *relay.Agent, st *agentState, cmd relay.Command, rule firewall.Rule, v relay.Verdict) relay.Verdict {
-	if v.Refuse != "" || v.Local != nil {
-		return v
-	}
-	if rule.Controls == firewall.CtlNone {
-		return v
-	}
-	var user string
-	if st.User != nil {
-		user = st.User.Key
-	}
-	hook := g.ctl.AgentCommand(controls.Command{Agent: a, User: user, Session: cmd.SessionID, Params: cmd.Params}, rule.Controls)
-	if hook == nil {
-		return v
-	}
-	return relay.Combine(relay.Verdict{OnReply: hook}, v)
-}
-
 // noteNamed records the execution context ids an agent's command names,
-// before worldCommand checks them (internal/controls, taint.go). It
+// before the worlds stage checks them (worlds.Worlds.Command) (internal/controls, taint.go). It
 // returns what ends the note; nil without controls.
 func (g *Guard) noteNamed(a *relay.Agent, session string, ids []int64) (done func()) {
 	return g.ctl.Note(a, session, ids)
 }
 
-// passNamed is called as worldCommand lets a command naming ids through
-// (target: the session's target when worldCommand looked it up, "" when
-// not). It returns worldCommand's verdict for the command.
+// passNamed is called as the worlds stage lets a command naming ids
+// through (target: the session's target when it looked it up, "" when
+// not). It returns the worlds stage's verdict for the command.
 func (g *Guard) passNamed(a *relay.Agent, session, target string, ids []int64, done func()) relay.Verdict {
 	g.ctl.Named(a, session, target, ids)
 	return worlds.NamedVerdict(done)

@@ -54,21 +54,27 @@ type Users interface {
 }
 
 // Guard is the guard's side of every agent connection: the user it
-// holds, the command pipeline and event filter each connection goes
-// through, and what follows an agent's end. cdpguard implements it.
+// holds, the event filter each connection goes through, and what follows
+// an agent's end (its commands go through the Pipeline). cdpguard
+// implements it.
 type Guard interface {
 	// Acquire holds the user of key (making their browser context on
 	// first use); Users.Release lets go of it.
 	Acquire(ctx context.Context, key string) (*users.User, error)
 	// Filter reports whether event e reaches agent a.
 	Filter(st *Agent, a *relay.Agent, e *cdpmsg.Envelope) bool
-	// Intercept judges one agent command (the command pipeline).
-	Intercept(ctx context.Context, a *relay.Agent, st *Agent, cmd relay.Command) relay.Verdict
 	// BeforeDetach runs as an agent goes, before the relay detaches its
 	// sessions (relay.Hooks.BeforeDetach).
 	BeforeDetach(a *relay.Agent)
 	// Dropped is told of an agent that is gone.
 	Dropped(a *relay.Agent)
+}
+
+// Pipeline judges every agent command, whatever the agent's kind: the
+// guard's command pipeline.
+type Pipeline interface {
+	// Intercept judges one command of agent a (relay.Hooks.Intercept).
+	Intercept(ctx context.Context, a *relay.Agent, st *Agent, cmd relay.Command) relay.Verdict
 }
 
 // Life is the guard's life as agents see it.
@@ -88,7 +94,8 @@ type Browser interface {
 
 // Deps are what admitting an agent takes from the guard.
 type Deps struct {
-	Guard Guard
+	Guard    Guard
+	Pipeline Pipeline
 	// Users records a user's activity for idle disposal (Touch) and lets
 	// go of a user an admission held (Release): the users registry.
 	Users Users
@@ -149,7 +156,7 @@ func (set *Set) admit(ctx context.Context, conn relay.AgentConn, s Spec, share *
 
 // Intercept runs the agent's command through the guard's pipeline.
 func (st *Agent) Intercept(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
-	return st.set.deps.Guard.Intercept(ctx, a, st, cmd)
+	return st.set.deps.Pipeline.Intercept(ctx, a, st, cmd)
 }
 
 // FilterEvent reports whether the guard lets event e reach the agent.

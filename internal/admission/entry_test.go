@@ -27,7 +27,7 @@ type entryRig struct {
 func (r *entryRig) Touch(*users.User)   {}
 func (r *entryRig) Release(*users.User) { r.release++ }
 
-// The rig is the guard's Life and Guard.
+// The rig is the guard's Life, Guard and Pipeline.
 func (r *entryRig) Ready() bool { return r.ready }
 func (r *entryRig) Enter() bool { r.entered++; return !r.closing }
 func (r *entryRig) Exit()       { r.exited++ }
@@ -46,11 +46,12 @@ func (r *entryRig) Dropped(*relay.Agent)      {}
 
 func (r *entryRig) set() *Set {
 	return New(Deps{
-		Life:  r,
-		Guard: r,
-		Ctx:   context.Background(),
-		Users: r,
-		Log:   slog.New(slog.DiscardHandler),
+		Life:     r,
+		Guard:    r,
+		Pipeline: r,
+		Ctx:      context.Background(),
+		Users:    r,
+		Log:      slog.New(slog.DiscardHandler),
 	})
 }
 

@@ -7,7 +7,6 @@ import (
 	"github.com/chromedp/cdproto/cdp/jsonv2"
 
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
-	"github.com/cdpguard/cdpguard/internal/firewall"
 	"github.com/cdpguard/cdpguard/internal/relay"
 )
 
@@ -42,11 +41,9 @@ func (r *Record) BrowserTarget() string {
 // Target.attachToBrowserTarget, so the agent gets one more browser session
 // of its own, under the browser-level rules, as Chrome would give it a
 // browser session. Any other target goes through isolation as before.
+// The command pipeline calls it for the firewall's AttachTarget row only.
 // done is true when v is the whole verdict.
-func (r *Record) AttachBrowser(cmd relay.Command, action firewall.Action) (v relay.Verdict, done bool) {
-	if action != firewall.AttachTarget {
-		return relay.Verdict{}, false
-	}
+func (r *Record) AttachBrowser(cmd relay.Command) (v relay.Verdict, done bool) {
 	var p struct {
 		TargetID string `json:"targetId"`
 	}
