@@ -16,12 +16,14 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -29,6 +31,7 @@ import (
 	"path/filepath"
 	"runtime/coverage"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,14 +49,15 @@ func main() {
 	method := flag.String("method", "Runtime.evaluate", "the agent command measured, sent on the page's session")
 	params := flag.String("params", `{"expression":"1+1","returnByValue":true}`, "its params as JSON; $PAGE is the page's URL (-method Page.navigate -params '{\"url\":\"$PAGE\"}')")
 	runs := flag.Int("runs", 5, "commands measured; a file counts when it ran in all of them")
+	lines := flag.Bool("lines", false, "also list, under each file, the statements (line ranges) that ran in all runs: why the file is on the path")
 	flag.Parse()
-	if err := run(*chrome, *method, *params, *runs); err != nil {
+	if err := run(*chrome, *method, *params, *runs, *lines); err != nil {
 		fmt.Fprintln(os.Stderr, "cmdpath:", err)
 		os.Exit(1)
 	}
 }
 
-func run(chrome, method, paramsJSON string, runs int) error {
+func run(chrome, method, paramsJSON string, runs int, lines bool) error {
 	if err := coverage.ClearCounters(); err != nil {
 		return fmt.Errorf("not built with -cover -covermode=atomic: %w", err)
 	}
@@ -110,7 +114,7 @@ func run(chrome, method, paramsJSON string, runs int) error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	var every map[string]bool
+	var every map[string]bool // statement blocks, "file:start.col,end.col"
 	union := map[string]bool{}
 	for i := range runs {
 		dir := filepath.Join(tmp, fmt.Sprint(i))
@@ -130,33 +134,58 @@ func run(chrome, method, paramsJSON string, runs int) error {
 		if callErr != nil {
 			return fmt.Errorf("%s: %w", method, callErr)
 		}
-		files, err := ranFiles(dir)
+		blocks, err := ranBlocks(dir)
 		if err != nil {
 			return err
 		}
-		for f := range files {
-			union[f] = true
+		for b := range blocks {
+			union[b] = true
 		}
 		if every == nil {
-			every = files
+			every = blocks
 			continue
 		}
-		for f := range every {
-			if !files[f] {
-				delete(every, f)
+		for b := range every {
+			if !blocks[b] {
+				delete(every, b)
 			}
 		}
 	}
-	list := make([]string, 0, len(every))
-	for f := range every {
-		list = append(list, f)
-	}
-	slices.Sort(list)
-	fmt.Printf("%s: %d files of this module ran in all %d runs (%d in any):\n", method, len(list), runs, len(union))
+	all, anyRun := filesOf(every), filesOf(union)
+	list := slices.Sorted(maps.Keys(all))
+	fmt.Printf("%s: %d files of this module ran in all %d runs (%d in any):\n", method, len(list), runs, len(anyRun))
 	for _, f := range list {
 		fmt.Println("  " + f)
+		if lines {
+			slices.SortFunc(all[f], compareBlocks)
+			fmt.Println("      " + strings.Join(all[f], " "))
+		}
+	}
+	for _, f := range slices.Sorted(maps.Keys(anyRun)) {
+		if all[f] == nil {
+			fmt.Println("  (in some runs only) " + f)
+		}
 	}
 	return nil
+}
+
+// filesOf groups statement blocks ("file:start.col,end.col") by file.
+func filesOf(blocks map[string]bool) map[string][]string {
+	files := map[string][]string{}
+	for b := range blocks {
+		f, r, _ := strings.Cut(b, ":")
+		files[f] = append(files[f], r)
+	}
+	return files
+}
+
+// compareBlocks orders blocks "start.col,end.col" by their first line.
+func compareBlocks(a, b string) int {
+	line := func(s string) int {
+		n, _ := strconv.Atoi(s[:strings.IndexByte(s, '.')])
+		return n
+	}
+	return cmp.Compare(line(a), line(b))
 }
 
 // openPage creates a page in the user's context, attaches to it and
@@ -198,10 +227,10 @@ func openPage(ctx context.Context, c *cdptest.Client, url string) (string, error
 	return at.SessionID, nil
 }
 
-// ranFiles reads the coverage data in dir (go tool covdata) and returns
-// the guard's files (this module's, outside e2e/) with a statement that
-// ran.
-func ranFiles(dir string) (map[string]bool, error) {
+// ranBlocks reads the coverage data in dir (go tool covdata) and returns
+// the guard's statement blocks (this module's files, outside e2e/) that
+// ran, as "file:start.col,end.col".
+func ranBlocks(dir string) (map[string]bool, error) {
 	prof := filepath.Join(dir, "profile.txt")
 	out, err := exec.Command("go", "tool", "covdata", "textfmt", "-i="+dir, "-o="+prof).CombinedOutput()
 	if err != nil {
@@ -216,11 +245,12 @@ func ranFiles(dir string) (map[string]bool, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
-		name, _, ok := strings.Cut(line, ":")
+		name, rest, ok := strings.Cut(line, ":")
 		if !ok || !strings.HasPrefix(name, module) || strings.HasPrefix(name, module+"e2e/") || strings.HasSuffix(line, " 0") {
 			continue // other modules, the measuring client, statements that did not run
 		}
-		files[strings.TrimPrefix(name, module)] = true
+		span, _, _ := strings.Cut(rest, " ")
+		files[strings.TrimPrefix(name, module)+":"+span] = true
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
