@@ -58,11 +58,3 @@ func (s targetSide) PageAttached(targetID, sessionID string) {
 	s.g.dialogs.Attach(sessionID, targetID)
 	s.g.ctl.SetupPage(targetID, sessionID)
 }
-
-// PageGone is PageAttached's end: the target was destroyed (the page
-// registry forgets it after them, and its page's end ends the records the
-// features keep on it: the dialog state, the guard's worlds, the
-// controls' badge, the setup).
-func (s targetSide) PageGone(targetID string) {
-	s.g.rd.PageGone(targetID)
-}

@@ -1,7 +1,8 @@
 // Package targets keeps the guard's record of the browser's targets as
 // Chrome reports them on the guard's root session: each target's context,
 // page and web-content marks go to the page registry (internal/pages), a
-// page's arrival and end to the page observers, and every target the
+// page's arrival to the page observers (its end is the registry's, which
+// ends the records the features keep on the page), and every target the
 // auto-attach reached is set up (interception, Page.enable) before it is
 // released. It also knows the browser's own target id. It runs on the
 // relay's read loop and never sends from it: the sends it decides there go
@@ -57,17 +58,17 @@ type Pages interface {
 
 // Guard is the guard's side of the record: the tab caps, which span the
 // users and their isolation, and the page observers (the dialogs, the
-// controls, the reader), which the guard fans a page's news out to.
+// controls), which the guard tells of a page's arrival.
 type Guard interface {
 	// OverTabs returns the user of a browser context when a new tab there
 	// took that user past its tab cap, or all users past theirs, and the
 	// cap's refusal (an *isolation.CapError or a *users.CapError); nil
 	// when not.
 	OverTabs(contextID string) (u *users.User, refused error)
-	// PageAttached and PageGone tell the page observers of a page that got
-	// the guard's session, and of its end.
+	// PageAttached tells the page observers of a page that got the
+	// guard's session; its end is the page registry's (Destroyed), which
+	// ends the records the features keep on the page.
 	PageAttached(targetID, sessionID string)
-	PageGone(targetID string)
 	// WindowOpened is told of a new page (the controls' quiet window).
 	WindowOpened()
 }
@@ -219,9 +220,9 @@ func (r *Record) Changed(e *cdpmsg.Envelope, created bool) {
 	}
 }
 
-// Destroyed ends the record of a target: its observers first, then the
-// page registry, which keeps the target's context a while for late events
-// and ends the page's records (the wait of its setup under way, setups).
+// Destroyed ends the record of a target in the page registry, which keeps
+// the target's context a while for late events and ends the page's
+// records (the wait of its setup under way, setups; the features' own).
 func (r *Record) Destroyed(e *cdpmsg.Envelope) {
 	var p struct {
 		TargetID string `json:"targetId"`
@@ -229,7 +230,6 @@ func (r *Record) Destroyed(e *cdpmsg.Envelope) {
 	if cdpmsg.UnmarshalBrowser(e.Params, &p) != nil {
 		return
 	}
-	r.d.Guard.PageGone(p.TargetID)
 	r.d.Pages.Destroyed(p.TargetID)
 }
 
