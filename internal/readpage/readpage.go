@@ -182,16 +182,6 @@ func (r *Reader) tabEnded(pg *pages.Page, t *tab) {
 	}
 }
 
-// PageGone forgets the reader tab a destroyed page was. The page's end
-// does it already (tabEnded); the guard's wiring still calls it.
-func (r *Reader) PageGone(targetID string) {
-	if pg := r.d.Pages.Page(targetID); pg != nil {
-		if t, ok := r.onPage.Delete(pg); ok {
-			r.tabEnded(pg, t)
-		}
-	}
-}
-
 func (r *Reader) session(targetID string) string { return r.d.Pages.SessionOf(targetID) }
 
 // Command answers Guard.read on an agent's page session; owns reports

@@ -318,8 +318,7 @@ func TestRead(t *testing.T) {
 	if _, err := f.r.Read(ctx, "bob", "https://a.test/", 0, 0); err != nil || f.b.created != 2 {
 		t.Errorf("another user gets a tab of their own: %v, %d tabs", err, f.b.created)
 	}
-	f.r.PageGone("N1") // the guard's wiring: the observers, then the registry
-	f.pg.Destroyed("N1")
+	f.pg.Destroyed("N1") // the page's end ends the reader's tab record
 	f.us.full = true
 	if _, err := f.r.Read(ctx, "alice", "https://a.test/", 0, 0); err == nil || !strings.Contains(err.Error(), "open a reader tab: the user has 3 tabs") || f.b.created != 2 {
 		t.Errorf("a user at the tab cap: %v, %d tabs", err, f.b.created)

@@ -3,7 +3,7 @@ package readpage
 import "testing"
 
 // TestReaderTabEndsWithPage: a user's reader tab is a record on its page;
-// the page's end in the page registry alone (no PageGone) forgets it, so
+// the page's end in the page registry alone forgets it, so
 // the user's next read opens a tab again, and the other user's tab stays.
 func TestReaderTabEndsWithPage(t *testing.T) {
 	f := newFixture(t, Deps{})
