@@ -113,10 +113,12 @@ func (s *Stage) Apply(ctx context.Context, a *relay.Agent, st *admission.Agent, 
 		if err != nil {
 			return Refusal(name, "unreadable params: "+err.Error())
 		}
-		if rule.Action == firewall.CheckNavigation && firewall.RefusedScheme(u) == "(none)" {
+		scheme := firewall.RefusedScheme(u) // read once: the two checks below are on it
+		if rule.Action == firewall.CheckNavigation && scheme == "(none)" {
 			return relay.Verdict{Refuse: InvalidURL}
 		}
-		if msg := URLRefusal(name, u); msg != "" {
+		if scheme != "" {
+			msg := schemeRefusal(name, scheme, u)
 			if rule.Action == firewall.CheckNavigation && !cmd.Browser {
 				return s.refusedNavigation(ctx, a, st, cmd, msg)
 			}
@@ -264,9 +266,15 @@ func (s *Stage) failPaused(ctx context.Context, cmd relay.Command, requestID, in
 // page, which tells the agent what it can reach.
 func URLRefusal(method, u string) string {
 	if s := firewall.RefusedScheme(u); s != "" {
-		return cdpmsg.Refusal(method, fmt.Sprintf("scheme %q is never allowed for agents (%s); only http(s), about:, data: and blob: URLs may be opened", s, clip.String(u)))
+		return schemeRefusal(method, s, u)
 	}
 	return ""
+}
+
+// schemeRefusal is URLRefusal's message for u, whose scheme s
+// (firewall.RefusedScheme) is refused.
+func schemeRefusal(method, s, u string) string {
+	return cdpmsg.Refusal(method, fmt.Sprintf("scheme %q is never allowed for agents (%s); only http(s), about:, data: and blob: URLs may be opened", s, clip.String(u)))
 }
 
 // urlParam reads the url param of a command.

@@ -201,3 +201,18 @@ func TestGuardRows(t *testing.T) {
 		t.Errorf("guard row: %q", v.Refuse)
 	}
 }
+
+// BenchmarkCheckNavigation measures the rule stage on an allowed
+// Page.navigate, the row every agent navigation meets: its url read once,
+// its scheme once.
+func BenchmarkCheckNavigation(b *testing.B) {
+	r := newRig()
+	nav := firewall.Rule{Action: firewall.CheckNavigation, Why: "agents open web pages only"}
+	cmd := relay.Command{Method: "Page.navigate", Params: []byte(`{"url":"https://site.test/a/page?q=1"}`), SessionID: "S1"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := r.apply(cmd, nav); v.Refuse != "" || v.Local != nil {
+			b.Fatalf("refused: %+v", v)
+		}
+	}
+}
