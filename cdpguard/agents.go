@@ -42,7 +42,7 @@ func (s agentSide) Acquire(ctx context.Context, key string) (*users.User, error)
 
 // Filter hides the guard's worlds and what isolation keeps from the agent.
 func (s agentSide) Filter(st *agentState, a *relay.Agent, e *cdpmsg.Envelope) bool {
-	return !s.g.worlds.Hide(e) && s.g.iso.Event(st.Iso, a, e)
+	return !s.g.worlds.Hide(a, e) && s.g.iso.Event(st.Iso, a, e)
 }
 
 // BeforeDetach settles the agent's dialogs first: Chrome dies when a

@@ -24,7 +24,7 @@ func BenchmarkScriptParsed(b *testing.B) {
 	w := manyPages()
 	e := ev("A1", "Debugger.scriptParsed", `{"scriptId":"9","executionContextId":1199,"executionContextAuxData":{"frameId":"T99","type":"isolated"}}`)
 	for b.Loop() {
-		if !w.HideFrom(nil, e) {
+		if !w.Hide(nil, e) {
 			b.Fatal("the guard's world script was not hidden")
 		}
 	}
@@ -53,7 +53,7 @@ func BenchmarkContextDestroyed(b *testing.B) {
 		s, t := "A"+strconv.Itoa(i), "T"+strconv.Itoa(i)
 		a[s] = t
 		for _, id := range []int{1000 + 2*i, 1001 + 2*i} {
-			w.HideFrom(a, ev(s, "Runtime.executionContextCreated", `{"context":{"id":`+strconv.Itoa(id)+`,"name":"`+name+`","auxData":{"frameId":"`+t+`"}}}`))
+			w.Hide(a, ev(s, "Runtime.executionContextCreated", `{"context":{"id":`+strconv.Itoa(id)+`,"name":"`+name+`","auxData":{"frameId":"`+t+`"}}}`))
 		}
 	}
 	e := ev("A99", "Runtime.executionContextDestroyed", `{"executionContextId":3}`)
@@ -63,7 +63,7 @@ func BenchmarkContextDestroyed(b *testing.B) {
 	}{{"placed", a}, {"unplaced", nil}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if w.HideFrom(c.a, e) {
+				if w.Hide(c.a, e) {
 					b.Fatal("a page's own context's destroy was hidden")
 				}
 			}

@@ -233,17 +233,12 @@ type Agent interface {
 	TargetOf(sessionID string) (target string, ok bool)
 }
 
-// Hide is HideFrom with no agent to place the event's session: a
-// destroyed context's session is then looked for on every page's record.
-// The guard's wiring calls it until it passes the agent.
-func (w *Worlds) Hide(e *cdpmsg.Envelope) bool { return w.HideFrom(nil, e) }
-
-// HideFrom reports whether an event on one of agent a's sessions is about
-// a guard world and must not reach the agent. Which events it looks at is
+// Hide reports whether an event on one of agent a's sessions is about a
+// guard world and must not reach the agent. Which events it looks at is
 // their row of the agent event table (firewall.AgentEvent). It runs on
 // the read loop: a byte search first, decoding only events that mention a
 // guard world.
-func (w *Worlds) HideFrom(a Agent, e *cdpmsg.Envelope) bool {
+func (w *Worlds) Hide(a Agent, e *cdpmsg.Envelope) bool {
 	switch firewall.AgentEvent(e.Method) {
 	case firewall.EvContextCreated:
 		if !w.mentioned(e.Params) {

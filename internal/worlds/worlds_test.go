@@ -44,24 +44,24 @@ func TestHide(t *testing.T) {
 		{ev("A", "Page.frameNavigated", `{"frame":{"name":"`+name+`"}}`), false},
 	}
 	for i, c := range cases {
-		if got := w.HideFrom(a, c.e); got != c.hide {
+		if got := w.Hide(a, c.e); got != c.hide {
 			t.Errorf("case %d (%s %s): Hide = %v, want %v", i, c.e.Method, c.e.Params, got, c.hide)
 		}
 	}
-	w.HideFrom(a, ev("C", "Runtime.executionContextCreated", `{"context":{"id":3,"name":"`+name+`"}}`))
-	w.HideFrom(a, ev("C", "Runtime.executionContextsCleared", `{}`))
-	if w.HideFrom(a, ev("C", "Runtime.executionContextDestroyed", `{"executionContextId":3}`)) || w.hiddenCount() != 0 {
+	w.Hide(a, ev("C", "Runtime.executionContextCreated", `{"context":{"id":3,"name":"`+name+`"}}`))
+	w.Hide(a, ev("C", "Runtime.executionContextsCleared", `{}`))
+	if w.Hide(a, ev("C", "Runtime.executionContextDestroyed", `{"executionContextId":3}`)) || w.hiddenCount() != 0 {
 		t.Errorf("executionContextsCleared did not forget the session's worlds: %d kept", w.hiddenCount())
 	}
 	w.madeIn("", "F1", 5)
 	parsed := func(ctx int, frame string) *cdpmsg.Envelope {
 		return ev("A", "Debugger.scriptParsed", `{"scriptId":"1","executionContextId":`+strconv.Itoa(ctx)+`,"executionContextAuxData":{"isDefault":false,"type":"isolated","frameId":"`+frame+`"}}`)
 	}
-	if !w.HideFrom(a, parsed(5, "F1")) || w.HideFrom(a, parsed(5, "F2")) || w.HideFrom(a, parsed(6, "F1")) {
+	if !w.Hide(a, parsed(5, "F1")) || w.Hide(a, parsed(5, "F2")) || w.Hide(a, parsed(6, "F1")) {
 		t.Error("Debugger.scriptParsed: the guard world's scripts are not hidden, or others are")
 	}
 	w.OnFrameNavigated(ev("S", "Page.frameNavigated", `{"frame":{"id":"F1","url":"https://a.test/"}}`))
-	if w.HideFrom(a, parsed(5, "F1")) {
+	if w.Hide(a, parsed(5, "F1")) {
 		t.Error("Page.frameNavigated did not forget the frame's worlds")
 	}
 }
@@ -252,7 +252,7 @@ func TestHiddenEndsWithPage(t *testing.T) {
 	}
 	a := agent{"S1": "T", "S2": "U"}
 	for _, e := range []*cdpmsg.Envelope{created("S1", 4, "T"), created("S1", 5, "T"), created("S2", 4, "U"), created("P", 6, "U")} {
-		if !w.HideFrom(a, e) {
+		if !w.Hide(a, e) {
 			t.Fatalf("a guard world shown: %s", e.Params)
 		}
 	}
@@ -263,8 +263,8 @@ func TestHiddenEndsWithPage(t *testing.T) {
 	if n := w.hiddenCount(); n != 2 {
 		t.Fatalf("after T's end %d hidden worlds remembered, want U's 2", n)
 	}
-	if !w.HideFrom(a, ev("S2", "Runtime.executionContextDestroyed", `{"executionContextId":4}`)) ||
-		!w.HideFrom(a, ev("P", "Runtime.executionContextDestroyed", `{"executionContextId":6}`)) {
+	if !w.Hide(a, ev("S2", "Runtime.executionContextDestroyed", `{"executionContextId":4}`)) ||
+		!w.Hide(a, ev("P", "Runtime.executionContextDestroyed", `{"executionContextId":6}`)) {
 		t.Error("the destroy of a guard world kept from a session of U was shown")
 	}
 	if n := w.hiddenCount(); n != 0 {
