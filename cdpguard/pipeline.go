@@ -10,14 +10,44 @@ import (
 	"github.com/cdpguard/cdpguard/internal/worlds"
 )
 
+// commandPipeline runs every agent command through commandStages, whatever
+// the agent's kind (admission.Pipeline).
+type commandPipeline struct{ g *Guard }
+
+// Intercept judges one agent command: the firewall's row of the command is
+// looked up once, the stages run in order, and a refusal is counted by its
+// row. Refusals name the rule; the connection stays usable.
+func (p commandPipeline) Intercept(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
+	g := p.g
+	c := &agentCommand{Command: cmd, agent: a, st: st, stages: commandStages[:]}
+	c.rule, c.name = firewall.Lookup(cmd.Method, cmd.Browser)
+	v := g.countRefusal(cmd, c.next(g, ctx))
+	if v.Refuse != "" || cmd.Browser {
+		// Debug: which methods clients send on the browser session, and
+		// what the guard refused (e2e TestClients records them).
+		g.log.Debug("agent command", "method", cmd.Method, "browserLevel", cmd.Browser, "refused", v.Refuse, "user", clip.String(st.User.Key))
+	}
+	return v
+}
+
+// countRefusal counts an agent command the guard refused, by the firewall
+// row that refused it (firewall.RefusalLabel).
+func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
+	if v.Refuse != "" {
+		g.metrics.CDPRefused.WithLabelValues(firewall.RefusalLabel(cmd.Method, cmd.Browser)).Inc()
+	}
+	return v
+}
+
 // commandStages is the one path of every agent command, in order. The
-// firewall's row of the command is looked up once, before the first stage
-// (commandPipeline.Intercept). Each stage either ends the command with its verdict (a
-// refusal, a local answer, a rewrite that is the whole verdict) or calls
-// c.next for the verdict of the stages after it and returns that, possibly
-// combined with its own (relay.Combine). So a stage listed earlier sees
-// the verdict of every stage after it: controls watch what really reaches
-// the browser, worlds end their taint notes when a later stage refuses.
+// firewall's row of the command is looked up once, before the first
+// stage (commandPipeline.Intercept). Each stage either ends the command
+// with its verdict (a refusal, a local answer, a rewrite that is the
+// whole verdict) or calls c.next for the verdict of the stages after it
+// and returns that, possibly combined with its own (relay.Combine). So a
+// stage listed earlier sees the verdict of every stage after it: controls
+// watch what really reaches the browser, worlds end their taint notes
+// when a later stage refuses.
 //
 // The table is never modified; its order is the order of the rules.
 var commandStages = [...]stage{
@@ -56,35 +86,6 @@ func (c *agentCommand) next(g *Guard, ctx context.Context) relay.Verdict {
 	s := c.stages[c.at]
 	c.at++
 	return s.run(g, ctx, c)
-}
-
-// commandPipeline runs every agent command through commandStages, whatever
-// the agent's kind (admission.Pipeline).
-type commandPipeline struct{ g *Guard }
-
-// Intercept judges one agent command: the firewall's row of the command is
-// looked up once, the stages run in order, and a refusal is counted by its
-// row. Refusals name the rule; the connection stays usable.
-func (p commandPipeline) Intercept(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
-	g := p.g
-	c := &agentCommand{Command: cmd, agent: a, st: st, stages: commandStages[:]}
-	c.rule, c.name = firewall.Lookup(cmd.Method, cmd.Browser)
-	v := g.countRefusal(cmd, c.next(g, ctx))
-	if v.Refuse != "" || cmd.Browser {
-		// Debug: which methods clients send on the browser session, and
-		// what the guard refused (e2e TestClients records them).
-		g.log.Debug("agent command", "method", cmd.Method, "browserLevel", cmd.Browser, "refused", v.Refuse, "user", clip.String(st.User.Key))
-	}
-	return v
-}
-
-// countRefusal counts an agent command the guard refused, by the firewall
-// row that refused it (firewall.RefusalLabel).
-func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
-	if v.Refuse != "" {
-		g.metrics.CDPRefused.WithLabelValues(firewall.RefusalLabel(cmd.Method, cmd.Browser)).Inc()
-	}
-	return v
 }
 
 // controlsStage shows the controls a command the later stages let
