@@ -78,7 +78,6 @@ func TestOff(t *testing.T) {
 	c.Blocked("T", "http://b.test/", "blocked", true)
 	c.DialogAnswered("S", "alert", "no agent")
 	c.WindowOpened()
-	c.PageGone("T")
 	c.AgentGone(a)
 	c.Named(a, "S", "", []int64{1})
 	c.Run()
@@ -87,12 +86,11 @@ func TestOff(t *testing.T) {
 	}
 }
 
-// TestLateEventsAfterPageGone: once a page is destroyed (the controls'
-// PageGone, then the page registry), late events on its session find no
-// page: nothing is recorded, nothing is dirty.
+// TestLateEventsAfterPageGone: once a page is destroyed (its end in the
+// page registry), late events on its session find no page: nothing is
+// recorded, nothing is dirty.
 func TestLateEventsAfterPageGone(t *testing.T) {
 	c := newTest(t)
-	c.PageGone("T")
 	c.d.Pages.(*pages.Registry).Destroyed("T")
 	c.contextCreated("S", "T", 3, "late.1")
 	c.FrameNavigated("S", "T", "http://a.test/")

@@ -301,16 +301,6 @@ func (c *Controls) SetupPage(targetID, session string) {
 	}
 }
 
-// PageGone forgets a page, as its end in the page registry does.
-func (c *Controls) PageGone(targetID string) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.recs.Delete(c.d.Pages.Page(targetID))
-}
-
 // OnContextCreated, OnContextDestroyed, OnContextsCleared, OnBindingCalled
 // and OnFrameNavigated take the guard's page-session events the controls
 // follow (Runtime.executionContextCreated, executionContextDestroyed,

@@ -6,9 +6,8 @@ import (
 	"github.com/cdpguard/cdpguard/internal/pages"
 )
 
-// TestPageEndForgetsState: the page's end in the page registry alone (no
-// PageGone, as the guard's wiring no longer calls it) forgets the page's
-// state and the taint of its contexts.
+// TestPageEndForgetsState: the page's end in the page registry forgets
+// the page's state and the taint of its contexts, both on its record.
 func TestPageEndForgetsState(t *testing.T) {
 	c := newTest(t)
 	setup(c, "T", "S")
