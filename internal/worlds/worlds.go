@@ -185,15 +185,6 @@ func (w *Worlds) frameGone(sessionID, frameID string) {
 	}
 }
 
-// PageGone forgets the worlds of a page and of all its frames, as the
-// page's end does (internal/pages).
-func (w *Worlds) PageGone(target string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.made.Delete(w.deps.Pages.Page(target))
-	w.loose.worlds = slices.DeleteFunc(w.loose.worlds, func(m made) bool { return m.frame == target })
-}
-
 // OnFrameNavigated learns of Page.frameNavigated on one of the guard's own
 // page sessions: a new document, so the guard's worlds of the old one are
 // gone, and their context ids may be the new document's own (a new

@@ -102,7 +102,7 @@ func TestFrameDetached(t *testing.T) {
 	if !slices.Contains(w.all(), made{frame: "FS", id: 50, onPage: true}) || !w.madeInTarget("T", []int64{50}) {
 		t.Fatal("a swapped frame's worlds were forgotten")
 	}
-	w.PageGone("T")
+	w.deps.Pages.(*pages.Registry).Destroyed("T")
 	if got := w.all(); len(got) != 0 {
 		t.Fatalf("after the page's end: made %v", got)
 	}
@@ -184,8 +184,8 @@ func TestCommand(t *testing.T) {
 
 // TestPageEndForgets: the worlds of a page, made by the controls (with
 // the page) and by the reader (a frame only: its page is the registry's),
-// are forgotten by the page's end in the page registry, with no call to
-// PageGone; another page's are kept.
+// are forgotten by the page's end in the page registry alone; another
+// page's are kept.
 func TestPageEndForgets(t *testing.T) {
 	reg := pages.New()
 	for _, id := range []string{"T", "U"} {
