@@ -12,9 +12,11 @@
 //
 // Each target is one Page (page.go), which also holds every feature's
 // record of that page in a Slot the feature declares (the dialog state,
-// the guard's worlds, the controls' badge, the reader's tab, the setup
-// under way): a feature asks the page instead of keeping a map by target
-// id, and the page's end (Destroyed) ends all of them in one place.
+// the guard's worlds and what they kept from each agent session there,
+// the controls' badge and taints, the agents' debuggers on it, the
+// reader's tab, the setup under way): a feature asks the page instead of
+// keeping a map by target or session id, and the page's end (Destroyed)
+// ends all of them in one place.
 //
 // Its lock is a leaf: no method calls out while holding it, so any other
 // component's lock may be held while calling it (docs/decisions/
