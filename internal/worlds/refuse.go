@@ -99,6 +99,32 @@ func (w *Worlds) pass(a *relay.Agent, session, target string, ids []int64, done 
 	return w.deps.Pass(a, session, target, ids, done)
 }
 
+// NamedVerdict is the verdict Deps.Pass gives a command Command lets through:
+// its reply ends the note of the ids it names.
+func NamedVerdict(done func()) relay.Verdict {
+	if done == nil {
+		return relay.Verdict{}
+	}
+	return relay.Verdict{OnReply: func(result, errRaw []byte) ([]byte, []byte) {
+		done()
+		return result, errRaw
+	}}
+}
+
+// WithNamed gives v, the verdict of the stages after Command, the
+// reply hook of Command's verdict wv; a command those stages refuse or
+// answer never reaches the browser, so its note ends now.
+func WithNamed(wv, v relay.Verdict) relay.Verdict {
+	if wv.OnReply == nil {
+		return v
+	}
+	if v.Refuse != "" || v.Local != nil {
+		wv.OnReply(nil, nil)
+		return v
+	}
+	return relay.Combine(wv, v)
+}
+
 // namedContexts returns the execution context ids params name: contextId,
 // executionContextId, and the context inside objectId and callFrameId. A
 // key may be spelt with escapes ("cont\u0065xtId"): Chrome reads it as
