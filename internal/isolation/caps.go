@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cdpguard/cdpguard/internal/firewall"
-	"github.com/cdpguard/cdpguard/internal/relay"
 	"github.com/cdpguard/cdpguard/internal/users"
 )
 
@@ -72,20 +70,4 @@ func (i *Isolator) capped(name string, limit int, flag string) error {
 		i.o.OnCap(name)
 	}
 	return &CapError{Cap: name, Limit: limit, Flag: flag}
-}
-
-// caps refuses a command that would take its user over the cap its
-// firewall row names (firewall.Rule.Cap).
-func (i *Isolator) caps(u *users.User, cmd relay.Command, capOf firewall.UserCap) (relay.Verdict, bool) {
-	var err error
-	switch capOf {
-	case firewall.CapTabs:
-		err = i.CheckTabs(u)
-	case firewall.CapContexts:
-		err = i.CheckContexts(u)
-	}
-	if err != nil {
-		return refusal(cmd.Method, err.Error()), true
-	}
-	return relay.Verdict{}, false
 }

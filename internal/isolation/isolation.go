@@ -133,6 +133,22 @@ func (i *Isolator) Command(ctx context.Context, c *Conn, a Agent, cmd relay.Comm
 	return relay.Verdict{}
 }
 
+// caps refuses a command that would take its user over the cap its
+// firewall row names (firewall.Rule.Cap).
+func (i *Isolator) caps(u *users.User, cmd relay.Command, capOf firewall.UserCap) (relay.Verdict, bool) {
+	var err error
+	switch capOf {
+	case firewall.CapTabs:
+		err = i.CheckTabs(u)
+	case firewall.CapContexts:
+		err = i.CheckContexts(u)
+	}
+	if err != nil {
+		return refusal(cmd.Method, err.Error()), true
+	}
+	return relay.Verdict{}, false
+}
+
 // NotWebRefusal returns the refusal of a command (or endpoint) naming a
 // target that is not web content, or "".
 func (i *Isolator) NotWebRefusal(method, targetID string) string {
