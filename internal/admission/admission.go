@@ -27,7 +27,7 @@ import (
 // pipeline, its events through the guard's filter.
 type Agent struct {
 	User        *users.User
-	Iso         *isolation.Conn // the targets this connection holds
+	Iso         *isolation.Conn // the connection as isolation sees it (its user)
 	GuardEvents atomic.Bool     // Guard.enable was called
 	unshare     func()          // releases the user's fairness share
 	lastTouch   atomic.Int64    // unix seconds of the last activity recorded
