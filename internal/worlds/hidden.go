@@ -22,19 +22,21 @@ type hidden struct {
 }
 
 // sessionPage returns the page of agent a's session: its target's, as the
-// relay placed it; for a session it does not place (a page connection's
-// own) the page of frameID, the frame of a context it reports ("" when
-// the event names none). nil when no page is known. The caller holds w.mu.
-func (w *Worlds) sessionPage(a Agent, session, frameID string) *pages.Page {
+// relay placed it (placed; nil when the registry does not know the
+// target: no guard world is recorded there); for a session it does not
+// place (a page connection's own) the page of frameID, the frame of a
+// context it reports, nil when the event names none. The caller holds
+// w.mu.
+func (w *Worlds) sessionPage(a Agent, session, frameID string) (pg *pages.Page, placed bool) {
 	if a != nil {
 		if t, ok := a.TargetOf(session); ok {
-			return w.deps.Pages.Page(t)
+			return w.deps.Pages.Page(t), true
 		}
 	}
 	if frameID == "" {
-		return nil
+		return nil, false
 	}
-	return w.pageOfFrame("", frameID)
+	return w.pageOfFrame("", frameID), false
 }
 
 // hide records that the guard world id was kept from session, on its
@@ -51,10 +53,10 @@ func (w *Worlds) hide(pg *pages.Page, session string, id int64) {
 }
 
 // unhide forgets the guard worlds kept from session whose id matches, on
-// its page pg, and reports whether there were any. A session whose page
-// is not known (a page connection's own) is looked for on every page
-// with such a record. The caller holds w.mu.
-func (w *Worlds) unhide(pg *pages.Page, session string, match func(int64) bool) bool {
+// its page pg, and reports whether there were any. A session the agent
+// does not place (placed false: a page connection's own) is looked for on
+// every page with such a record. The caller holds w.mu.
+func (w *Worlds) unhide(pg *pages.Page, placed bool, session string, match func(int64) bool) bool {
 	drop := func(on *hidOn) bool {
 		n := len(on.hid)
 		on.hid = slices.DeleteFunc(on.hid, func(h hidden) bool { return h.session == session && match(h.id) })
@@ -63,6 +65,9 @@ func (w *Worlds) unhide(pg *pages.Page, session string, match func(int64) bool) 
 	if pg != nil {
 		on, ok := w.hid.Get(pg)
 		return ok && drop(on)
+	}
+	if placed {
+		return false
 	}
 	found := false
 	w.hid.Range(func(_ *pages.Page, on *hidOn) bool {

@@ -252,7 +252,8 @@ func (w *Worlds) Hide(a Agent, e *cdpmsg.Envelope) bool {
 		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		w.hide(w.sessionPage(a, e.SessionID, p.Context.AuxData.FrameID), e.SessionID, p.Context.ID)
+		pg, _ := w.sessionPage(a, e.SessionID, p.Context.AuxData.FrameID)
+		w.hide(pg, e.SessionID, p.Context.ID)
 		return true
 	case firewall.EvContextDestroyed:
 		var p struct {
@@ -263,11 +264,13 @@ func (w *Worlds) Hide(a Agent, e *cdpmsg.Envelope) bool {
 		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		return w.unhide(w.sessionPage(a, e.SessionID, ""), e.SessionID, func(id int64) bool { return id == p.ID })
+		pg, placed := w.sessionPage(a, e.SessionID, "")
+		return w.unhide(pg, placed, e.SessionID, func(id int64) bool { return id == p.ID })
 	case firewall.EvContextsCleared:
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		w.unhide(w.sessionPage(a, e.SessionID, ""), e.SessionID, func(int64) bool { return true })
+		pg, placed := w.sessionPage(a, e.SessionID, "")
+		w.unhide(pg, placed, e.SessionID, func(int64) bool { return true })
 	case firewall.EvScriptParsed:
 		if !bytes.Contains(e.Params, []byte(`"isolated"`)) {
 			return false
