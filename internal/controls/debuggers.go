@@ -24,9 +24,9 @@ type debuggers struct {
 	m  map[Agent]*agentDebugger
 }
 
-// agentDebugger is one agent's record: its user, whether it had the
-// debugger on anywhere, and its sessions with the debugger on that no page
-// holds (a page connection's own: one, or a few).
+// agentDebugger is one agent's record: its user, and its sessions with
+// the debugger on that no page holds (a page connection's own: one, or a
+// few).
 type agentDebugger struct {
 	user     string
 	unplaced []string
