@@ -220,6 +220,9 @@
         // main thread holds it back): the guard measures its quiet window
         // to the click, not to this report.
         waited: Math.max(0, performance.now() - e.timeStamp),
+        // A click dated after this handler began would pass the arming and
+        // the quiet window at a time that has not come: the guard refuses it.
+        timed: e.timeStamp <= performance.now(),
       };
       const ok = payload.trusted && payload.active && payload.armed;
       const now = performance.now();

@@ -23,6 +23,13 @@ type allowClick struct {
 	// ran: the page's clock minus the event's own time, both measured in
 	// the controls world.
 	Waited float64 `json:"waited"`
+	// Timed says the event's own time was not later than the page's clock
+	// when the handler ran. The arming and the quiet window are both
+	// measured at the event's time, so a click dated in the future would
+	// pass both; headed Chromium has reported an X click 15 s ahead
+	// (e2e RedTeamControls/quiet-while-blocked, 2026-12-07). Its zero
+	// value refuses.
+	Timed bool `json:"timed"`
 }
 
 // bindingCalled takes Runtime.bindingCalled on the guard's page session
@@ -152,6 +159,8 @@ func clickWhy(a allowClick, label string) string {
 		return "the button was covered or not fully visible when clicked"
 	case a.Label != label:
 		return fmt.Sprintf("the button's text was changed (%q)", clip.String(a.Label))
+	case !a.Timed:
+		return "the click's own time was later than the page's clock: its arming and the quiet window before it cannot be measured"
 	}
 	return ""
 }

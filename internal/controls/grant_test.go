@@ -9,15 +9,16 @@ import (
 
 func TestClickRefusal(t *testing.T) {
 	for payload, want := range map[string]string{
-		`{"action":"allow","trusted":true,"active":true,"armed":true,"visible":true,"label":"Allow h for this session"}`: "",
-		`{"action":"allow","trusted":true,"active":true,"armed":true,"visible":null,"label":"Allow h for this session"}`: "", // no IntersectionObserver v2
-		`{"action":"allow","trusted":true,"active":true,"armed":true,"visible":true,"label":"Close"}`:                    "text was changed",
-		`{"action":"allow","trusted":false,"active":true,"armed":true,"visible":true}`:                                   "not a trusted input event",
-		`{"action":"allow","trusted":true,"active":false,"armed":true,"visible":true}`:                                   "no user activation",
-		`{"action":"allow","trusted":true,"active":true,"armed":false,"visible":true}`:                                   "before it was shown",
-		`{"action":"allow","trusted":true,"active":true,"armed":true,"visible":false}`:                                   "covered",
-		`{"action":"grant","trusted":true,"active":true,"armed":true}`:                                                   "unknown action",
-		`{"action":"allow","trusted":true,"trusted":true}`:                                                               "unreadable", // duplicate keys
+		`{"action":"allow","trusted":true,"active":true,"armed":true,"visible":true,"label":"Allow h for this session","timed":true}`: "",
+		`{"action":"allow","trusted":true,"active":true,"armed":true,"visible":null,"label":"Allow h for this session","timed":true}`: "", // no IntersectionObserver v2
+		`{"action":"allow","trusted":true,"active":true,"armed":true,"visible":true,"label":"Allow h for this session"}`:              "later than the page's clock",
+		`{"action":"allow","trusted":true,"active":true,"armed":true,"visible":true,"label":"Close"}`:                                 "text was changed",
+		`{"action":"allow","trusted":false,"active":true,"armed":true,"visible":true}`:                                                "not a trusted input event",
+		`{"action":"allow","trusted":true,"active":false,"armed":true,"visible":true}`:                                                "no user activation",
+		`{"action":"allow","trusted":true,"active":true,"armed":false,"visible":true}`:                                                "before it was shown",
+		`{"action":"allow","trusted":true,"active":true,"armed":true,"visible":false}`:                                                "covered",
+		`{"action":"grant","trusted":true,"active":true,"armed":true}`:                                                                "unknown action",
+		`{"action":"allow","trusted":true,"trusted":true}`:                                                                            "unreadable", // duplicate keys
 		`not json`: "unreadable",
 	} {
 		got, _ := clickRefusal(payload, "Allow h for this session")
