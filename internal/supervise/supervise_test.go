@@ -159,6 +159,9 @@ func TestRelaunch(t *testing.T) {
 	if code := status(s, "/json/version"); code != http.StatusTeapot {
 		t.Errorf("after the relaunch: %d, want the new guard's answer", code)
 	}
+	// The relaunch is counted once the new guard is installed, so a
+	// moment after Current shows it (fresh-clone run 31 read 0 here).
+	waitFor(t, "the relaunch to be counted", func() bool { return restarted.Load() >= 1 })
 	if restarted.Load() != 1 {
 		t.Errorf("Restarts counted %d times, want 1", restarted.Load())
 	}
