@@ -224,7 +224,7 @@
         // the quiet window at a time that has not come: the guard refuses it.
         timed: e.timeStamp <= performance.now(),
       };
-      const ok = payload.trusted && payload.active && payload.armed;
+      const ok = payload.trusted && payload.active && payload.armed && payload.timed;
       const now = performance.now();
       if (sent || (!ok && now - lastRefusal < 1000)) return;
       if (ok) sent = true; else lastRefusal = now;
