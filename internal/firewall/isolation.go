@@ -1,7 +1,5 @@
 package firewall
 
-import "strings"
-
 // Scope is the isolation rule of a method: which ids in it are checked
 // against the agent's user before it reaches Chrome.
 type Scope int
@@ -145,21 +143,13 @@ var isolation = map[string]Scope{
 // allowlist.
 const whyNotListed = "it is not on cdpguard's browser-level allowlist (browser-level methods act on every user's tabs and windows)"
 
-// browserWide reports whether method's domain is browser-wide on every
-// session, so that the allowlist applies on page sessions too.
-func browserWide(method string) bool {
-	return strings.HasPrefix(method, "Browser.") || strings.HasPrefix(method, "SystemInfo.")
-}
+// browserWideDomains are the domains whose methods are browser-wide on
+// every session, so that the allowlist applies on page sessions too.
+var browserWideDomains = []string{"Browser", "SystemInfo"}
 
-// listed reports whether method may be sent on a browser-level session, and
-// its scope.
-func listed(method string) (Scope, bool) {
-	if strings.HasPrefix(method, "Guard.") {
-		return NoIDs, true
-	}
-	s, ok := isolation[method]
-	return s, ok
-}
+// guardDomain is the guard's own domain: every Guard method may be sent on
+// a browser-level session, and names no ids.
+const guardDomain = "Guard"
 
 // AllowlistRows returns the isolation table's keys, for tests and docs.
 func AllowlistRows() []string {

@@ -176,6 +176,11 @@ type Rule struct {
 	Cap UserCap
 }
 
+// Isolated reports whether the row has an isolation column: ids the
+// user's own (Scope) or a per-user cap (Cap). A row with neither gives
+// internal/isolation nothing to check.
+func (r Rule) Isolated() bool { return r.Scope != NoIDs || r.Cap != NoCap }
+
 // whyURL is the reason of the URL rows.
 const whyURL = "only http(s), about:, data: and blob: URLs may be opened"
 
@@ -286,14 +291,34 @@ var rules = map[string]Rule{
 // "Fetch.*" on browser sessions also covers Fetch.continueRequest. On
 // browser-level sessions, and for the Browser and SystemInfo domains
 // anywhere, a method not on the allowlist (isolation.go) is refused.
-// Rule.Scope carries the method's isolation rule.
+// Rule.Scope carries the method's isolation rule. One look-up of the
+// method and one of its domain give every column: the firewall row and
+// the isolation column are joined once, when the tables are read (rows,
+// domains).
 func Lookup(method string, browser bool) (Rule, string) {
-	r, name := lookupAction(method, browser)
+	var dom domainRow
+	i := strings.IndexByte(method, '.')
+	if i > 0 {
+		dom = domains[method[:i]]
+	}
+	domApplies := dom.hasRule && (!dom.rule.BrowserOnly || browser)
+	if domApplies && dom.rule.Action == Refuse {
+		return dom.rule, method[:i] + ".*"
+	}
+	row := rows[method]
+	var r Rule
+	var name string
+	switch {
+	case row.hasRule && (!row.rule.BrowserOnly || browser):
+		r, name = row.rule, method
+	case domApplies:
+		r, name = dom.rule, method[:i]+".*"
+	}
 	if r.Action == Refuse {
 		return r, name
 	}
-	scope, ok := listed(method)
-	if !ok && (browser || browserWide(method)) {
+	scope, listed := row.scope, row.listed || dom.listed
+	if !listed && (browser || dom.wide) {
 		return Rule{Action: Refuse, Why: whyNotListed}, method
 	}
 	if scope == BrowserContexts && !browser {
@@ -303,36 +328,66 @@ func Lookup(method string, browser bool) (Rule, string) {
 	return r, name
 }
 
-// lookupAction finds method's row of the firewall table.
-func lookupAction(method string, browser bool) (Rule, string) {
-	i := strings.IndexByte(method, '.')
-	var dom Rule
-	var hasDom bool
-	if i > 0 {
-		dom, hasDom = domains[method[:i]]
-		hasDom = hasDom && (!dom.BrowserOnly || browser)
-		if hasDom && dom.Action == Refuse {
-			return dom, method[:i] + ".*"
-		}
-	}
-	if r, ok := rules[method]; ok && (!r.BrowserOnly || browser) {
-		return r, method
-	}
-	if hasDom {
-		return dom, method[:i] + ".*"
-	}
-	return Rule{}, ""
+// row is one method's columns of the tables: its firewall row, if it has
+// one, and its isolation column (isolation.go), joined once (rows).
+type row struct {
+	rule    Rule
+	hasRule bool
+	scope   Scope
+	listed  bool // on the browser-level allowlist
 }
 
-// domains indexes the "Domain.*" rows by domain, so Lookup does not build
-// strings on the hot path.
-var domains = func() map[string]Rule {
-	m := map[string]Rule{}
+// domainRow is one domain's columns: its "Domain.*" row, if it has one,
+// whether the allowlist applies to it on every session (browserWide) and
+// whether all its methods are listed (the Guard domain).
+type domainRow struct {
+	rule    Rule
+	hasRule bool
+	wide    bool
+	listed  bool
+}
+
+// rows joins the firewall table and the isolation table by method, so
+// Lookup reads every column of a method with one look-up.
+var rows = func() map[string]row {
+	m := map[string]row{}
 	for k, r := range rules {
-		if d, ok := strings.CutSuffix(k, ".*"); ok {
-			m[d] = r
+		if !strings.HasSuffix(k, ".*") {
+			m[k] = row{rule: r, hasRule: true}
 		}
 	}
+	for k, s := range isolation {
+		e := m[k]
+		e.scope, e.listed = s, true
+		m[k] = e
+	}
+	for k, e := range m {
+		if d, _, _ := strings.Cut(k, "."); d == guardDomain {
+			e.scope, e.listed = NoIDs, true // the guard's own methods name no ids
+			m[k] = e
+		}
+	}
+	return m
+}()
+
+// domains indexes the "Domain.*" rows by domain, with the domains the
+// allowlist treats as a whole (isolation.go), so Lookup does not build
+// strings on the hot path.
+var domains = func() map[string]domainRow {
+	m := map[string]domainRow{}
+	for k, r := range rules {
+		if d, ok := strings.CutSuffix(k, ".*"); ok {
+			m[d] = domainRow{rule: r, hasRule: true}
+		}
+	}
+	for _, d := range browserWideDomains {
+		e := m[d]
+		e.wide = true
+		m[d] = e
+	}
+	e := m[guardDomain]
+	e.listed = true
+	m[guardDomain] = e
 	return m
 }()
 
