@@ -10,8 +10,18 @@ import (
 	"testing"
 )
 
-func TestDialHTTP(t *testing.T) {
+// TestDial dials one Chromium with a debugging port by its http URL and by
+// its ws URL: two connections to one browser, as a user's attach makes
+// (one launch instead of two: issue 37's CPU).
+func TestDial(t *testing.T) {
 	httpURL, wsURL := startDebugPortChrome(t)
+	t.Run("HTTP", func(t *testing.T) { checkDialHTTP(t, httpURL, wsURL) })
+	t.Run("WS", func(t *testing.T) { checkDialWS(t, wsURL) })
+}
+
+// checkDialHTTP: Dial of the http URL finds the browser's ws URL and
+// version, and the connection carries big messages.
+func checkDialHTTP(t *testing.T, httpURL, wsURL string) {
 	ctx, cancel := context.WithTimeout(context.Background(), launchTimeout)
 	defer cancel()
 	conn, v, err := Dial(ctx, httpURL, 0)
@@ -32,8 +42,9 @@ func TestDialHTTP(t *testing.T) {
 	checkBigMessages(t, conn)
 }
 
-func TestDialWS(t *testing.T) {
-	_, wsURL := startDebugPortChrome(t)
+// checkDialWS: Dial of the ws URL reads the version too; Close ends the
+// connection and a second Close is harmless.
+func checkDialWS(t *testing.T, wsURL string) {
 	ctx, cancel := context.WithTimeout(context.Background(), launchTimeout)
 	defer cancel()
 	conn, v, err := Dial(ctx, wsURL, 0)

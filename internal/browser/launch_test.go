@@ -17,9 +17,21 @@ import (
 	"time"
 )
 
-func TestLaunchGetVersion(t *testing.T) {
+// TestLaunch checks one launched browser three ways, one after another:
+// its start-up version, big messages on its pipe, and that Close ends its
+// whole process group. They share the browser because none of them needs
+// a fresh one (Close is last), and a launch is about 2 CPU-seconds under
+// -race on the CI machine (issue 37).
+func TestLaunch(t *testing.T) {
 	var stderr strings.Builder
 	p := launch(t, LaunchOptions{Stderr: &syncWriter{w: &stderr}})
+	t.Run("GetVersion", func(t *testing.T) { checkGetVersion(t, p) })
+	t.Run("BigMessages", func(t *testing.T) { checkBigMessages(t, p.Conn()) })
+	t.Run("CloseKillsProcessGroup", func(t *testing.T) { checkCloseKillsProcessGroup(t, p) })
+}
+
+// checkGetVersion: the version read at start-up is the browser's.
+func checkGetVersion(t *testing.T, p *Process) {
 	if v := p.Version(); v == nil || !strings.Contains(v.Browser, "/") || v.ProtocolVersion == "" {
 		t.Fatalf("start-up version = %+v", p.Version())
 	}
@@ -34,13 +46,9 @@ func TestLaunchGetVersion(t *testing.T) {
 	t.Logf("browser %s, protocol %s, pid %d", got.Product, got.ProtocolVersion, p.Pid())
 }
 
-func TestLaunchBigMessages(t *testing.T) {
-	p := launch(t, LaunchOptions{})
-	checkBigMessages(t, p.Conn())
-}
-
-func TestLaunchCloseKillsProcessGroup(t *testing.T) {
-	p := launch(t, LaunchOptions{})
+// checkCloseKillsProcessGroup: Close leaves no process of the browser, its
+// temporary profile is gone and the connection is closed.
+func checkCloseKillsProcessGroup(t *testing.T, p *Process) {
 	openPage(t, p.Conn()) // a renderer joins the tree
 	dir := userDataDirOf(t, p)
 	before := treeOf(p.Pid(), dir)
