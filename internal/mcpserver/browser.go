@@ -57,6 +57,7 @@ type user struct {
 
 	callStop context.CancelCauseFunc // ends the running call (a dialog opened)
 	callName string
+	ended    *dialogOpened // the dialog that ended the running call; a loop's closing wins (endCall takes it)
 }
 
 type tab struct {
@@ -126,6 +127,11 @@ const maxNotes = 20
 func (u *user) note(s string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.noteLocked(s)
+}
+
+// noteLocked is note for a caller that holds u.mu.
+func (u *user) noteLocked(s string) {
 	switch {
 	case len(u.notes) < maxNotes:
 		u.notes = append(u.notes, s)

@@ -47,7 +47,7 @@ func (d *dialogOpened) result(wait time.Duration) string {
 // setCall records the running call's cancel, which a dialog opening uses.
 func (u *user) setCall(stop context.CancelCauseFunc, name string) {
 	u.mu.Lock()
-	u.callStop, u.callName = stop, name
+	u.callStop, u.callName, u.ended = stop, name, nil
 	u.mu.Unlock()
 }
 
@@ -97,6 +97,13 @@ func (u *user) dialogOpening(session target.SessionID, d *page.EventJavascriptDi
 		t.loopClosed = true
 		t.detached = true // the tools forget the tab now, not when Chrome closes it
 	}
+	// The running call is ended, or the next result told, under u.mu: a
+	// call ends with endCall, which takes u.mu, so a cause given here is
+	// one that call reads. Given after the lock (as it was), it could
+	// reach a call that had just ended and be lost, and with it the
+	// news that the tab was closed for its loop: the model then read "no
+	// dialog is open" until its patience ran out (MCPModelTasks/dialogLoop
+	// under load, 2026-12-07).
 	stop := u.callStop
 	if t.id != u.front && !loop {
 		// A dialog in a tab the call does not act on ends nothing: a page
@@ -104,22 +111,38 @@ func (u *user) dialogOpening(session target.SessionID, d *page.EventJavascriptDi
 		// result reports it.
 		stop = nil
 	}
+	switch {
+	case stop != nil:
+		// A loop's closing is the news that matters: it replaces the
+		// dialog that ended the call already (that call may still be
+		// unwinding, and a second cancel's cause is dropped).
+		if u.ended == nil || loop {
+			u.ended = cause
+		}
+		stop(cause)
+	case loop:
+		// No call is running (a timer fired the dialog): the next call
+		// tells the model.
+		u.noteLocked(cause.result(u.srv.opts.DialogWait))
+	default:
+		u.noteLocked(fmt.Sprintf("Meanwhile the page at %s opened %s; it waits for browser_handle_dialog (select its tab first), or cdpguard dismisses it after %s.", clip(d.URL, 300), info.describe(), roundDur(u.srv.opts.DialogWait)))
+	}
 	p := u.evPipe
 	u.mu.Unlock()
 	if loop && p != nil {
 		u.closeLooping(p, session, t.id)
 	}
-	if stop != nil {
-		stop(cause)
-	} else {
-		// No call is running (a timer fired the dialog): the next call
-		// tells the model.
-		if loop {
-			u.note(cause.result(u.srv.opts.DialogWait))
-		} else {
-			u.note(fmt.Sprintf("Meanwhile the page at %s opened %s; it waits for browser_handle_dialog (select its tab first), or cdpguard dismisses it after %s.", clip(d.URL, 300), info.describe(), roundDur(u.srv.opts.DialogWait)))
-		}
-	}
+}
+
+// endCall ends the running call's hold on dialogs and returns the dialog
+// that ended it, nil when none did. After it returns no dialog ends this
+// call: one opening later is told by a note (dialogOpening).
+func (u *user) endCall() *dialogOpened {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	d := u.ended
+	u.callStop, u.callName, u.ended = nil, "", nil
+	return d
 }
 
 // closeLooping dismisses the dialog of a tab that keeps opening them and
@@ -172,6 +195,19 @@ func (s *Server) toolHandleDialog(ctx context.Context, u *user, in handleDialogI
 	}
 	if err := u.connect(ctx); err != nil {
 		return nil, err
+	}
+	if u.cur == nil {
+		// No tab is attached (a call that ran out of time renews the
+		// connection): no dialog of the last tab reaches the tools until
+		// it is attached again. Attach it, so that a page that keeps
+		// opening dialogs, which the guard answers meanwhile, is seen and
+		// closed for its loop instead of this tool saying "no dialog is
+		// open" for ever. A dialog open on it is found below; no tab at
+		// all leaves nothing to answer.
+		var open *DialogOpenError
+		if _, err := u.page(ctx, false); err != nil && !errors.As(err, &open) && ctx.Err() != nil {
+			return nil, err
+		}
 	}
 	// The current tab's dialog first, then any other tab's.
 	var t *tab

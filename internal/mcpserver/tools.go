@@ -61,9 +61,7 @@ func addTool[In any](s *Server, name, desc string, readOnly bool, h handler[In])
 		u.setCall(stop, name)
 		u.doing, u.hint = "", ""
 		res, err = h(cctx, u, in)
-		u.setCall(nil, "")
-		var opened *dialogOpened
-		if errors.As(context.Cause(cctx), &opened) {
+		if opened := u.endCall(); opened != nil {
 			res, err = textResult(opened.result(s.opts.DialogWait)), nil
 			if opened.loop > 0 {
 				u.forget(opened.tab) // being closed
