@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image"
 	_ "image/jpeg" // decodes the screenshot results
 	_ "image/png"
@@ -101,10 +102,12 @@ func timedMCPModelTasks(t *testing.T) {
 		// the page's next dialog may not have reached the server yet (on a
 		// loaded machine a fresh-clone run saw 8 such calls in a row, each
 		// right after an answer). The whole loop is bounded by a deadline.
-		deadline := time.Now().Add(60 * time.Second)
+		start := time.Now()
+		deadline := start.Add(60 * time.Second)
+		var seen []string // each result, for a failure to say what happened
 		for answered := 0; answered < 8 && !strings.Contains(out, "closed the tab"); {
 			if time.Now().After(deadline) {
-				t.Fatalf("loop: not closed within 60 s; last result: %s", out)
+				t.Fatalf("loop: not closed within 60 s; the results:\n%s", strings.Join(seen, "\n"))
 			}
 			if strings.Contains(out, "no dialog is open") {
 				time.Sleep(100 * time.Millisecond) // the MCP client has no event to wait on
@@ -125,6 +128,9 @@ func timedMCPModelTasks(t *testing.T) {
 			}
 			if !strings.Contains(out, "no dialog is open") {
 				answered++
+			}
+			if len(seen) < 40 {
+				seen = append(seen, fmt.Sprintf("%6.2fs error=%v %.300s", time.Since(start).Seconds(), res.IsError, out))
 			}
 		}
 		mustContain(t, "loop", out, "kept opening dialogs", "closed the tab")
