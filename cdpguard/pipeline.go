@@ -14,11 +14,24 @@ import (
 // the agent's kind (admission.Pipeline).
 type commandPipeline struct{ g *Guard }
 
+// For binds the pipeline to an agent as it is admitted: the relay's agent
+// hands each of its commands to the value returned (agentPipeline).
+func (p commandPipeline) For(st *agentState) relay.Interceptor {
+	return agentPipeline{g: p.g, st: st}
+}
+
+// agentPipeline is the pipeline of one admitted agent (st): the agent's
+// relay.Interceptor.
+type agentPipeline struct {
+	g  *Guard
+	st *agentState
+}
+
 // Intercept judges one agent command: the firewall's row of the command is
 // looked up once, the stages run in order, and a refusal is counted by its
 // row. Refusals name the rule; the connection stays usable.
-func (p commandPipeline) Intercept(ctx context.Context, a *relay.Agent, st *agentState, cmd relay.Command) relay.Verdict {
-	g := p.g
+func (p agentPipeline) Intercept(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
+	g, st := p.g, p.st
 	c := &agentCommand{Command: cmd, agent: a, st: st, stages: commandStages[:]}
 	c.rule, c.name = firewall.Lookup(cmd.Method, cmd.Browser)
 	v := g.countRefusal(cmd, c.next(g, ctx))
@@ -41,7 +54,7 @@ func (g *Guard) countRefusal(cmd relay.Command, v relay.Verdict) relay.Verdict {
 
 // commandStages is the one path of every agent command, in order. The
 // firewall's row of the command is looked up once, before the first
-// stage (commandPipeline.Intercept). Each stage either ends the command
+// stage (agentPipeline.Intercept). Each stage either ends the command
 // with its verdict (a refusal, a local answer, a rewrite that is the
 // whole verdict) or calls c.next for the verdict of the stages after it
 // and returns that, possibly combined with its own (relay.Combine). So a
@@ -152,8 +165,12 @@ func (g *Guard) refusalStage(ctx context.Context, c *agentCommand) relay.Verdict
 
 // isolationStage keeps the command to the user's own targets, contexts and
 // windows; the later stages see the params it produced (e.g. with the
-// user's browserContextId).
+// user's browserContextId). A row with no isolation column (no ids, no
+// cap: Rule.Isolated) has nothing for isolation to check.
 func (g *Guard) isolationStage(ctx context.Context, c *agentCommand) relay.Verdict {
+	if !c.rule.Isolated() {
+		return c.next(g, ctx)
+	}
 	iso := g.iso.Command(ctx, c.st.Iso, c.agent, c.Command, c.rule)
 	if iso.Refuse != "" || iso.Local != nil {
 		return iso
@@ -165,7 +182,11 @@ func (g *Guard) isolationStage(ctx context.Context, c *agentCommand) relay.Verdi
 }
 
 // ruleStage applies the row's check or rewrite (internal/rules). It is the last
-// stage: its verdict is the whole verdict of the stages after isolation.
+// stage: its verdict is the whole verdict of the stages after isolation. A
+// command with no row, or a row that passes it (Pass), has none.
 func (g *Guard) ruleStage(ctx context.Context, c *agentCommand) relay.Verdict {
+	if c.rule.Action == firewall.Pass {
+		return relay.Verdict{}
+	}
 	return g.rs.Apply(ctx, c.agent, c.st, c.Command, c.name, c.rule)
 }

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cdpguard/cdpguard/internal/bounds"
 	"github.com/cdpguard/cdpguard/internal/cdpmsg"
@@ -23,14 +22,14 @@ import (
 )
 
 // Agent is what the guard keeps of one admitted agent connection. It is
-// the connection's relay.Hooks: its commands go through the guard's
-// pipeline, its events through the guard's filter.
+// the connection's relay.Hooks: its events go through the guard's filter.
+// Its commands go through the guard's pipeline, bound to it once at
+// admission (Pipeline.For), which the relay's agent calls itself.
 type Agent struct {
 	User        *users.User
 	Iso         *isolation.Conn // the connection as isolation sees it (its user)
 	GuardEvents atomic.Bool     // Guard.enable was called
 	unshare     func()          // releases the user's fairness share
-	lastTouch   atomic.Int64    // unix seconds of the last activity recorded
 
 	set *Set
 	cut func(kind, reason string) // counts and logs a cut-off (bounds.Metrics.OnCutOff)
@@ -73,8 +72,9 @@ type Guard interface {
 // Pipeline judges every agent command, whatever the agent's kind: the
 // guard's command pipeline.
 type Pipeline interface {
-	// Intercept judges one command of agent a (relay.Hooks.Intercept).
-	Intercept(ctx context.Context, a *relay.Agent, st *Agent, cmd relay.Command) relay.Verdict
+	// For returns the pipeline bound to admitted agent st: the agent's
+	// relay.Interceptor, which the relay hands each of its commands.
+	For(st *Agent) relay.Interceptor
 }
 
 // Life is the guard's life as agents see it.
@@ -138,11 +138,12 @@ func (set *Set) admit(ctx context.Context, conn relay.AgentConn, s Spec, share *
 	st := &Agent{User: s.User, Iso: isolation.NewConn(s.User), unshare: unshare, set: set,
 		cut: set.deps.Metrics.OnCutOff(set.deps.Log, s.Name, clip.String(s.Key))}
 	a, err := set.deps.Browser.NewAgent(ctx, conn, relay.AgentOptions{
-		Name:     s.Name,
-		TargetID: s.TargetID,
-		Hooks:    st,
-		Share:    share,
-		Bounds:   set.deps.Bounds,
+		Name:        s.Name,
+		TargetID:    s.TargetID,
+		Interceptor: set.deps.Pipeline.For(st),
+		Hooks:       st,
+		Share:       share,
+		Bounds:      set.deps.Bounds,
 	})
 	if err != nil {
 		return nil, err
@@ -154,25 +155,15 @@ func (set *Set) admit(ctx context.Context, conn relay.AgentConn, s Spec, share *
 	return a, nil
 }
 
-// Intercept runs the agent's command through the guard's pipeline.
-func (st *Agent) Intercept(ctx context.Context, a *relay.Agent, cmd relay.Command) relay.Verdict {
-	return st.set.deps.Pipeline.Intercept(ctx, a, st, cmd)
-}
-
 // FilterEvent reports whether the guard lets event e reach the agent.
 func (st *Agent) FilterEvent(a *relay.Agent, e *cdpmsg.Envelope) bool {
 	return st.set.deps.Guard.Filter(st, a, e)
 }
 
-// Activity records the agent's activity for idle disposal, at most once
-// a second so that busy agents do not contend on the registry.
-func (st *Agent) Activity() {
-	now := time.Now().Unix()
-	if st.lastTouch.Load() != now {
-		st.lastTouch.Store(now)
-		st.set.deps.Users.Touch(st.User)
-	}
-}
+// Activity records the agent's activity for idle disposal; the relay
+// tells it at most once a second, so that busy agents do not contend on
+// the registry.
+func (st *Agent) Activity() { st.set.deps.Users.Touch(st.User) }
 
 // CutOff counts and logs the agent cut off by a bound.
 func (st *Agent) CutOff(kind, reason string) { st.cut(kind, reason) }

@@ -38,11 +38,9 @@ func (r *entryRig) Acquire(context.Context, string) (*users.User, error) {
 }
 
 func (r *entryRig) Filter(*Agent, *relay.Agent, *cdpmsg.Envelope) bool { return true }
-func (r *entryRig) Intercept(context.Context, *relay.Agent, *Agent, relay.Command) relay.Verdict {
-	return relay.Verdict{}
-}
-func (r *entryRig) BeforeDetach(*relay.Agent) {}
-func (r *entryRig) Dropped(*relay.Agent)      {}
+func (r *entryRig) For(*Agent) relay.Interceptor                       { return nil } // every command forwarded
+func (r *entryRig) BeforeDetach(*relay.Agent)                          {}
+func (r *entryRig) Dropped(*relay.Agent)                               {}
 
 func (r *entryRig) set() *Set {
 	return New(Deps{

@@ -38,19 +38,27 @@ type CloseError struct {
 
 func (e *CloseError) Error() string { return e.Reason }
 
-// Hooks are the owner's side of one agent connection (the guard's
-// admission of it, internal/admission): what judges its commands and
-// events, and what is told of its activity, its bounds and its end. None
-// may close the agent.
-type Hooks interface {
-	// Intercept judges each command before it is forwarded. It runs on the
-	// agent's read goroutine and may block that agent only.
+// Interceptor judges each command of one agent before it is forwarded:
+// the guard's command pipeline, bound to the agent when it was admitted
+// (internal/admission), so the agent hands each command to it with no
+// layer between. It runs on the agent's read goroutine and may block
+// that agent only.
+type Interceptor interface {
 	Intercept(ctx context.Context, a *Agent, c Command) Verdict
+}
+
+// Hooks are the owner's side of one agent connection (the guard's
+// admission of it, internal/admission) other than its commands: what
+// judges its events, and what is told of its activity, its bounds and its
+// end. None may close the agent.
+type Hooks interface {
 	// FilterEvent decides whether an event on one of the agent's sessions
 	// reaches the agent. It runs on the mux read loop, before the relay
 	// learns of sessions the event announces, and must not block.
 	FilterEvent(a *Agent, e *cdpmsg.Envelope) bool
-	// Activity is called for every message the agent sends.
+	// Activity is told that the agent sent a message, at most once a
+	// second (the owner records activity by the second, for idle
+	// disposal; a busy agent sends thousands of messages a second).
 	Activity()
 	// CutOff is told of an agent cut off by a byte or pause bound: kind is
 	// one of the Cut* constants, reason the close reason. It may run on
@@ -78,8 +86,11 @@ type AgentOptions struct {
 	// TargetID, when set, makes this a page connection (/devtools/page/<id>):
 	// commands without a sessionId go to that target.
 	TargetID string
-	// Hooks, when set, judge the agent's commands and events and are told
-	// of what happens to it; nil forwards everything.
+	// Interceptor, when set, judges the agent's commands; nil forwards
+	// every command.
+	Interceptor Interceptor
+	// Hooks, when set, judge the agent's events and are told of what
+	// happens to it; nil forwards every event.
 	Hooks Hooks
 	// Rate bounds the commands per second the agent may send on average,
 	// with bursts of twice that; commands over it get a CDP error and never
@@ -124,6 +135,9 @@ type Agent struct {
 	// the token bucket of Rate; only the read goroutine touches it
 	tokens float64
 	refill time.Time
+	// the unix second Hooks.Activity was last told; only the read
+	// goroutine touches it
+	lastActive int64
 }
 
 // NewAgent attaches a new browser session for conn. The caller then runs
@@ -289,7 +303,10 @@ func (a *Agent) readLoop(ctx context.Context) error {
 
 func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 	if a.opts.Hooks != nil {
-		a.opts.Hooks.Activity()
+		if now := time.Now().Unix(); now != a.lastActive {
+			a.lastActive = now
+			a.opts.Hooks.Activity()
+		}
 	}
 	if err := cdpmsg.DecodeInto(msg, e); err != nil {
 		a.enqueue(cdpmsg.AppendError(nil, -1, "", cdpmsg.CodeParseError, cdpmsg.Refusal("", err.Error())))
@@ -334,8 +351,8 @@ func (a *Agent) handle(ctx context.Context, msg []byte, e *cdpmsg.Envelope) {
 		return
 	}
 	var v Verdict
-	if a.opts.Hooks != nil {
-		v = a.opts.Hooks.Intercept(ctx, a, Command{Method: e.Method, Params: e.Params, SessionID: session, Browser: browser})
+	if a.opts.Interceptor != nil {
+		v = a.opts.Interceptor.Intercept(ctx, a, Command{Method: e.Method, Params: e.Params, SessionID: session, Browser: browser})
 	}
 	switch {
 	case v.Refuse != "":

@@ -95,7 +95,7 @@ func TestDetachSettlesInFlight(t *testing.T) {
 	h := newHarness(t)
 	holdingBrowser(h)
 	var hooked atomic.Value
-	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Hooks: hooks{intercept: func(_ context.Context, _ *Agent, c Command) Verdict {
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Interceptor: hooks{intercept: func(_ context.Context, _ *Agent, c Command) Verdict {
 		if c.Method != "Wait.hold" {
 			return Verdict{}
 		}
@@ -289,7 +289,7 @@ func TestHangupSettlesInFlight(t *testing.T) {
 	h := newHarness(t)
 	holdingBrowser(h)
 	hooked := make(chan string, 1)
-	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Hooks: hooks{intercept: func(_ context.Context, _ *Agent, c Command) Verdict {
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Interceptor: hooks{intercept: func(_ context.Context, _ *Agent, c Command) Verdict {
 		if c.Method != "Wait.hold" {
 			return Verdict{}
 		}

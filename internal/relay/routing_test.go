@@ -215,7 +215,7 @@ func TestInterceptor(t *testing.T) {
 	h := newHarness(t)
 	var mu sync.Mutex
 	var seen []Command
-	x := h.startAgent(t, AgentOptions{Name: "x", Hooks: hooks{intercept: func(_ context.Context, _ *Agent, c Command) Verdict {
+	x := h.startAgent(t, AgentOptions{Name: "x", Interceptor: hooks{intercept: func(_ context.Context, _ *Agent, c Command) Verdict {
 		mu.Lock()
 		seen = append(seen, c)
 		mu.Unlock()
@@ -388,7 +388,7 @@ func TestAutoAttachedBrowserSessionIsBrowserLevel(t *testing.T) {
 	h := newHarness(t)
 	var got []Command
 	var mu sync.Mutex
-	x := h.startAgent(t, AgentOptions{Name: "x", Hooks: hooks{intercept: func(ctx context.Context, a *Agent, c Command) Verdict {
+	x := h.startAgent(t, AgentOptions{Name: "x", Interceptor: hooks{intercept: func(ctx context.Context, a *Agent, c Command) Verdict {
 		mu.Lock()
 		got = append(got, c)
 		mu.Unlock()

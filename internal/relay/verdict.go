@@ -1,10 +1,10 @@
 package relay
 
 // This file is what the owner of an agent connection decides about one
-// of its commands (Hooks.Intercept): the command as it sees it, its
+// of its commands (Interceptor.Intercept): the command as it sees it, its
 // verdict, and two verdicts combined.
 
-// Verdict is what Hooks.Intercept decides about one agent command. The zero
+// Verdict is what Interceptor.Intercept decides about one agent command. The zero
 // Verdict forwards the command unchanged.
 type Verdict struct {
 	// Refuse, when set, answers the command with a CDP error carrying this
@@ -22,7 +22,7 @@ type Verdict struct {
 	Method string
 }
 
-// Command is an agent command as Hooks.Intercept sees it.
+// Command is an agent command as Interceptor.Intercept sees it.
 type Command struct {
 	Method string
 	Params []byte
