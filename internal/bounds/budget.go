@@ -56,7 +56,7 @@ type Budget struct {
 
 	mu    sync.Mutex
 	n     int64
-	held  atomic.Int64 // n, read without the lock (Held, on the relay's read loop)
+	held  atomic.Int64 // n, read without the lock (HeldCount, by the relay for every message it queues)
 	users map[string]int64
 }
 
@@ -129,13 +129,14 @@ func (b *Budget) Receiving() (total, most int64) {
 	return b.n, most
 }
 
-// Held returns the bytes reserved for what is being received, in all:
-// the relay counts them with its queued bytes against the same total
-// (relay.Bounds.Elsewhere), once for every message it queues, so it takes
-// no lock.
-func (b *Budget) Held() int64 {
+// HeldCount returns the count of the bytes reserved for what is being
+// received, in all, for the relay to read with its queued bytes against
+// the same total (relay.Bounds.Elsewhere): it reads it for every message
+// it queues, so it reads the count itself, with no lock and no call. Only
+// the Budget writes it; nil for a nil Budget.
+func (b *Budget) HeldCount() *atomic.Int64 {
 	if b == nil {
-		return 0
+		return nil
 	}
-	return b.held.Load()
+	return &b.held
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -67,12 +68,12 @@ type Bounds struct {
 	// OweWait bounds a wait for a reply while the agent's commands in the
 	// browser owe more than its mark (zero: DefaultOweWait).
 	OweWait time.Duration
-	// Elsewhere, when set, returns the bytes of the same total budget
+	// Elsewhere, when set, counts the bytes of the same total budget
 	// held outside the relay (agent messages and /mcp bodies being
-	// received: internal/bounds' Budget), counted with the queued bytes
-	// against TotalMaxBytes. It runs on the mux read loop for every
-	// message queued, so it must be cheap.
-	Elsewhere func() int64
+	// received: internal/bounds' Budget.HeldCount), counted with the
+	// queued bytes against TotalMaxBytes. The relay only reads it, on the
+	// mux read loop for every message queued.
+	Elsewhere *atomic.Int64
 }
 
 // withDefaults fills zero fields.
@@ -265,7 +266,7 @@ func (a *Agent) enqueue(msg []byte) {
 		return
 	}
 	if b.Elsewhere != nil && b.TotalMaxBytes > 0 {
-		total += b.Elsewhere()
+		total += b.Elsewhere.Load()
 	}
 	if over(total, b.TotalMaxBytes) {
 		if top := a.m.heaviest(); top != nil {

@@ -289,7 +289,7 @@ func TestTotalBoundCountsElsewhere(t *testing.T) {
 	h := newHarness(t)
 	bigReplies(h, 1000)
 	var elsewhere atomic.Int64
-	b := Bounds{AgentQueueBytes: -1, AgentMaxBytes: -1, UserMaxBytes: -1, TotalMaxBytes: 3000, PauseBound: -1, Elsewhere: elsewhere.Load}
+	b := Bounds{AgentQueueBytes: -1, AgentMaxBytes: -1, UserMaxBytes: -1, TotalMaxBytes: 3000, PauseBound: -1, Elsewhere: &elsewhere}
 	var cut atomic.Value
 	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Bounds: b, Hooks: hooks{cutOff: func(kind, _ string) { cut.Store(kind) }}})
 	x.send(t, bigCommand(1))
