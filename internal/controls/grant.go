@@ -49,15 +49,18 @@ func (c *Controls) bindingCalled(session string, params []byte) {
 	target, _ := c.d.Pages.TargetOf(session)
 	c.mu.Lock()
 	pg := c.rec(target)
-	var why string
+	var why, taint string
 	var x *explained
+	if pg != nil {
+		taint = pg.taintRefusal(p.ContextID)
+	}
 	switch {
 	case pg == nil:
 		why = "not a page the guard set up"
 	case p.ContextID == 0 || p.ContextID != pg.ctxID:
 		why = fmt.Sprintf("execution context %d is not the guard's controls world of the page's main frame", p.ContextID)
-	case pg.taintRefusal(p.ContextID) != "":
-		why = pg.taintRefusal(p.ContextID)
+	case taint != "":
+		why = taint
 	case pg.explain == nil || !pg.explain.committed:
 		why = "the page is not the explanation page of a blocked navigation"
 	case pg.explain.granted || pg.explain.busy:
