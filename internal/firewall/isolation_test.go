@@ -1,6 +1,7 @@
 package firewall
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -118,4 +119,63 @@ func TestFirewallCaps(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFirewallLookupJoinsColumns: Lookup, which reads the firewall row and
+// the isolation column joined by method (rows, domains), answers as the
+// two tables read one after the other do (twoTables), for every row of
+// both, on browser and page sessions, and for methods of no row.
+func TestFirewallLookupJoinsColumns(t *testing.T) {
+	methods := []string{"Runtime.evaluate", "Brand.newMethod", "Guard.nope", "Guard", "Browser", ".x", "Fetch.enable", "SystemInfo.getInfo", "Browser.setDockTile"}
+	methods = append(methods, Rows()...)
+	methods = append(methods, AllowlistRows()...)
+	for _, m := range methods {
+		for _, browser := range []bool{false, true} {
+			r, name := Lookup(m, browser)
+			wr, wname := twoTables(m, browser)
+			if !reflect.DeepEqual(r, wr) || name != wname {
+				t.Errorf("Lookup(%q, browser=%v) = %+v %q, want %+v %q", m, browser, r, name, wr, wname)
+			}
+		}
+	}
+}
+
+// twoTables is Lookup reading the firewall table and then the isolation
+// table, as it did before they were joined (2026-12-07).
+func twoTables(method string, browser bool) (Rule, string) {
+	r, name := Rule{}, ""
+	i := strings.IndexByte(method, '.')
+	var dom Rule
+	var hasDom bool
+	if i > 0 {
+		for k, v := range rules {
+			if k == method[:i]+".*" {
+				dom, hasDom = v, !v.BrowserOnly || browser
+			}
+		}
+	}
+	switch row, ok := rules[method]; {
+	case hasDom && dom.Action == Refuse:
+		return dom, method[:i] + ".*"
+	case ok && (!row.BrowserOnly || browser):
+		r, name = row, method
+	case hasDom:
+		r, name = dom, method[:i]+".*"
+	}
+	if r.Action == Refuse {
+		return r, name
+	}
+	scope, listed := isolation[method]
+	if strings.HasPrefix(method, "Guard.") {
+		scope, listed = NoIDs, true
+	}
+	wide := strings.HasPrefix(method, "Browser.") || strings.HasPrefix(method, "SystemInfo.")
+	if !listed && (browser || wide) {
+		return Rule{Action: Refuse, Why: whyNotListed}, method
+	}
+	if scope == BrowserContexts && !browser {
+		scope = NoIDs
+	}
+	r.Scope = scope
+	return r, name
 }

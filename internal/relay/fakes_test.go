@@ -390,6 +390,7 @@ type hooks struct {
 	cutOff    func(kind, reason string)
 	throttled func()
 	dropped   func(kind string)
+	activity  func()
 }
 
 func (h hooks) Intercept(ctx context.Context, a *Agent, c Command) Verdict {
@@ -403,7 +404,11 @@ func (h hooks) FilterEvent(a *Agent, e *cdpmsg.Envelope) bool {
 	return h.filter == nil || h.filter(a, e)
 }
 
-func (h hooks) Activity() {}
+func (h hooks) Activity() {
+	if h.activity != nil {
+		h.activity()
+	}
+}
 
 func (h hooks) CutOff(kind, reason string) {
 	if h.cutOff != nil {

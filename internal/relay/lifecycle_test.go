@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,5 +280,23 @@ func TestGuardCallError(t *testing.T) {
 	h.m.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d pending entries left", n)
+	}
+}
+
+// TestActivityAtMostOncePerSecond: the owner is told of the agent's
+// activity (Hooks.Activity), and at most once in each second its messages
+// span, however many it sends.
+func TestActivityAtMostOncePerSecond(t *testing.T) {
+	h := newHarness(t)
+	var told atomic.Int64
+	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Hooks: hooks{activity: func() { told.Add(1) }}})
+	from := time.Now().Unix()
+	const n = 200
+	for i := range n {
+		x.call(t, int64(i+1), "", "M.m", `{}`)
+	}
+	most := time.Now().Unix() - from + 1 // the seconds the n messages span
+	if got := told.Load(); got < 1 || got > most {
+		t.Errorf("Activity told %d times for %d messages over %d seconds, want 1 to %d", got, n, most, most)
 	}
 }
