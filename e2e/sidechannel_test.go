@@ -259,15 +259,19 @@ func (v sideVector) url(h *testhosts.Hosts, target, name string) string {
 }
 
 // openSide opens the vector page in a tab of env, then clicks #go or
-// closes the tab as the vector needs. A control run (reuse) takes a tab of
-// env.tabs unless the vector closes its tab, watches its preloads (the
-// listeners belong to the tab) or needs its own (ownTab); a forbidden run
-// gets a new tab.
-func openSide(t *testing.T, h *testhosts.Hosts, env *sideEnv, v sideVector, target, name string, reuse bool) (context.Context, *preloadLog) {
+// closes the tab as the vector needs. A run takes a tab of env.tabs unless
+// the vector closes its tab, watches its preloads (the listeners belong to
+// the tab) or needs its own (ownTab). A forbidden run too, as in TestLeaks:
+// every vector loads its own page on the allowed host first and attacks
+// from there, so a fresh target is not what it tests; what an earlier page
+// of a lent tab left running is still counted (by the run it reaches, and
+// by the suite's whole-run checks), and a new tab per run cost a renderer
+// and a chromedp attach each (issue 37).
+func openSide(t *testing.T, h *testhosts.Hosts, env *sideEnv, v sideVector, target, name string) (context.Context, *preloadLog) {
 	t.Helper()
 	var tab context.Context
 	closeIt := func() {}
-	if reuse && !v.closeTab && !v.ownTab && v.page != "speculation" {
+	if !v.closeTab && !v.ownTab && v.page != "speculation" {
 		tab = env.tabs.get(t)
 	} else {
 		var cancel context.CancelFunc
@@ -305,7 +309,7 @@ func openSide(t *testing.T, h *testhosts.Hosts, env *sideEnv, v sideVector, targ
 func sideControl(t *testing.T, h *testhosts.Hosts, v sideVector) bool {
 	name := v.name + "-control"
 	before := v.ctlServer.Snapshot()
-	_, pl := openSide(t, h, v.ctlEnv, v, v.ctlTarget, name, true)
+	_, pl := openSide(t, h, v.ctlEnv, v, v.ctlTarget, name)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
 	defer cancel()
 	if v.connOnly {
@@ -342,7 +346,7 @@ func sideControl(t *testing.T, h *testhosts.Hosts, v sideVector) bool {
 func sideForbidden(t *testing.T, h *testhosts.Hosts, v sideVector) bool {
 	name := v.name + "-forbidden"
 	before := v.badServer.Snapshot()
-	tab, pl := openSide(t, h, v.badEnv, v, v.badTarget, name, false)
+	tab, pl := openSide(t, h, v.badEnv, v, v.badTarget, name)
 	if !v.closeTab {
 		done := `location.href !== "about:blank" && (window.__vectorDone === true || !location.pathname.startsWith("/vector/"))`
 		if err := pollTrue(tab, 6*time.Second, done); err != nil {

@@ -41,7 +41,7 @@ func sideWebRTC(t *testing.T, h *testhosts.Hosts, sum *sideSummary, block, ungua
 			}
 			t.Run("control", func(t *testing.T) {
 				before := stun.Packets()
-				tab, _ := openSide(t, h, unguarded, v, "", s.name+"-control", true)
+				tab, _ := openSide(t, h, unguarded, v, "", s.name+"-control")
 				if !waitFor(6*time.Second, func() bool { return stun.Packets() > before }) {
 					rec.controlBad = true
 					note, _ := evalString(tab, `String(window.__vectorNote)`)
@@ -50,7 +50,7 @@ func sideWebRTC(t *testing.T, h *testhosts.Hosts, sum *sideSummary, block, ungua
 			})
 			t.Run("forbidden", func(t *testing.T) {
 				before := stun.Packets()
-				tab, _ := openSide(t, h, block, v, "", s.name+"-forbidden", false)
+				tab, _ := openSide(t, h, block, v, "", s.name+"-forbidden")
 				if err := pollTrue(tab, 6*time.Second, `window.__vectorDone === true`); err != nil {
 					t.Logf("vector did not signal done (checking anyway): %v", err)
 				}
@@ -83,7 +83,7 @@ func sideDNSPrefetch(t *testing.T, h *testhosts.Hosts, sum *sideSummary, block, 
 		v := sideVector{name: name, page: "link", query: url.Values{"rel": {"dns-prefetch"}}}
 		t.Run("control", func(t *testing.T) {
 			const host = "dnsprefetch-control.example"
-			openSide(t, h, unguarded, v, "http://"+host, name+"-control", true)
+			openSide(t, h, unguarded, v, "http://"+host, name+"-control")
 			if !waitFor(6*time.Second, func() bool { return dns.Queries(host) > 0 }) {
 				rec.controlBad = true
 				t.Errorf("control (unguarded): no DNS query for %s reached %s within 6s: the vector does not work", host, dns.Addr)
@@ -91,7 +91,7 @@ func sideDNSPrefetch(t *testing.T, h *testhosts.Hosts, sum *sideSummary, block, 
 		})
 		t.Run("forbidden", func(t *testing.T) {
 			for _, host := range []string{"dnsprefetch-evil.example", testhosts.AllowedName} {
-				tab, _ := openSide(t, h, block, v, "http://"+host, name+"-forbidden", false)
+				tab, _ := openSide(t, h, block, v, "http://"+host, name+"-forbidden")
 				if err := pollTrue(tab, 6*time.Second, `window.__vectorDone === true`); err != nil {
 					t.Logf("vector did not signal done (checking anyway): %v", err)
 				}
