@@ -18,6 +18,7 @@ import (
 	"github.com/cdpguard/cdpguard/e2e/cdptest"
 	"github.com/cdpguard/cdpguard/e2e/headed"
 	"github.com/cdpguard/cdpguard/e2e/testhosts"
+	"github.com/cdpguard/cdpguard/internal/browser"
 )
 
 // rcQuiet is longer than the guard's quiet window after an agent's input
@@ -162,7 +163,13 @@ func (f *rcFrames) text() string {
 func rcSetup(t *testing.T, path string) *rcEnv {
 	t.Helper()
 	e := &rcEnv{t: t, d: headed.StartXvfb(t), h: testhosts.Start(t), log: &rcLog{}, seen: &rcFrames{}, granted: map[string]bool{}, excused: map[string]string{}}
-	e.chrome = headed.StartChromium(t, e.d, path, "--host-resolver-rules=MAP *.test 127.0.0.1")
+	// The browser UI no attack here uses stays off, as the guard's own
+	// launches keep it off (browser.EconomyFeatures): the omnibox popup's
+	// WebUI renderer, updated on every navigation, took about 9 of this
+	// suite's CPU-seconds (issue 37). TestHeaded and TestControlsHeaded
+	// still attach to a headed Chromium with it on.
+	e.chrome = headed.StartChromium(t, e.d, path, "--host-resolver-rules=MAP *.test 127.0.0.1",
+		"--disable-features="+browser.EconomyFeatures)
 	cfg := guardConfig(t)
 	cfg.Controls = true
 	cfg.Logger = slog.New(e.log)
