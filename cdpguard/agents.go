@@ -16,7 +16,7 @@ import (
 // (agentSide).
 func (g *Guard) newAgents() *admission.Set {
 	b := g.limits().Relay()
-	b.Elsewhere = g.receiveBudget().HeldCount() // one budget: what is being received counts too
+	b.Elsewhere = g.receiveBudget() // one budget: what is being received counts too
 	return admission.New(admission.Deps{
 		Guard:           agentSide{g},
 		Pipeline:        commandPipeline{g},

@@ -56,7 +56,7 @@ type Budget struct {
 
 	mu    sync.Mutex
 	n     int64
-	held  atomic.Int64 // n, read without the lock (HeldCount, by the relay for every message it queues)
+	held  atomic.Int64 // n, read without the lock (Held, by the relay for every message it queues)
 	users map[string]int64
 }
 
@@ -129,14 +129,13 @@ func (b *Budget) Receiving() (total, most int64) {
 	return b.n, most
 }
 
-// HeldCount returns the count of the bytes reserved for what is being
-// received, in all, for the relay to read with its queued bytes against
-// the same total (relay.Bounds.Elsewhere): it reads it for every message
-// it queues, so it reads the count itself, with no lock and no call. Only
-// the Budget writes it; nil for a nil Budget.
-func (b *Budget) HeldCount() *atomic.Int64 {
+// Held returns the bytes reserved for what is being received, in all:
+// the relay counts them with its queued bytes against the same total
+// (relay.Bounds.Elsewhere), once for every message it queues, so it takes
+// no lock. A nil Budget holds none.
+func (b *Budget) Held() int64 {
 	if b == nil {
-		return nil
+		return 0
 	}
-	return &b.held
+	return b.held.Load()
 }

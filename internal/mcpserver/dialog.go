@@ -202,11 +202,10 @@ func (s *Server) toolHandleDialog(ctx context.Context, u *user, in handleDialogI
 		// it is attached again. Attach it, so that a page that keeps
 		// opening dialogs, which the guard answers meanwhile, is seen and
 		// closed for its loop instead of this tool saying "no dialog is
-		// open" for ever. A dialog open on it is found below; no tab at
-		// all leaves nothing to answer.
-		var open *DialogOpenError
-		if _, err := u.page(ctx, false); err != nil && !errors.As(err, &open) && ctx.Err() != nil {
-			return nil, err
+		// open" for ever. A dialog open on it (page's DialogOpenError) is
+		// found below; no tab at all leaves nothing to answer.
+		if _, err := u.page(ctx, false); err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
 	}
 	// The current tab's dialog first, then any other tab's.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -68,12 +67,18 @@ type Bounds struct {
 	// OweWait bounds a wait for a reply while the agent's commands in the
 	// browser owe more than its mark (zero: DefaultOweWait).
 	OweWait time.Duration
-	// Elsewhere, when set, counts the bytes of the same total budget
-	// held outside the relay (agent messages and /mcp bodies being
-	// received: internal/bounds' Budget.HeldCount), counted with the
-	// queued bytes against TotalMaxBytes. The relay only reads it, on the
-	// mux read loop for every message queued.
-	Elsewhere *atomic.Int64
+	// Elsewhere, when set, holds bytes of the same total budget outside
+	// the relay (agent messages and /mcp bodies being received:
+	// internal/bounds' Budget), counted with the queued bytes against
+	// TotalMaxBytes. The relay only reads it, on the mux read loop for
+	// every message queued, so its Held must be cheap.
+	Elsewhere Holder
+}
+
+// Holder is a count of bytes the relay reads but never changes: what the
+// same byte budget holds outside the relay (Bounds.Elsewhere).
+type Holder interface {
+	Held() int64
 }
 
 // withDefaults fills zero fields.
@@ -266,7 +271,7 @@ func (a *Agent) enqueue(msg []byte) {
 		return
 	}
 	if b.Elsewhere != nil && b.TotalMaxBytes > 0 {
-		total += b.Elsewhere.Load()
+		total += b.Elsewhere.Held()
 	}
 	if over(total, b.TotalMaxBytes) {
 		if top := a.m.heaviest(); top != nil {

@@ -281,6 +281,11 @@ func TestTotalBound(t *testing.T) {
 	}
 }
 
+// heldCount is a Holder the test sets.
+type heldCount struct{ atomic.Int64 }
+
+func (h *heldCount) Held() int64 { return h.Load() }
+
 // TestTotalBoundCountsElsewhere: bytes of the same budget held outside the
 // relay (messages being received) count with the queued bytes: a reply
 // that fits the total alone cuts off the agent holding the most once they
@@ -288,7 +293,7 @@ func TestTotalBound(t *testing.T) {
 func TestTotalBoundCountsElsewhere(t *testing.T) {
 	h := newHarness(t)
 	bigReplies(h, 1000)
-	var elsewhere atomic.Int64
+	var elsewhere heldCount
 	b := Bounds{AgentQueueBytes: -1, AgentMaxBytes: -1, UserMaxBytes: -1, TotalMaxBytes: 3000, PauseBound: -1, Elsewhere: &elsewhere}
 	var cut atomic.Value
 	x := h.startAgent(t, AgentOptions{Name: "x", Rate: -1, Bounds: b, Hooks: hooks{cutOff: func(kind, _ string) { cut.Store(kind) }}})
