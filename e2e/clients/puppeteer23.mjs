@@ -129,16 +129,23 @@ await check('status-text-no-reason', async () => {
 await check('goto-invalid-url', async () => rejection(page.goto('asdfasdf')));
 
 // An iframe from a second allowed site: its own frame (out of process when
-// the browser isolates sites), evaluated in.
+// the browser isolates sites), evaluated in. The frame is taken once it
+// has committed the second site's URL and the iframe has loaded: the
+// frame Puppeteer reports at frameattached is still the initial
+// about:blank document, and an evaluation begun there can be cut off by
+// the cross-site navigation ("Execution context was destroyed"), which
+// happened once to the direct run under load.
 await check('oopif-frame-evaluate', async () => {
   await page.goto(env.allowed);
-  const attached = new Promise((resolve) => page.on('frameattached', resolve));
-  await page.evaluate((u) => {
+  const committed = page.waitForFrame((f) => f !== page.mainFrame() && f.url() === more.second, { timeout: T });
+  await page.evaluate((u) => new Promise((resolve, reject) => {
     const f = document.createElement('iframe');
+    f.onload = resolve;
+    f.onerror = () => reject(new Error('the iframe did not load'));
     f.src = u;
     document.body.append(f);
-  }, more.second);
-  const frame = await attached;
+  }), more.second);
+  const frame = await committed;
   await frame.waitForFunction(() => document.readyState === 'complete' && document.getElementById('marker'));
   const marker = await frame.evaluate(() => document.getElementById('marker').textContent);
   return { frames: page.frames().length, marker, oopif: frame.client !== page.mainFrame().client };
