@@ -86,6 +86,12 @@ export GOPROXY=off GOFLAGS=-mod=readonly
 # timed suites beside three others failed their bounds, and the others
 # wait on their pages more than they compute
 # (docs/decisions/2026-12-02-ci-time.md).
+# go test's own vet is off (-vet=off): scripts/lint.sh, started above and
+# always waited for below, runs `go vet ./...` over the same -race build of
+# every package and its tests with all of vet's default analyzers, of which
+# go test's are a subset. On a fresh machine go test's vet cost about 25
+# CPU-seconds (the facts of every dependency, cdproto's included), ahead of
+# e2e's start (docs/decisions/2026-12-08-ci-cold.md).
 # deploy/'s tests (its own module) run beside them, a little niced, their
 # output shown at the end: first, on a fresh machine, their build of the
 # Kubernetes types (46 s) and their run (24 s) held back the e2e build.
@@ -98,7 +104,7 @@ unshare --net -- bash -c '
   (cd deploy && nice -n 5 go test -count=1 -timeout 5m ./... >"$deploy_log" 2>&1) &
   deploy_pid=$!
   rc=0
-  go test -json -race -count=1 -timeout 30m "$@" ./e2e/ ./cdpguard/ ./e2e/bench/ ./... | go run ./scripts/testreport || rc=$?
+  go test -json -race -vet=off -count=1 -timeout 30m "$@" ./e2e/ ./cdpguard/ ./e2e/bench/ ./... | go run ./scripts/testreport || rc=$?
   deploy_rc=0
   wait "$deploy_pid" || deploy_rc=$?
   cat "$deploy_log"
