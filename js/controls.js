@@ -224,6 +224,10 @@
         // the quiet window at a time that has not come: the guard refuses it.
         timed: e.timeStamp <= performance.now(),
       };
+      // When the report left, by the wall clock (this world's Date, which
+      // the page cannot replace): the guard counts the report's way to it
+      // as time before its arrival, not after the click.
+      payload.sentAt = Date.now();
       const ok = payload.trusted && payload.active && payload.armed && payload.timed;
       const now = performance.now();
       if (sent || (!ok && now - lastRefusal < 1000)) return;

@@ -30,6 +30,15 @@ type allowClick struct {
 	// (e2e RedTeamControls/quiet-while-blocked, 2026-12-07). Its zero
 	// value refuses.
 	Timed bool `json:"timed"`
+	// SentAt is the world's wall clock (Date.now(), ms since the Unix
+	// epoch) when it sent the report. The report's way from the handler
+	// to the guard (a busy renderer, a loaded machine, or a page that
+	// keeps its main thread busy after the handler before Chrome sends
+	// the binding call on) would otherwise count as time after the click,
+	// and shorten the quiet window by as much: e2e
+	// TestTimed/RedTeamControls/quiet-while-blocked granted so in a CI
+	// run on 2026-12-08. Its zero value refuses.
+	SentAt float64 `json:"sentAt"`
 }
 
 // bindingCalled takes Runtime.bindingCalled on the guard's page session
@@ -70,7 +79,7 @@ func (c *Controls) bindingCalled(session string, params []byte) {
 	}
 	var waited time.Duration
 	if why == "" {
-		why, waited = clickRefusal(p.Payload, allowLabel(x.host))
+		why, waited = clickRefusal(p.Payload, allowLabel(x.host), now)
 	}
 	if why == "" {
 		// Only what can reach this page's button counts: its user's input
@@ -121,14 +130,30 @@ func allowLabel(host string) string { return "Allow " + host + " for this sessio
 // agent can rewrite its text through the DOM domain, so the world reports
 // the text it saw at the click.
 //
-// It also returns how long the click waited before the world saw it (0 when
-// the report says nothing usable).
-func clickRefusal(payload, label string) (string, time.Duration) {
+// It also returns how long before now, the report's arrival, the click
+// happened: how long it waited for the world's handler and how long the
+// report then took to arrive (0 when the report says nothing usable).
+func clickRefusal(payload, label string, now time.Time) (string, time.Duration) {
 	var a allowClick
 	if err := jsonv2.Unmarshal([]byte(payload), &a); err != nil {
 		return "unreadable report from the controls world", 0
 	}
-	return clickWhy(a, label), clickWaited(a.Waited)
+	return clickWhy(a, label), min(clickWaited(a.Waited)+clickTransit(a.SentAt, now), maxWaited)
+}
+
+// clickTransit is how long the report took from the world to the guard,
+// by the browser's wall clock against the guard's. A browser clock ahead
+// of the guard's counts as 0 (as before the report said when it was
+// sent); one behind only moves the click earlier, so that more input
+// counts. A browser on another machine with a clock behind the guard's
+// by more than the quiet window refuses every click while any agent input
+// came in the span (at most maxWaited) it counts back.
+func clickTransit(sentAtMs float64, now time.Time) time.Duration {
+	ms := float64(now.UnixNano())/1e6 - sentAtMs
+	if !(ms > 0) { // NaN too
+		return 0
+	}
+	return clickWaited(ms)
 }
 
 // maxWaited bounds the wait a report may claim, so that the duration
@@ -164,6 +189,8 @@ func clickWhy(a allowClick, label string) string {
 		return fmt.Sprintf("the button's text was changed (%q)", clip.String(a.Label))
 	case !a.Timed:
 		return "the click's own time was later than the page's clock: its arming and the quiet window before it cannot be measured"
+	case !(a.SentAt > 0):
+		return "the report did not say when it was sent: the quiet window before the click cannot be measured"
 	}
 	return ""
 }
