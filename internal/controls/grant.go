@@ -32,10 +32,9 @@ type allowClick struct {
 	Timed bool `json:"timed"`
 	// SentAt is the world's wall clock (Date.now(), ms since the Unix
 	// epoch) when it sent the report. The report's way from the handler
-	// to the guard (a busy renderer, a loaded machine, or a page that
-	// keeps its main thread busy after the handler before Chrome sends
-	// the binding call on) would otherwise count as time after the click,
-	// and shorten the quiet window by as much: e2e
+	// to the guard (renderer, browser process, pipe: slow on a loaded
+	// machine) would otherwise count as time after the click, and shorten
+	// the quiet window by as much: e2e
 	// TestTimed/RedTeamControls/quiet-while-blocked granted so in a CI
 	// run on 2026-12-08. Its zero value refuses.
 	SentAt float64 `json:"sentAt"`
